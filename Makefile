@@ -1,0 +1,29 @@
+# Two entry points for a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench peers clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) examples/demo.py
+
+test: $(STAMP)
+	$(PY) -m pytest tests -x -q -p no:cacheprovider
+
+# Benchmarks compare against peers installed with `make peers`; missing peers are skipped.
+bench: $(STAMP)
+	$(PY) -m benchmarks.run_all
+
+peers: $(STAMP)
+	$(PY) -m pip install -q -e '.[peers]'
+
+clean:
+	rm -rf $(VENV) build *.egg-info

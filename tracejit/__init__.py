@@ -1,0 +1,39 @@
+"""tracejit: a JAX-style tracing JIT for NumPy-style Python, compiling to native CPU code.
+
+Examples
+--------
+>>> import numpy as np
+>>> import tracejit
+>>> f = tracejit.jit(lambda x: np.sin(x) * 2)
+>>> f(np.zeros(3))
+array([0., 0., 0.])
+"""
+from tracejit import ops as _ops  # noqa: F401  (registers every primitive)
+from tracejit.api import Compiled, Jitted, Lowered, ShapeDtypeStruct, block_until_ready, eval_shape, jit, make_jaxpr
+from tracejit.config import config
+from tracejit.core.avals import ShapedArray
+from tracejit.core.errors import (ConcretizationTypeError, NonConcreteBooleanIndexError, ProgramTypeError,
+                                  TracerArrayConversionError, TracerBoolConversionError,
+                                  TracerIntegerConversionError, UnexpectedTracerError)
+from tracejit.core.pytree import (register_pytree_node, tree_flatten, tree_leaves, tree_map, tree_structure,
+                                  tree_unflatten)
+from tracejit.core.check import check_program
+from tracejit.core.ir import Program
+from tracejit import numpy, lax  # noqa: F401
+from tracejit import tree_util  # noqa: F401
+
+import numpy as _np
+
+Array = _np.ndarray
+"""Type of the arrays tracejit returns (NumPy arrays); use it in type hints like ``jax.Array``."""
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Array", "Compiled", "ConcretizationTypeError", "Jitted", "Lowered", "NonConcreteBooleanIndexError",
+    "Program", "ProgramTypeError", "ShapeDtypeStruct", "ShapedArray", "TracerArrayConversionError",
+    "TracerBoolConversionError", "TracerIntegerConversionError", "UnexpectedTracerError",
+    "block_until_ready", "check_program", "config", "eval_shape", "jit", "lax", "make_jaxpr", "numpy",
+    "register_pytree_node", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
+    "tree_util",
+]

@@ -1,0 +1,516 @@
+"""The user API: ``jit``, ``make_jaxpr``, ``eval_shape`` and the AOT stages."""
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import time
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from tracejit.config import config
+from tracejit.core import dtypes, errors
+from tracejit.core.avals import ShapedArray
+from tracejit.core.check import check_program
+from tracejit.core.interpret import eval_program
+from tracejit.core.ir import Program
+from tracejit.core.pytree import PyTreeDef, tree_flatten, tree_unflatten
+from tracejit.core.trace import EVAL_TRACE, current_trace, trace_flat
+from tracejit.core.tracer import Tracer
+from tracejit.ops.call import call_p
+
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing in for an array (``jax.ShapeDtypeStruct``).
+
+    Examples
+    --------
+    >>> ShapeDtypeStruct((2, 3), np.float32)
+    ShapeDtypeStruct(shape=(2, 3), dtype=float32)
+    """
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape = tuple(shape)
+        self.dtype = dtypes.canonical(dtype)
+        self.weak_type = weak_type
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+                and self.dtype == other.dtype)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype))
+
+    def __repr__(self):
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+
+# --------------------------------------------------------------------------- argument handling
+
+def _leaf_aval(leaf, where: str) -> ShapedArray:
+    if isinstance(leaf, Tracer):
+        return leaf.aval
+    if isinstance(leaf, np.ndarray):
+        return ShapedArray(leaf.shape, leaf.dtype)
+    if isinstance(leaf, (ShapeDtypeStruct, ShapedArray)):
+        return ShapedArray(leaf.shape, leaf.dtype, getattr(leaf, "weak_type", False))
+    if dtypes.is_python_scalar(leaf):
+        return ShapedArray((), dtypes.python_scalar_dtype(leaf), weak_type=True)
+    if isinstance(leaf, np.generic):
+        return ShapedArray((), leaf.dtype)
+    if isinstance(leaf, (list, tuple)) or hasattr(leaf, "__array__"):
+        arr = np.asarray(leaf)
+        if arr.dtype != object:
+            return ShapedArray(arr.shape, arr.dtype)
+    raise TypeError(f"{where} is a {type(leaf).__name__}, which is not a valid array argument. "
+                    "Pass arrays or scalars, or mark the argument static with static_argnums / "
+                    "static_argnames if it configures the computation.")
+
+
+def _as_array(leaf, aval: ShapedArray) -> np.ndarray:
+    if isinstance(leaf, np.ndarray) and leaf.dtype == aval.dtype:
+        return leaf
+    return np.asarray(leaf, dtype=aval.dtype)
+
+
+class _Signature(NamedTuple):
+    treedef: PyTreeDef
+    avals: tuple
+    statics: tuple
+
+
+def _hashable_static(value, name):
+    try:
+        hash(value)
+    except TypeError as e:
+        raise ValueError(f"Non-hashable static arguments are not supported: static argument {name} "
+                         f"is a {type(value).__name__} ({value!r:.60}) and hashing it failed: {e}. "
+                         "Use a tuple instead of a list, or make the object hashable.") from None
+    return value
+
+
+class CacheEntry:
+    """What one signature compiled to."""
+
+    __slots__ = ("program", "executable", "out_tree", "timings", "in_avals")
+
+    def __init__(self, program, executable, out_tree, timings, in_avals):
+        self.program = program
+        self.executable = executable
+        self.out_tree = out_tree
+        self.timings = timings
+        self.in_avals = in_avals
+
+
+def _source_location(fun) -> str:
+    code = getattr(fun, "__code__", None)
+    if code is None:
+        return "<unknown>"
+    return f"{code.co_filename}:{code.co_firstlineno}"
+
+
+# --------------------------------------------------------------------------- jit
+
+class Jitted:
+    """A function compiled on first call per input signature (see :func:`jit`)."""
+
+    def __init__(self, fun: Callable, static_argnums=(), static_argnames=(), donate_argnums=(),
+                 donate_argnames=(), inline: bool = True, backend: str | None = None, **options):
+        if not callable(fun):
+            raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
+        functools.update_wrapper(self, fun)
+        self._fun = fun
+        self._name = getattr(fun, "__name__", "function")
+        self._location = _source_location(fun)
+        self._inline = inline
+        self._backend = backend
+        self._options = options
+        try:
+            self._signature = inspect.signature(fun)
+        except (TypeError, ValueError):
+            self._signature = None
+        self._static_argnums, self._static_argnames = self._resolve_statics(static_argnums, static_argnames)
+        self._donate_argnums = self._resolve_donation(donate_argnums, donate_argnames)
+        self._cache: dict = {}
+        self._fast_cache: dict = {}
+        self._lock = threading.RLock()
+        self.signatures_compiled: list[_Signature] = []
+
+    # ------------------------------------------------------------------ setup
+    def _param_names(self):
+        if self._signature is None:
+            return []
+        return [p.name for p in self._signature.parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+    def _resolve_statics(self, nums, names):
+        nums = (nums,) if isinstance(nums, int) else tuple(nums)
+        names = (names,) if isinstance(names, str) else tuple(names)
+        params = self._param_names()
+        n = len(params)
+        nums = tuple(sorted({i % n if i < 0 and n else i for i in nums}))
+        names = set(names)
+        for i in nums:
+            if i < n:
+                names.add(params[i])
+        nums = set(nums)
+        for name in names:
+            if name in params:
+                nums.add(params.index(name))
+        return tuple(sorted(nums)), frozenset(names)
+
+    def _resolve_donation(self, nums, names):
+        nums = (nums,) if isinstance(nums, int) else tuple(nums)
+        names = (names,) if isinstance(names, str) else tuple(names)
+        params = self._param_names()
+        out = set(nums)
+        for name in names:
+            if name not in params:
+                raise ValueError(f"donate_argnames {name!r} is not a parameter of {self._name}")
+            out.add(params.index(name))
+        return tuple(sorted(out))
+
+    # ------------------------------------------------------------------ signatures
+    def _split(self, args, kwargs):
+        statics = []
+        dynamic_args = []
+        for i, a in enumerate(args):
+            if i in self._static_argnums:
+                statics.append((i, _hashable_static(a, f"{i} of {self._name}")))
+            else:
+                dynamic_args.append(a)
+        dynamic_kwargs = {}
+        for k in sorted(kwargs):
+            if k in self._static_argnames:
+                statics.append((k, _hashable_static(kwargs[k], f"{k!r} of {self._name}")))
+            else:
+                dynamic_kwargs[k] = kwargs[k]
+        return tuple(statics), dynamic_args, dynamic_kwargs
+
+    def _signature_of(self, args, kwargs):
+        statics, dyn_args, dyn_kwargs = self._split(args, kwargs)
+        leaves, treedef = tree_flatten((tuple(dyn_args), dyn_kwargs))
+        avals = tuple(_leaf_aval(leaf, f"argument {i} of {self._name}") for i, leaf in enumerate(leaves))
+        return _Signature(treedef, avals, statics), leaves
+
+    def _rebuild_call(self, statics, treedef, leaves):
+        dyn_args, dyn_kwargs = tree_unflatten(treedef, leaves)
+        args = list(dyn_args)
+        kwargs = dict(dyn_kwargs)
+        for key, value in statics:
+            if isinstance(key, int):
+                args.insert(key, value)
+            else:
+                kwargs[key] = value
+        return args, kwargs
+
+    # ------------------------------------------------------------------ tracing and compiling
+    def trace(self, sig: _Signature):
+        """Trace to a Program for ``sig``; returns ``(program, out_tree)``."""
+        out_tree_box = []
+
+        def flat_fun(*tracers):
+            args, kwargs = self._rebuild_call(sig.statics, sig.treedef, tracers)
+            out = self._fun(*args, **kwargs)
+            flat, out_tree = tree_flatten(out)
+            out_tree_box.append(out_tree)
+            return flat
+
+        program = trace_flat(flat_fun, sig.avals, self._name)
+        if config.enable_checks:
+            check_program(program)
+        return program, out_tree_box[0]
+
+    def _compile(self, sig: _Signature) -> CacheEntry:
+        from tracejit.compiler import compile_program
+        t0 = time.perf_counter()
+        program, out_tree = self.trace(sig)
+        t1 = time.perf_counter()
+        executable, timings = compile_program(program, backend=self._backend or config.backend,
+                                              name=self._name, donate_argnums=self._donated_leaves(sig))
+        timings = {"trace_ms": (t1 - t0) * 1e3, **timings}
+        entry = CacheEntry(program, executable, out_tree, timings, sig.avals)
+        from tracejit.diagnostics.compile_log import record_compile
+        record_compile(self, sig, entry)
+        return entry
+
+    def _donated_leaves(self, sig):
+        if not self._donate_argnums:
+            return ()
+        # Leaves of donated positional arguments, counted in flattening order.
+        dyn_positions = [i for i in range(len(sig.treedef.children[0].children) + len(sig.statics))
+                         if i not in self._static_argnums]
+        out, offset = [], 0
+        for pos, child in zip(dyn_positions, sig.treedef.children[0].children):
+            if pos in self._donate_argnums:
+                out.extend(range(offset, offset + child.num_leaves))
+            offset += child.num_leaves
+        return tuple(out)
+
+    def _entry_for(self, sig: _Signature) -> CacheEntry:
+        entry = self._cache.get(sig)
+        if entry is None:
+            with self._lock:
+                entry = self._cache.get(sig)
+                if entry is None:
+                    entry = self._compile(sig)
+                    self._cache[sig] = entry
+                    self.signatures_compiled.append(sig)
+        return entry
+
+    # ------------------------------------------------------------------ calling
+    def _fast_key(self, args, kwargs):
+        # Plain ndarray positional arguments: a key without building avals or pytrees.
+        if kwargs or self._static_argnums:
+            return None
+        key = []
+        for a in args:
+            if type(a) is not np.ndarray:
+                return None
+            key.append(a.shape)
+            key.append(a.dtype)
+        return tuple(key)
+
+    def __call__(self, *args, **kwargs):
+        if current_trace() is not EVAL_TRACE:
+            return self._call_traced(args, kwargs)
+        fast = self._fast_key(args, kwargs)
+        if fast is not None:
+            hit = self._fast_cache.get(fast)
+            if hit is not None:
+                return tree_unflatten(hit.out_tree, hit.executable(*args))
+        sig, leaves = self._signature_of(args, kwargs)
+        for leaf in leaves:
+            if isinstance(leaf, Tracer):
+                raise errors.UnexpectedTracerError(errors.escaped_tracer_message(leaf))
+        entry = self._entry_for(sig)
+        if fast is not None:
+            self._fast_cache[fast] = entry
+        arrays = [_as_array(leaf, aval) for leaf, aval in zip(leaves, sig.avals)]
+        return tree_unflatten(entry.out_tree, entry.executable(*arrays))
+
+    def _call_traced(self, args, kwargs):
+        sig, leaves = self._signature_of(args, kwargs)
+        with self._lock:
+            key = ("traced", sig)
+            cached = self._cache.get(key)
+            if cached is None:
+                cached = self.trace(sig)
+                self._cache[key] = cached
+        program, out_tree = cached
+        if self._inline:
+            outs = eval_program(program, program.const_values, leaves)
+        else:
+            outs = call_p.bind(*program.const_values, *leaves, program=program, name=self._name)
+        return tree_unflatten(out_tree, outs)
+
+    # ------------------------------------------------------------------ AOT
+    def lower(self, *args, **kwargs) -> "Lowered":
+        """Trace and optimize for these arguments (arrays or ShapeDtypeStructs)."""
+        sig, _ = self._signature_of(args, kwargs)
+        t0 = time.perf_counter()
+        program, out_tree = self.trace(sig)
+        trace_ms = (time.perf_counter() - t0) * 1e3
+        return Lowered(self, sig, program, out_tree, trace_ms)
+
+    def eval_shape(self, *args, **kwargs):
+        """Output shapes and dtypes as ShapeDtypeStructs, without computing."""
+        sig, _ = self._signature_of(args, kwargs)
+        program, out_tree = self.trace(sig)
+        return tree_unflatten(out_tree, [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
+                                         for a in program.out_avals])
+
+    def clear_cache(self):
+        """Forget every compiled signature."""
+        with self._lock:
+            self._cache.clear()
+            self._fast_cache.clear()
+            self.signatures_compiled.clear()
+
+    def __get__(self, obj, objtype=None):
+        # Jitted methods bind `self` like plain functions do.
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __repr__(self):
+        return f"<tracejit.jit of {self._name} at {self._location}>"
+
+
+class Lowered:
+    """A traced program for one signature (``jit(f).lower(x)``); ``compile()`` it."""
+
+    def __init__(self, jitted: Jitted, sig: _Signature, program: Program, out_tree, trace_ms: float):
+        self._jitted = jitted
+        self._sig = sig
+        self.program = program
+        self.out_tree = out_tree
+        self.trace_ms = trace_ms
+
+    @property
+    def in_avals(self):
+        return list(self._sig.avals)
+
+    def as_text(self) -> str:
+        """The program after the compiler's passes, with kernel boundaries marked."""
+        from tracejit.compiler import optimize_text
+        return optimize_text(self.program, backend=self._jitted._backend or config.backend)
+
+    def compile(self) -> "Compiled":
+        """Compile to native code; the result is also cached in the jitted function."""
+        entry = self._jitted._entry_for(self._sig)
+        return Compiled(self._jitted, self._sig, entry, self._jitted._name)
+
+
+class Compiled:
+    """An executable for exactly one input signature."""
+
+    def __init__(self, jitted: "Jitted", sig: _Signature, entry: CacheEntry, name: str):
+        self._jitted = jitted
+        self._sig = sig
+        self._entry = entry
+        self._name = name
+
+    @property
+    def executable(self):
+        return self._entry.executable
+
+    @property
+    def kernels(self):
+        return list(getattr(self._entry.executable, "kernels", []))
+
+    @property
+    def timings(self) -> dict:
+        return dict(self._entry.timings)
+
+    def as_text(self, llvm_ir: bool = False) -> str:
+        """Kernels and steps of the executable; with ``llvm_ir`` also the LLVM IR."""
+        describe = getattr(self._entry.executable, "as_text", None)
+        return describe(llvm_ir=llvm_ir) if describe else str(self._entry.program)
+
+    def cost_analysis(self) -> dict:
+        """Flops, transcendental calls and bytes accessed per call (estimates)."""
+        from tracejit.compiler.analysis import cost_analysis
+        return cost_analysis(self._entry.program, self._entry.executable)
+
+    def memory_analysis(self) -> dict:
+        """Argument, output and temporary bytes, and allocations per call."""
+        from tracejit.compiler.analysis import memory_analysis
+        return memory_analysis(self._entry.program, self._entry.executable)
+
+    def __call__(self, *args, **kwargs):
+        sig, leaves = self._jitted._signature_of(args, kwargs)
+        if sig != self._sig:
+            raise TypeError(f"Compiled function {self._name} was compiled for input signature "
+                            f"{_sig_text(self._sig)} but was called with {_sig_text(sig)}; "
+                            "call jit(f) (which compiles per signature) or lower() again")
+        arrays = [_as_array(leaf, aval) for leaf, aval in zip(leaves, sig.avals)]
+        return tree_unflatten(self._entry.out_tree, self._entry.executable(*arrays))
+
+
+def _sig_text(sig: _Signature) -> str:
+    inner = ", ".join(a.str_short() for a in sig.avals)
+    statics = f" static={dict(sig.statics)}" if sig.statics else ""
+    return f"({inner}){statics}"
+
+
+def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
+        donate_argnames=(), inline: bool = True, backend: str | None = None, keep_unused: bool = False,
+        **unsupported):
+    """Compile ``fun`` on first call per input signature; later calls reuse it.
+
+    Parameters
+    ----------
+    fun : callable
+        A function of arrays (and pytrees of arrays) returning arrays.
+    static_argnums, static_argnames : int/str or sequence
+        Arguments whose *values* select the program (they must be hashable);
+        a new value traces and compiles again.
+    donate_argnums, donate_argnames : int/str or sequence
+        Arguments whose buffers the executable may reuse for outputs.
+    inline : bool
+        When called inside another traced function, copy this function's
+        program into the caller (default). ``False`` keeps a ``call``.
+    backend : str, optional
+        ``"cpu"`` (LLVM, default) or ``"reference"`` (NumPy interpreter).
+
+    Returns
+    -------
+    Jitted
+        A callable with ``lower``, ``eval_shape`` and ``clear_cache``.
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit
+    >>> @tracejit.jit
+    ... def relu(x):
+    ...     return np.maximum(x, 0)
+    >>> relu(np.array([-1.0, 2.0]))
+    array([0., 2.])
+    """
+    for name in unsupported:
+        if name not in ("in_shardings", "out_shardings", "device", "compiler_options", "abstracted_axes"):
+            raise TypeError(f"jit() got an unexpected keyword argument {name!r}")
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                                 inline=inline, backend=backend)
+    return Jitted(fun, static_argnums, static_argnames, donate_argnums, donate_argnames, inline, backend)
+
+
+def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
+    """Return a function that traces ``fun`` and returns its Program.
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit
+    >>> print(tracejit.make_jaxpr(lambda x: np.maximum(x, 0))(np.array([-1., 0., 1.])))
+    { lambda ; a:f64[3]. let b:f64[3] = max a 0.0 in (b,) }
+    """
+    jitted = Jitted(fun, static_argnums=static_argnums)
+
+    @functools.wraps(fun)
+    def make(*args, **kwargs):
+        sig, _ = jitted._signature_of(args, kwargs)
+        program, out_tree = jitted.trace(sig)
+        if return_shape:
+            shapes = tree_unflatten(out_tree, [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
+                                               for a in program.out_avals])
+            return program, shapes
+        return program
+    return make
+
+
+def eval_shape(fun: Callable, *args, **kwargs):
+    """Shapes and dtypes of ``fun``'s outputs, without computing anything.
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit
+    >>> tracejit.eval_shape(lambda x: x.sum(0), tracejit.ShapeDtypeStruct((3, 4), np.float32))
+    ShapeDtypeStruct(shape=(4,), dtype=float32)
+    """
+    return Jitted(fun).eval_shape(*args, **kwargs)
+
+
+def block_until_ready(x):
+    """Wait for ``x`` to be computed (results are synchronous here; returns ``x``).
+
+    Examples
+    --------
+    >>> block_until_ready(np.ones(2))
+    array([1., 1.])
+    """
+    return x
+

@@ -1,0 +1,29 @@
+"""Backends, registered by name: ``reference`` (NumPy) and ``cpu`` (LLVM)."""
+from __future__ import annotations
+
+_BACKENDS: dict = {}
+
+
+def register_backend(name: str, backend) -> None:
+    _BACKENDS[name] = backend
+
+
+def get_backend(name: str):
+    if name not in _BACKENDS:
+        _load(name)
+    try:
+        return _BACKENDS[name]
+    except KeyError:
+        raise ValueError(f"unknown backend {name!r}; available: {sorted(_BACKENDS) or ['reference', 'cpu']}") from None
+
+
+def _load(name):
+    if name == "reference":
+        from tracejit.backends import reference  # noqa: F401
+    elif name == "cpu":
+        try:
+            from tracejit.backends.cpu import backend  # noqa: F401
+        except ImportError:
+            # The LLVM backend is not built yet: run the reference interpreter.
+            from tracejit.backends import reference
+            register_backend("cpu", reference.BACKEND)

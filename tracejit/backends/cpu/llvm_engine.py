@@ -1,0 +1,234 @@
+"""Thread-safe LLVM compile service for the CPU backend (llvmlite >= 0.45).
+
+One process-wide target machine for the host CPU is shared by all compiles.
+LLVM's global context and the MCJIT memory manager are not safe to use from
+several threads at once, so every parse/optimize/codegen step runs under a
+single re-entrant lock.  Compilation is rare compared to execution, so the
+coarse lock costs little.
+
+The persistent compile cache can store ``object_code(ir)`` bytes and later
+rebuild a callable module with ``load_object(bytes)``: MCJIT accepts relocatable
+object files through ``ExecutionEngine.add_object_file``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Dict, Optional, Union
+
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
+
+__all__ = [
+    "CompiledModule",
+    "compile_ir",
+    "object_code",
+    "load_object",
+    "optimize_ir",
+    "host_cpu_name",
+    "host_cpu_features",
+    "target_machine",
+    "target_data_layout",
+    "triple",
+    "COMPILE_LOCK",
+]
+
+# Re-entrant so helpers (e.g. object_code called from a cache layer that
+# already holds the lock) do not deadlock.
+COMPILE_LOCK = threading.RLock()
+
+_initialized = False
+_tm: Optional[llvm.TargetMachine] = None
+
+
+def _ensure_init() -> None:
+    # llvm.initialize() is gone in recent llvmlite; the native target and
+    # asm printer are all MCJIT and emit_object/emit_assembly need.
+    global _initialized, _tm
+    if _initialized:
+        return
+    with COMPILE_LOCK:
+        if _initialized:
+            return
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        target = llvm.Target.from_default_triple()
+        # reloc='pic' keeps emitted object files position independent, so the
+        # same bytes can be reloaded by a later process from the disk cache.
+        # codemodel='jitdefault' lets MCJIT place code anywhere in the address
+        # space (it picks 'large' where needed).
+        _tm = target.create_target_machine(
+            cpu=llvm.get_host_cpu_name(),
+            features=llvm.get_host_cpu_features().flatten(),
+            opt=3,
+            reloc="pic",
+            codemodel="jitdefault",
+        )
+        _initialized = True
+
+
+def target_machine() -> llvm.TargetMachine:
+    _ensure_init()
+    return _tm
+
+
+def host_cpu_name() -> str:
+    _ensure_init()
+    return llvm.get_host_cpu_name()
+
+
+def host_cpu_features() -> str:
+    """Comma-separated '+feat,-feat' string (what create_target_machine wants)."""
+    _ensure_init()
+    return llvm.get_host_cpu_features().flatten()
+
+
+def _triple() -> str:
+    _ensure_init()
+    return _tm.triple
+
+
+def _data_layout() -> str:
+    _ensure_init()
+    return str(_tm.target_data)
+
+
+def __getattr__(name):  # PEP 562: lazily computed module constants
+    if name == "triple":
+        return _triple()
+    if name == "target_data_layout":
+        return _data_layout()
+    raise AttributeError(name)
+
+
+def _parse(ir_src: Union[str, ir.Module, llvm.ModuleRef], name: str) -> llvm.ModuleRef:
+    if isinstance(ir_src, llvm.ModuleRef):
+        return ir_src
+    if isinstance(ir_src, ir.Module):
+        if not ir_src.triple or ir_src.triple == "unknown-unknown-unknown":
+            ir_src.triple = _triple()
+        if not ir_src.data_layout:
+            ir_src.data_layout = _data_layout()
+        text = str(ir_src)
+    else:
+        text = ir_src
+    mod = llvm.parse_assembly(text)
+    mod.name = name
+    mod.triple = _triple()
+    mod.data_layout = _data_layout()
+    mod.verify()
+    return mod
+
+
+def _optimize(mod: llvm.ModuleRef, speed_level: int = 3) -> None:
+    pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(_tm, pto)
+    mpm = pb.getModulePassManager()
+    # pto/pb/mpm must stay alive until run() returns (the native pass manager
+    # refers to the builder's analysis managers); the locals do that.
+    mpm.run(mod, pb)
+    del mpm, pb, pto
+
+
+def optimize_ir(ir_src, *, name: str = "module", speed_level: int = 3) -> str:
+    """Parse + optimize only; returns optimized IR text."""
+    _ensure_init()
+    with COMPILE_LOCK:
+        mod = _parse(ir_src, name)
+        _optimize(mod, speed_level)
+        return str(mod)
+
+
+class CompiledModule:
+    """A JIT-compiled module; keeps its MCJIT engine (and thus code) alive."""
+
+    def __init__(self, engine, llvm_ir: Optional[str], timings: Dict[str, float],
+                 name: str, module_ref=None):
+        self._engine = engine
+        self._module_ref = module_ref
+        self.llvm_ir = llvm_ir
+        self.timings = timings
+        self.name = name
+        self._asm: Optional[str] = None
+        self._addr_cache: Dict[str, int] = {}
+
+    def address(self, symbol: str) -> int:
+        addr = self._addr_cache.get(symbol)
+        if addr is None:
+            with COMPILE_LOCK:
+                addr = self._engine.get_function_address(symbol)
+            if not addr:
+                raise KeyError(f"symbol {symbol!r} not found in compiled module {self.name!r}")
+            self._addr_cache[symbol] = addr
+        return addr
+
+    def asm(self) -> str:
+        """Assembly text (generated lazily from the optimized IR)."""
+        if self._asm is None:
+            if self.llvm_ir is None:
+                raise RuntimeError("assembly unavailable: module was loaded from object code")
+            with COMPILE_LOCK:
+                mod = llvm.parse_assembly(self.llvm_ir)
+                self._asm = _tm.emit_assembly(mod)
+        return self._asm
+
+    def __repr__(self):
+        return f"<CompiledModule {self.name!r} timings={self.timings}>"
+
+
+def _new_engine(mod: llvm.ModuleRef):
+    engine = llvm.create_mcjit_compiler(mod, _tm)
+    engine.finalize_object()
+    engine.run_static_constructors()
+    return engine
+
+
+def compile_ir(ir_src, *, name: str = "module", optimize: bool = True) -> CompiledModule:
+    """Parse, optimize (O3, vectorizers on) and JIT ``ir_src`` (text or ir.Module)."""
+    _ensure_init()
+    with COMPILE_LOCK:
+        t0 = time.perf_counter()
+        mod = _parse(ir_src, name)
+        t1 = time.perf_counter()
+        if optimize:
+            _optimize(mod)
+        t2 = time.perf_counter()
+        opt_text = str(mod)
+        engine = _new_engine(mod)
+        t3 = time.perf_counter()
+    timings = {"parse": (t1 - t0) * 1e3, "optimize": (t2 - t1) * 1e3,
+               "codegen": (t3 - t2) * 1e3}
+    return CompiledModule(engine, opt_text, timings, name, mod)
+
+
+def object_code(ir_src, *, name: str = "module", optimize: bool = True) -> bytes:
+    """Optimize and emit a relocatable ELF object for ``ir_src``."""
+    _ensure_init()
+    with COMPILE_LOCK:
+        mod = _parse(ir_src, name)
+        if optimize:
+            _optimize(mod)
+        return bytes(_tm.emit_object(mod))
+
+
+def load_object(obj: bytes, *, name: str = "module") -> CompiledModule:
+    """Build a CompiledModule from bytes produced by ``object_code``.
+
+    MCJIT needs an owning module to create an engine, so an empty module with
+    the host triple/data layout is used and the object file is added to it.
+    """
+    _ensure_init()
+    with COMPILE_LOCK:
+        t0 = time.perf_counter()
+        empty = llvm.parse_assembly(
+            f'target triple = "{_triple()}"\ntarget datalayout = "{_data_layout()}"\n')
+        engine = llvm.create_mcjit_compiler(empty, _tm)
+        engine.add_object_file(llvm.ObjectFileRef.from_data(bytes(obj)))
+        engine.finalize_object()
+        t1 = time.perf_counter()
+    return CompiledModule(engine, None, {"parse": 0.0, "optimize": 0.0,
+                                         "codegen": (t1 - t0) * 1e3}, name, empty)

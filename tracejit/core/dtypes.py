@@ -1,0 +1,136 @@
+"""Dtypes and NumPy 2 (NEP 50) type promotion, with JAX-style weak types.
+
+A *weak* type marks a value that came from a Python scalar (``2``, ``1.5``,
+``1j``). Weak values adapt to the other operand's dtype, exactly as NumPy 2
+treats Python scalars: ``f32_array * 2.0`` stays float32, ``i32_array + 1``
+stays int32, but ``i32_array * 1.5`` becomes float64 (the default float).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+
+default_int = int64
+default_float = float64
+default_complex = complex128
+
+SUPPORTED = frozenset([bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+                       float16, float32, float64, complex64, complex128])
+
+_SHORT_NAMES = {bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
+                uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64",
+                float16: "f16", float32: "f32", float64: "f64",
+                complex64: "c64", complex128: "c128"}
+
+
+def short_name(dtype: np.dtype) -> str:
+    """``f32``-style name used when printing programs."""
+    return _SHORT_NAMES.get(dtype, dtype.name)
+
+
+def canonical(dtype) -> np.dtype:
+    """Turn anything NumPy accepts as a dtype into a supported ``np.dtype``."""
+    if dtype is None:
+        raise TypeError("dtype must not be None here")
+    if dtype is float:
+        return float64
+    if dtype is int:
+        return int64
+    if dtype is complex:
+        return complex128
+    if dtype is bool:
+        return bool_
+    d = np.dtype(dtype)
+    if d not in SUPPORTED:
+        raise TypeError(f"tracejit does not support dtype {d}; supported dtypes are "
+                        f"{sorted(x.name for x in SUPPORTED)}")
+    return d
+
+
+def is_float(d: np.dtype) -> bool:
+    return d.kind == "f"
+
+
+def is_complex(d: np.dtype) -> bool:
+    return d.kind == "c"
+
+
+def is_inexact(d: np.dtype) -> bool:
+    return d.kind in "fc"
+
+
+def is_integer(d: np.dtype) -> bool:
+    return d.kind in "iu"
+
+
+def is_signed(d: np.dtype) -> bool:
+    return d.kind == "i"
+
+
+def is_bool(d: np.dtype) -> bool:
+    return d.kind == "b"
+
+
+# A Python scalar of the same kind stands in for a weak value when asking
+# NumPy for the result type: NumPy 2 already treats Python scalars weakly.
+_WEAK_STANDINS = {"b": True, "i": 0, "u": 0, "f": 0.0, "c": 0j}
+
+
+def python_scalar_dtype(x) -> np.dtype:
+    """Dtype a Python scalar takes on its own (NumPy defaults)."""
+    if isinstance(x, bool):
+        return bool_
+    if isinstance(x, int):
+        return int64
+    if isinstance(x, float):
+        return float64
+    if isinstance(x, complex):
+        return complex128
+    raise TypeError(f"not a Python scalar: {x!r}")
+
+
+def is_python_scalar(x) -> bool:
+    return type(x) in (bool, int, float, complex)
+
+
+def result_type(*operands) -> tuple[np.dtype, bool]:
+    """NEP 50 result dtype of ``operands`` and whether the result is weak.
+
+    Each operand is a ``(dtype, weak)`` pair. The result is weak only when
+    every operand is weak (two Python scalars combine into a Python scalar).
+    """
+    if not operands:
+        raise ValueError("result_type needs at least one operand")
+    strong = [d for d, weak in operands if not weak]
+    if not strong:
+        standins = [_WEAK_STANDINS[d.kind] for d, _ in operands]
+        # Python-scalar kinds combine as bool < int < float < complex, at the defaults.
+        d = np.result_type(*(python_scalar_dtype(s) for s in standins))
+        return canonical(d), True
+    standins = [d if not weak else _WEAK_STANDINS[d.kind] for d, weak in operands]
+    return canonical(np.result_type(*standins)), False
+
+
+def to_inexact(d: np.dtype) -> np.dtype:
+    """The floating dtype a function like ``sin`` computes in for input ``d``."""
+    if is_inexact(d):
+        return d
+    # NumPy's ufunc loops pick the smallest float that holds the integer type.
+    if d in (bool_, int8, uint8):
+        return float16
+    if d in (int16, uint16):
+        return float32
+    return float64
+
+
+def finfo(d: np.dtype):
+    return np.finfo(d)
+
+
+def iinfo(d: np.dtype):
+    return np.iinfo(d)

@@ -1,0 +1,185 @@
+"""Pytrees: nested containers (tuples, lists, dicts, None, namedtuples,
+dataclasses and registered classes) flattened into a list of leaves plus a
+hashable structure description (:class:`PyTreeDef`)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, NamedTuple
+
+
+class _NodeType(NamedTuple):
+    to_iterable: Callable[[Any], tuple[list, Any]]   # x -> (children, aux_data)
+    from_iterable: Callable[[Any, list], Any]         # (aux_data, children) -> x
+
+
+_registry: dict[type, _NodeType] = {}
+
+
+def register_pytree_node(cls: type, flatten_func, unflatten_func) -> None:
+    """Register ``cls`` as a pytree node.
+
+    Parameters
+    ----------
+    cls : type
+        The container class.
+    flatten_func : callable
+        ``x -> (children, aux_data)``; ``aux_data`` must be hashable.
+    unflatten_func : callable
+        ``(aux_data, children) -> x``.
+
+    Examples
+    --------
+    >>> class Pair:
+    ...     def __init__(self, a, b): self.a, self.b = a, b
+    >>> register_pytree_node(Pair, lambda p: ((p.a, p.b), None), lambda _, c: Pair(*c))
+    """
+    _registry[cls] = _NodeType(lambda x: tuple(flatten_func(x)), unflatten_func)
+
+
+def _dict_flatten(d):
+    keys = sorted(d)
+    return [d[k] for k in keys], tuple(keys)
+
+
+register_pytree_node(tuple, lambda t: (t, None), lambda _, c: tuple(c))
+register_pytree_node(list, lambda l: (l, None), lambda _, c: list(c))
+register_pytree_node(dict, _dict_flatten, lambda keys, c: dict(zip(keys, c)))
+register_pytree_node(type(None), lambda n: ((), None), lambda _, c: None)
+
+
+class PyTreeDef:
+    """Hashable description of a pytree's structure (without its leaves)."""
+
+    __slots__ = ("node_type", "aux", "children", "num_leaves", "_hash")
+
+    def __init__(self, node_type, aux, children):
+        self.node_type = node_type
+        self.aux = aux
+        self.children = children
+        self.num_leaves = 1 if node_type is None else sum(c.num_leaves for c in children)
+        self._hash = hash((node_type, aux, children))
+
+    def __eq__(self, other):
+        return (isinstance(other, PyTreeDef) and self._hash == other._hash
+                and self.node_type is other.node_type and self.aux == other.aux
+                and self.children == other.children)
+
+    def __hash__(self):
+        return self._hash
+
+    def __repr__(self):
+        if self.node_type is None:
+            return "*"
+        inner = ", ".join(map(repr, self.children))
+        name = self.node_type.__name__
+        if self.node_type is tuple:
+            return f"({inner}{',' if len(self.children) == 1 else ''})"
+        if self.node_type is list:
+            return f"[{inner}]"
+        if self.node_type is dict:
+            return "{" + ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.aux, self.children)) + "}"
+        if self.node_type is type(None):
+            return "None"
+        return f"{name}({inner})"
+
+
+LEAF = PyTreeDef(None, None, ())
+
+
+def _node_type_of(x):
+    cls = type(x)
+    node = _registry.get(cls)
+    if node is not None:
+        return node
+    if isinstance(x, tuple) and hasattr(cls, "_fields"):  # namedtuple
+        node = _NodeType(lambda t: (tuple(t), None), lambda _, c, cls=cls: cls(*c))
+        _registry[cls] = node
+        return node
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        names = tuple(f.name for f in dataclasses.fields(x))
+        node = _NodeType(lambda d, names=names: ([getattr(d, n) for n in names], None),
+                         lambda _, c, cls=cls, names=names: cls(**dict(zip(names, c))))
+        _registry[cls] = node
+        return node
+    return None
+
+
+def tree_flatten(tree, is_leaf=None) -> tuple[list, PyTreeDef]:
+    """Flatten ``tree`` into ``(leaves, treedef)``.
+
+    Examples
+    --------
+    >>> tree_flatten({"a": 1, "b": (2, 3)})
+    ([1, 2, 3], {'a': *, 'b': (*, *)})
+    """
+    leaves: list = []
+
+    def rec(x):
+        if is_leaf is not None and is_leaf(x):
+            leaves.append(x)
+            return LEAF
+        node = _node_type_of(x)
+        if node is None:
+            leaves.append(x)
+            return LEAF
+        children, aux = node.to_iterable(x)
+        return PyTreeDef(type(x), aux, tuple(rec(c) for c in children))
+
+    treedef = rec(tree)
+    return leaves, treedef
+
+
+def tree_unflatten(treedef: PyTreeDef, leaves) -> Any:
+    """Rebuild a pytree of structure ``treedef`` from ``leaves``."""
+    it = iter(leaves)
+
+    def rec(td):
+        if td.node_type is None:
+            return next(it)
+        children = [rec(c) for c in td.children]
+        node = _registry.get(td.node_type) or _node_type_of_cls(td.node_type)
+        return node.from_iterable(td.aux, children)
+
+    out = rec(treedef)
+    if next(it, _SENTINEL) is not _SENTINEL:
+        raise ValueError(f"too many leaves for tree structure {treedef}")
+    return out
+
+
+_SENTINEL = object()
+
+
+def _node_type_of_cls(cls):
+    raise KeyError(f"pytree node type {cls.__name__} is not registered")
+
+
+def tree_leaves(tree, is_leaf=None) -> list:
+    """The leaves of ``tree``, left to right."""
+    return tree_flatten(tree, is_leaf)[0]
+
+
+def tree_structure(tree, is_leaf=None) -> PyTreeDef:
+    """The structure of ``tree``."""
+    return tree_flatten(tree, is_leaf)[1]
+
+
+def tree_map(f, tree, *rest, is_leaf=None):
+    """Apply ``f`` to corresponding leaves of ``tree`` and ``rest``.
+
+    Examples
+    --------
+    >>> tree_map(lambda x: x * 2, {"a": 1, "b": [2, 3]})
+    {'a': 2, 'b': [4, 6]}
+    """
+    leaves, treedef = tree_flatten(tree, is_leaf)
+    others = []
+    for r in rest:
+        r_leaves, r_def = tree_flatten(r, is_leaf)
+        if r_def != treedef:
+            raise ValueError(f"tree_map: structures differ: {treedef} vs {r_def}")
+        others.append(r_leaves)
+    return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
+
+
+def treedef_children_count(treedef: PyTreeDef) -> int:
+    return len(treedef.children)

@@ -1,0 +1,1 @@
+"""Diagnostics: compile log, recompile explanations, advisor, HTML report."""

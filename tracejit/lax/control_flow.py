@@ -1,0 +1,2 @@
+"""Structured control flow: cond, switch, while_loop, fori_loop, scan, map."""
+__all__ = []

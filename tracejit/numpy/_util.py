@@ -1,0 +1,168 @@
+"""Shared helpers of ``tracejit.numpy``: argument conversion, NEP 50
+promotion, broadcasting and axis normalization."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from tracejit.core import dtypes
+from tracejit.core.avals import ShapedArray, aval_of_value
+from tracejit.core.trace import EVAL_TRACE, current_trace
+from tracejit.core.tracer import Tracer
+from tracejit.ops.elementwise import convert_element_type_p
+from tracejit.ops.structural import broadcast_in_dim_p, reshape_p
+
+
+def is_tracer(x) -> bool:
+    return isinstance(x, Tracer)
+
+
+def eager(*args) -> bool:
+    """True when NumPy may compute directly: no trace is active and no
+    argument is a tracer (a leaked tracer goes through bind and errors)."""
+    if current_trace() is not EVAL_TRACE:
+        return False
+    for a in args:
+        if isinstance(a, Tracer):
+            return False
+        if isinstance(a, (list, tuple)) and any(isinstance(b, Tracer) for b in a):
+            return False
+    return True
+
+
+def to_operand(x):
+    """Tracers and Python scalars pass through; everything else becomes an ndarray."""
+    if isinstance(x, Tracer) or dtypes.is_python_scalar(x):
+        return x
+    if isinstance(x, (list, tuple)):
+        if any(isinstance(e, Tracer) or isinstance(e, (list, tuple)) for e in x):
+            from tracejit.numpy.shape import stack
+            return stack([to_operand(e) for e in x])
+    if isinstance(x, (np.ndarray, np.generic)):
+        arr = np.asarray(x)
+    else:
+        try:
+            arr = np.asarray(x)
+        except Exception as e:
+            raise TypeError(f"cannot use {type(x).__name__} as an array: {e}") from None
+    if arr.dtype == object:
+        raise TypeError(f"cannot use {type(x).__name__} of dtype object as an array")
+    if arr.dtype not in dtypes.SUPPORTED:
+        arr = arr.astype(dtypes.canonical(arr.dtype))
+    return arr
+
+
+def aval(x) -> ShapedArray:
+    if isinstance(x, Tracer):
+        return x.aval
+    return aval_of_value(x)
+
+
+def shape_of(x) -> tuple:
+    return x.shape if isinstance(x, (Tracer, np.ndarray, np.generic)) else np.shape(x)
+
+
+def dtype_of(x) -> np.dtype:
+    return aval(to_operand(x)).dtype
+
+
+def convert(x, dtype, weak_type: bool = False):
+    """Convert an operand to ``dtype`` (staged for tracers, eager otherwise)."""
+    dtype = dtypes.canonical(dtype)
+    if isinstance(x, Tracer):
+        if x.dtype == dtype and x.aval.weak_type == weak_type:
+            return x
+        return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak_type)
+    if dtypes.is_python_scalar(x):
+        with np.errstate(all="ignore"):
+            if dtypes.is_complex(np.dtype(dtype)) or not isinstance(x, complex):
+                return np.asarray(x, dtype=dtype)[()]
+            return np.asarray(x.real, dtype=dtype)[()]
+    arr = np.asarray(x)
+    if arr.dtype == dtype:
+        return arr
+    with np.errstate(all="ignore"):
+        if dtypes.is_complex(arr.dtype) and not dtypes.is_complex(dtype):
+            arr = arr.real
+        return arr.astype(dtype)
+
+
+def weak_pair(x) -> tuple[np.dtype, bool]:
+    a = aval(x)
+    return a.dtype, a.weak_type
+
+
+def numpy_type_arg(x):
+    """What to pass to ``ufunc.resolve_dtypes`` for operand ``x`` (Python type if weak)."""
+    a = aval(x)
+    if a.weak_type:
+        return {"b": bool, "i": int, "u": int, "f": float, "c": complex}[a.dtype.kind]
+    return a.dtype
+
+
+def promote(*args):
+    """Convert operands to their NEP 50 common dtype."""
+    ops = [to_operand(a) for a in args]
+    dtype, weak = dtypes.result_type(*(weak_pair(o) for o in ops))
+    return [convert(o, dtype, weak_type=weak and aval(o).weak_type) for o in ops]
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError("operands could not be broadcast together with shapes "
+                         + " ".join(str(tuple(s)) for s in shapes)) from None
+
+
+def broadcast_to_shape(x, shape):
+    """Broadcast ``x`` to ``shape`` with a staged broadcast_in_dim (scalars too)."""
+    xs = shape_of(x)
+    shape = tuple(shape)
+    if xs == shape:
+        return x
+    if not eager(x) or isinstance(x, Tracer):
+        nd = len(shape)
+        if len(xs) > nd:
+            raise ValueError(f"cannot broadcast shape {xs} to {shape}")
+        dims = tuple(range(nd - len(xs), nd))
+        for s, d in zip(xs, dims):
+            if s != 1 and s != shape[d]:
+                raise ValueError(f"cannot broadcast shape {xs} to {shape}")
+        # Squeeze size-1 source axes that stretch, so broadcast_in_dim sees exact sizes.
+        if any(s == 1 and shape[d] != 1 for s, d in zip(xs, dims)):
+            keep = [i for i, (s, d) in enumerate(zip(xs, dims)) if not (s == 1 and shape[d] != 1)]
+            x = reshape_p.bind(x, new_sizes=tuple(xs[i] for i in keep))
+            dims = tuple(dims[i] for i in keep)
+        return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims)
+    return np.broadcast_to(x, shape)
+
+
+def broadcast_operands(*ops):
+    """Broadcast non-scalar operands to a common shape; rank-0 ones stay scalar."""
+    shapes = [shape_of(o) for o in ops]
+    out_shape = broadcast_shapes(*shapes)
+    return [o if shape_of(o) == () or shape_of(o) == out_shape else broadcast_to_shape(o, out_shape)
+            for o in ops], out_shape
+
+
+def canonicalize_axis(axis, ndim: int) -> int:
+    try:
+        axis = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"axis must be an integer, got {axis!r}") from None
+    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+        raise np.exceptions.AxisError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim if ndim else 0
+
+
+def canonicalize_axes(axis, ndim: int) -> tuple:
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        axes = tuple(canonicalize_axis(a, ndim) for a in axis)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"duplicate value in 'axis': {axis}")
+        return tuple(sorted(axes))
+    return (canonicalize_axis(axis, ndim),)

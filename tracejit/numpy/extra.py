@@ -1,0 +1,2 @@
+"""Breadth of the NumPy API built from primitives (roll, tile, pad, triu, ...)."""
+__all__ = []

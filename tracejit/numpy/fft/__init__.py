@@ -1,0 +1,2 @@
+"""``tracejit.numpy.fft``."""
+__all__ = []

@@ -1,0 +1,2 @@
+"""Index-based functions of the NumPy API (take, take_along_axis, ...)."""
+__all__ = []

@@ -1,0 +1,2 @@
+"""``tracejit.numpy.linalg``."""
+__all__ = []

@@ -1,0 +1,194 @@
+"""Selection, clipping, rounding, conversion and complex-part functions."""
+from __future__ import annotations
+
+import numpy as np
+
+from tracejit.core import dtypes
+from tracejit.ops.elementwise import select_n_p, unary_prims
+from tracejit.numpy._util import (aval, broadcast_operands, convert, eager, promote, to_operand)
+from tracejit.numpy import ufuncs as U
+
+
+def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
+    """Elements of ``x`` where ``condition`` holds, else of ``y``.
+
+    The one-argument form returns indices whose number depends on the data;
+    under jit it needs ``size=`` (see :func:`nonzero`).
+    """
+    if x is None and y is None:
+        from tracejit.numpy.sorting import nonzero
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise ValueError("either both or neither of x and y should be given")
+    if eager(condition, x, y):
+        return np.where(condition, x, y)
+    c = convert(to_operand(condition), dtypes.bool_)
+    xv, yv = promote(x, y)
+    (c, xv, yv), shape = broadcast_operands(c, xv, yv)
+    if aval(c).shape == () and shape != ():
+        from tracejit.numpy.shape import broadcast_to
+        c = broadcast_to(c, shape)
+    return select_n_p.bind(c, yv, xv)
+
+
+def select(condlist, choicelist, default=0):
+    """Elements from ``choicelist`` by the first true condition (``numpy.select``)."""
+    if eager(*condlist, *choicelist):
+        return np.select(condlist, choicelist, default)
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    out = default
+    for c, v in reversed(list(zip(condlist, choicelist))):
+        out = where(c, v, out)
+    return out
+
+
+def clip(a, a_min=None, a_max=None, *, min=None, max=None):
+    """Limit values to ``[a_min, a_max]`` (``minimum(maximum(a, lo), hi)``, as NumPy)."""
+    lo = a_min if a_min is not None else min
+    hi = a_max if a_max is not None else max
+    if eager(a, lo, hi):
+        return np.clip(a, lo, hi)
+    out = to_operand(a)
+    if lo is not None:
+        out = U.maximum(out, lo)
+    if hi is not None:
+        out = U.minimum(out, hi)
+    return out
+
+
+def round(a, decimals=0, out=None):
+    """Round to ``decimals`` places, halves to even (``numpy.round``)."""
+    if eager(a):
+        return np.round(a, decimals)
+    x = to_operand(a)
+    d = aval(x).dtype
+    if not dtypes.is_inexact(d):
+        if decimals >= 0:
+            return x
+        scale = np.asarray(10 ** (-decimals), d)[()]
+        return U.multiply(U.floor_divide(U.add(x, scale // 2), scale), scale)
+    if dtypes.is_complex(d):
+        raise NotImplementedError("round of complex traced arrays is not supported")
+    if decimals == 0:
+        return unary_prims["round"].bind(x)
+    scale = np.asarray(10.0 ** abs(decimals), d)[()]
+    if decimals > 0:
+        return U.true_divide(unary_prims["round"].bind(U.multiply(x, scale)), scale)
+    return U.multiply(unary_prims["round"].bind(U.true_divide(x, scale)), scale)
+
+
+around = round
+round_ = round
+
+
+def fix(x):
+    """Round towards zero."""
+    return U.trunc(x)
+
+
+def astype(x, dtype, /, *, copy=True):
+    """Convert ``x`` to ``dtype`` (NumPy casting: unsafe, like ``ndarray.astype``)."""
+    if eager(x):
+        return np.asarray(x).astype(dtype, copy=copy)
+    return convert(to_operand(x), dtypes.canonical(dtype))
+
+
+def real(val):
+    """Real part (identity for real arrays)."""
+    if eager(val):
+        return np.real(val)
+    x = to_operand(val)
+    return unary_prims["real"].bind(x) if dtypes.is_complex(aval(x).dtype) else x
+
+
+def imag(val):
+    """Imaginary part (zeros for real arrays)."""
+    if eager(val):
+        return np.imag(val)
+    x = to_operand(val)
+    if dtypes.is_complex(aval(x).dtype):
+        return unary_prims["imag"].bind(x)
+    from tracejit.numpy.creation import zeros_like
+    return zeros_like(x)
+
+
+def angle(z, deg=False):
+    """Counter-clockwise angle from the positive real axis."""
+    if eager(z):
+        return np.angle(z, deg)
+    x = to_operand(z)
+    if not dtypes.is_inexact(aval(x).dtype):
+        x = convert(x, dtypes.float64)
+    out = U.arctan2(imag(x), real(x))
+    return U.rad2deg(out) if deg else out
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """Replace NaN with ``nan`` and infinities with large finite numbers."""
+    if eager(x):
+        return np.nan_to_num(x, copy=copy, nan=nan, posinf=posinf, neginf=neginf)
+    v = to_operand(x)
+    d = aval(v).dtype
+    if not dtypes.is_inexact(d):
+        return v
+    if dtypes.is_complex(d):
+        from tracejit.lax import complex as make_complex
+        return make_complex(nan_to_num(real(v), nan=nan, posinf=posinf, neginf=neginf),
+                            nan_to_num(imag(v), nan=nan, posinf=posinf, neginf=neginf))
+    fi = np.finfo(d)
+    hi = fi.max if posinf is None else posinf
+    lo = fi.min if neginf is None else neginf
+    out = where(U.isnan(v), np.asarray(nan, d)[()], v)
+    out = where(U.equal(out, np.asarray(np.inf, d)[()]), np.asarray(hi, d)[()], out)
+    return where(U.equal(out, np.asarray(-np.inf, d)[()]), np.asarray(lo, d)[()], out)
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Elementwise ``|a - b| <= atol + rtol * |b|`` (``numpy.isclose``)."""
+    if eager(a, b):
+        return np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    a, b = promote(a, b)
+    d = aval(a).dtype
+    if not dtypes.is_inexact(d):
+        a, b = convert(a, dtypes.float64), convert(b, dtypes.float64)
+        d = dtypes.float64
+    rd = np.dtype(d.char.lower()) if dtypes.is_complex(d) else d
+    close = U.less_equal(U.absolute(U.subtract(a, b)),
+                         U.add(np.asarray(atol, rd)[()], U.multiply(np.asarray(rtol, rd)[()], U.absolute(b))))
+    # Infinities are close only to themselves; the tolerance formula gives NaN there.
+    both_inf = U.logical_and(U.isinf(a), U.isinf(b))
+    close = where(U.logical_or(U.isinf(a), U.isinf(b)), U.logical_and(both_inf, U.equal(a, b)), close)
+    if equal_nan:
+        close = U.logical_or(close, U.logical_and(U.isnan(a), U.isnan(b)))
+    return close
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True if all elements are close (traced: returns a traced bool)."""
+    if eager(a, b):
+        return np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    from tracejit.numpy.reductions import all as all_
+    return all_(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def array_equal(a1, a2, equal_nan=False):
+    """True if shapes and elements are equal."""
+    if eager(a1, a2):
+        return np.array_equal(a1, a2, equal_nan=equal_nan)
+    a1, a2 = to_operand(a1), to_operand(a2)
+    if aval(a1).shape != aval(a2).shape:
+        return np.False_
+    from tracejit.numpy.reductions import all as all_
+    eq = U.equal(a1, a2)
+    if equal_nan:
+        eq = U.logical_or(eq, U.logical_and(U.isnan(a1), U.isnan(a2)))
+    return all_(eq)
+
+
+def copy(a, order="K"):
+    """A copy of ``a`` (traced arrays are immutable, so the value itself)."""
+    if eager(a):
+        return np.copy(a)
+    return to_operand(a)
+

@@ -1,0 +1,309 @@
+"""Reductions: sum, prod, mean, var, std, max, min, argmax, argmin, all,
+any, cumulative sums/products, and NaN-aware variants."""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from tracejit.core import dtypes
+from tracejit.ops.reductions import argmax_p, argmin_p, cumulative_prims, reduce_prims
+from tracejit.numpy._util import aval, canonicalize_axes, canonicalize_axis, convert, eager, to_operand
+from tracejit.numpy import ufuncs as U
+
+
+@functools.lru_cache(maxsize=None)
+def _numpy_result_dtype(fn_name: str, in_dtype: np.dtype, dtype) -> np.dtype:
+    """Ask NumPy which dtype ``np.<fn_name>`` returns (e.g. int32 sums widen to int64)."""
+    kw = {} if dtype is None else {"dtype": dtype}
+    with np.errstate(all="ignore"):
+        return np.asarray(getattr(np, fn_name)(np.ones((1,), in_dtype), **kw)).dtype
+
+
+def _full_shape(out, axes, ndim):
+    it = iter(aval(out).shape)
+    return tuple(1 if i in axes else next(it) for i in range(ndim))
+
+
+def _reduce(prim_name, x, axes, keepdims):
+    ndim = aval(x).ndim
+    out = reduce_prims[prim_name].bind(x, axes=axes) if axes else x
+    if keepdims:
+        from tracejit.numpy.shape import reshape
+        out = reshape(out, _full_shape(out, axes, ndim))
+    return out
+
+
+def _where_unsupported(name, where):
+    if where is not None:
+        raise NotImplementedError(f"{name}(..., where=...) is not supported on traced arrays; "
+                                  "use jnp.where to mask the input first")
+
+
+def _eager_call(np_name, *args, **kwargs):
+    return getattr(np, np_name)(*args, **{k: v for k, v in kwargs.items() if v is not None or k == "axis"})
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """Sum of array elements over the given axes (``numpy.sum``)."""
+    if eager(a):
+        return _eager_call("sum", a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
+    _where_unsupported("sum", where)
+    x = to_operand(a)
+    rd = _numpy_result_dtype("sum", aval(x).dtype, dtype)
+    x = convert(x, rd)
+    axes = canonicalize_axes(axis, aval(x).ndim)
+    out = _reduce("reduce_sum", x, axes, keepdims)
+    return out if initial is None else U.add(out, initial)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """Product of array elements over the given axes (``numpy.prod``)."""
+    if eager(a):
+        return _eager_call("prod", a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
+    _where_unsupported("prod", where)
+    x = to_operand(a)
+    x = convert(x, _numpy_result_dtype("prod", aval(x).dtype, dtype))
+    out = _reduce("reduce_prod", x, canonicalize_axes(axis, aval(x).ndim), keepdims)
+    return out if initial is None else U.multiply(out, initial)
+
+
+def _extremum(name, prim, a, axis, keepdims, initial, where):
+    if eager(a):
+        return _eager_call(name, a, axis=axis, keepdims=keepdims, initial=initial, where=where)
+    _where_unsupported(name, where)
+    x = to_operand(a)
+    xa = aval(x)
+    axes = canonicalize_axes(axis, xa.ndim)
+    if initial is None and any(xa.shape[i] == 0 for i in axes):
+        raise ValueError(f"zero-size array to reduction operation {'maximum' if name == 'max' else 'minimum'} "
+                         "which has no identity")
+    if dtypes.is_complex(xa.dtype):
+        raise NotImplementedError(f"{name} of complex traced arrays is not supported")
+    if xa.size == 0:
+        from tracejit.numpy.creation import full
+        shape = tuple(1 if i in axes else s for i, s in enumerate(xa.shape) if keepdims or i not in axes)
+        return full(shape, initial, dtype=xa.dtype)
+    out = _reduce(prim, x, axes, keepdims)
+    if initial is not None:
+        out = (U.maximum if name == "max" else U.minimum)(out, initial)
+    return out
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """Maximum along the given axes; NaN propagates (``numpy.max``)."""
+    return _extremum("max", "reduce_max", a, axis, keepdims, initial, where)
+
+
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """Minimum along the given axes; NaN propagates (``numpy.min``)."""
+    return _extremum("min", "reduce_min", a, axis, keepdims, initial, where)
+
+
+amax, amin = max, min
+
+
+def _logical_reduce(name, prim, a, axis, keepdims, where):
+    if eager(a):
+        return _eager_call(name, a, axis=axis, keepdims=keepdims, where=where)
+    _where_unsupported(name, where)
+    x = convert(to_operand(a), dtypes.bool_)
+    return _reduce(prim, x, canonicalize_axes(axis, aval(x).ndim), keepdims)
+
+
+def all(a, axis=None, out=None, keepdims=False, *, where=None):
+    """True where all elements along ``axis`` are true (``numpy.all``)."""
+    return _logical_reduce("all", "reduce_and", a, axis, keepdims, where)
+
+
+def any(a, axis=None, out=None, keepdims=False, *, where=None):
+    """True where any element along ``axis`` is true (``numpy.any``)."""
+    return _logical_reduce("any", "reduce_or", a, axis, keepdims, where)
+
+
+def _count(x, axes):
+    return math.prod(aval(x).shape[i] for i in axes)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    """Arithmetic mean along the given axes (``numpy.mean``)."""
+    if eager(a):
+        return _eager_call("mean", a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where)
+    _where_unsupported("mean", where)
+    x = to_operand(a)
+    rd = _numpy_result_dtype("mean", aval(x).dtype, dtype)
+    # float16 means accumulate in float32, as NumPy does.
+    acc = dtypes.float32 if rd == dtypes.float16 else rd
+    x = convert(x, acc)
+    axes = canonicalize_axes(axis, aval(x).ndim)
+    n = _count(x, axes)
+    total = _reduce("reduce_sum", x, axes, keepdims)
+    real = np.dtype(acc.char.lower()) if dtypes.is_complex(acc) else acc
+    out = U.true_divide(total, np.asarray(n, dtype=real if not dtypes.is_complex(acc) else acc)[()]) if n else \
+        U.multiply(total, np.asarray(np.nan, acc)[()])
+    return convert(out, rd)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None, correction=None):
+    """Variance along the given axes (``numpy.var``), with ``ddof``."""
+    if correction is not None:
+        ddof = correction
+    if eager(a):
+        return np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+    _where_unsupported("var", where)
+    x = to_operand(a)
+    rd = _numpy_result_dtype("var", aval(x).dtype, dtype)
+    in_dtype = dtype if dtype is not None else (aval(x).dtype if dtypes.is_inexact(aval(x).dtype) else rd)
+    x = convert(x, dtypes.float32 if in_dtype == dtypes.float16 else in_dtype)
+    axes = canonicalize_axes(axis, aval(x).ndim)
+    centered = U.subtract(x, _mean_keep(x, axes))
+    sq = U.multiply(centered, U.conjugate(centered)) if dtypes.is_complex(aval(x).dtype) else U.square(centered)
+    if dtypes.is_complex(aval(sq).dtype):
+        from tracejit.numpy.misc import real
+        sq = real(sq)
+    n = _count(x, axes) - ddof
+    total = _reduce("reduce_sum", sq, axes, keepdims)
+    real_dtype = aval(total).dtype
+    out = U.true_divide(total, np.asarray(n, real_dtype)[()]) if n > 0 else \
+        U.multiply(total, np.asarray(np.nan if n <= 0 else 1, real_dtype)[()])
+    return convert(out, rd)
+
+
+def _mean_keep(x, axes):
+    n = _count(x, axes)
+    total = _reduce("reduce_sum", x, axes, True)
+    return U.true_divide(total, np.asarray(n if n else np.nan, aval(x).dtype)[()])
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None, correction=None):
+    """Standard deviation along the given axes (``numpy.std``), with ``ddof``."""
+    if correction is not None:
+        ddof = correction
+    if eager(a):
+        return np.std(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+    return U.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where))
+
+
+def _arg_extremum(name, prim, a, axis, keepdims):
+    if eager(a):
+        return getattr(np, name)(a, axis=axis, keepdims=keepdims)
+    from tracejit.numpy.shape import ravel, reshape
+    x = to_operand(a)
+    xa = aval(x)
+    if dtypes.is_complex(xa.dtype):
+        raise NotImplementedError(f"{name} of complex traced arrays is not supported")
+    if axis is None:
+        flat = ravel(x)
+        if aval(flat).size == 0:
+            raise ValueError(f"attempt to get {name} of an empty sequence")
+        out = prim.bind(flat, axes=(0,), index_dtype=dtypes.int64)
+        return reshape(out, (1,) * xa.ndim) if keepdims else out
+    ax = canonicalize_axis(axis, xa.ndim)
+    out = prim.bind(x, axes=(ax,), index_dtype=dtypes.int64)
+    return reshape(out, _full_shape(out, (ax,), xa.ndim)) if keepdims else out
+
+
+def argmax(a, axis=None, out=None, *, keepdims=False):
+    """Index of the maximum along ``axis`` (first NaN wins, as NumPy)."""
+    return _arg_extremum("argmax", argmax_p, a, axis, keepdims)
+
+
+def argmin(a, axis=None, out=None, *, keepdims=False):
+    """Index of the minimum along ``axis`` (first NaN wins, as NumPy)."""
+    return _arg_extremum("argmin", argmin_p, a, axis, keepdims)
+
+
+def _cumulative(name, np_name, a, axis, dtype):
+    if eager(a):
+        if np_name in ("cumsum", "cumprod"):
+            return getattr(np, np_name)(a, axis=axis, dtype=dtype)
+        fn = np.maximum if name == "cummax" else np.minimum
+        return fn.accumulate(a, axis=0 if axis is None else axis)
+    from tracejit.numpy.shape import ravel
+    x = to_operand(a)
+    if axis is None:
+        x, axis = ravel(x), 0
+    if np_name in ("cumsum", "cumprod"):
+        x = convert(x, _numpy_result_dtype(np_name, aval(x).dtype, dtype))
+    ax = canonicalize_axis(axis, aval(x).ndim)
+    return cumulative_prims[name].bind(x, axis=ax, reverse=False)
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    """Cumulative sum along ``axis`` (flattened when None)."""
+    return _cumulative("cumsum", "cumsum", a, axis, dtype)
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    """Cumulative product along ``axis`` (flattened when None)."""
+    return _cumulative("cumprod", "cumprod", a, axis, dtype)
+
+
+def cummax(a, axis=None):
+    """Cumulative maximum along ``axis``."""
+    return _cumulative("cummax", "cummax", a, axis, None)
+
+
+def cummin(a, axis=None):
+    """Cumulative minimum along ``axis``."""
+    return _cumulative("cummin", "cummin", a, axis, None)
+
+
+cumulative_sum, cumulative_prod = cumsum, cumprod
+
+
+def _nan_variant(np_name, base, fill):
+    def fn(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+        if eager(a):
+            return getattr(np, np_name)(a, axis=axis, keepdims=keepdims, **({"dtype": dtype} if dtype else {}))
+        from tracejit.numpy.misc import where
+        x = to_operand(a)
+        d = aval(x).dtype
+        if not dtypes.is_inexact(d):
+            return base(x, axis=axis, keepdims=keepdims, **({"dtype": dtype} if dtype else {}))
+        return base(where(U.isnan(x), np.asarray(fill(d), d)[()], x), axis=axis, keepdims=keepdims,
+                    **({"dtype": dtype} if dtype else {}))
+    fn.__name__ = np_name
+    fn.__doc__ = f"``numpy.{np_name}``: like the base reduction, ignoring NaNs."
+    return fn
+
+
+nansum = _nan_variant("nansum", sum, lambda d: 0)
+nanprod = _nan_variant("nanprod", prod, lambda d: 1)
+
+
+def _nan_extremum(np_name, base, fill_sign):
+    def fn(a, axis=None, out=None, keepdims=False, **kw):
+        if eager(a):
+            return getattr(np, np_name)(a, axis=axis, keepdims=keepdims)
+        from tracejit.numpy.misc import where
+        x = to_operand(a)
+        d = aval(x).dtype
+        if not dtypes.is_inexact(d):
+            return base(x, axis=axis, keepdims=keepdims)
+        nan = U.isnan(x)
+        filled = where(nan, np.asarray(fill_sign * np.inf, d)[()], x)
+        res = base(filled, axis=axis, keepdims=keepdims)
+        all_nan = all(nan, axis=axis, keepdims=keepdims)
+        return where(all_nan, np.asarray(np.nan, d)[()], res)
+    fn.__name__ = np_name
+    fn.__doc__ = f"``numpy.{np_name}``: ignores NaNs; an all-NaN slice gives NaN."
+    return fn
+
+
+nanmax = _nan_extremum("nanmax", max, -1)
+nanmin = _nan_extremum("nanmin", min, 1)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    """Mean ignoring NaNs (``numpy.nanmean``)."""
+    if eager(a):
+        return np.nanmean(a, axis=axis, dtype=dtype, keepdims=keepdims)
+    x = to_operand(a)
+    if not dtypes.is_inexact(aval(x).dtype):
+        return mean(x, axis=axis, dtype=dtype, keepdims=keepdims)
+    valid = U.logical_not(U.isnan(x))
+    total = nansum(x, axis=axis, dtype=dtype, keepdims=keepdims)
+    count = sum(valid, axis=axis, keepdims=keepdims)
+    return U.true_divide(total, convert(count, aval(total).dtype))

@@ -1,0 +1,2 @@
+"""Sorting, searching and counting (sort, argsort, nonzero with size=, unique with size=, ...)."""
+__all__ = []

@@ -1,0 +1,251 @@
+"""NumPy's ufuncs on traced arrays.
+
+Each :class:`Ufunc` resolves dtypes exactly as NumPy 2 does (through the
+NumPy ufunc's own ``resolve_dtypes``, with Python scalars weak), converts
+operands to the loop dtypes, broadcasts, and binds the matching primitive.
+Called eagerly on concrete values it simply runs the NumPy ufunc.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tracejit.core import dtypes
+from tracejit.ops.elementwise import binary_prims, select_n_p, unary_prims
+from tracejit.numpy._util import (aval, broadcast_operands, convert, eager, numpy_type_arg,
+                                  to_operand)
+
+
+def _resolve(np_ufunc, ops):
+    try:
+        resolved = np_ufunc.resolve_dtypes(tuple(numpy_type_arg(o) for o in ops) + (None,) * np_ufunc.nout)
+    except (TypeError, np.exceptions.DTypePromotionError) as e:
+        names = ", ".join(aval(o).dtype.name for o in ops)
+        raise TypeError(f"ufunc {np_ufunc.__name__!r} not supported for the input types ({names}): {e}") from None
+    return resolved[:np_ufunc.nin], resolved[np_ufunc.nin:]
+
+
+class Ufunc:
+    """A NumPy-compatible ufunc that also works on traced arrays.
+
+    ``__call__`` applies it; ``reduce``, ``accumulate`` and ``outer`` follow
+    NumPy's methods of the same name.
+    """
+
+    def __init__(self, np_ufunc, traced_impl, name=None):
+        self._np = np_ufunc
+        self._impl = traced_impl  # (*ops converted to loop dtypes) -> result
+        self.__name__ = name or np_ufunc.__name__
+        self.nin = np_ufunc.nin
+        self.nout = np_ufunc.nout
+        self.__doc__ = (f"NumPy's ``{np_ufunc.__name__}``, traceable.\n\nExamples\n--------\n"
+                        f">>> import tracejit.numpy as jnp\n>>> jnp.{self.__name__}(...)  # doctest: +SKIP\n")
+
+    def __repr__(self):
+        return f"<tracejit ufunc '{self.__name__}'>"
+
+    def __call__(self, *args, out=None, where=None, dtype=None, **kwargs):
+        if len(args) != self.nin:
+            raise TypeError(f"{self.__name__}() takes {self.nin} positional arguments, got {len(args)}")
+        if eager(*args) and out is None:
+            kw = {"dtype": dtype} if dtype is not None else {}
+            if where is not None:
+                kw["where"] = where
+            return self._np(*args, **kw, **kwargs)
+        if out is not None:
+            raise TypeError(f"{self.__name__}(..., out=...) is not supported on traced arrays; "
+                            "use the returned value")
+        if where is not None or kwargs:
+            raise NotImplementedError(f"{self.__name__}: arguments {sorted(kwargs) + (['where'] if where is not None else [])} "
+                                      "are not supported on traced arrays")
+        ops = [to_operand(a) for a in args]
+        in_dtypes, out_dtypes = _resolve(self._np, ops)
+        if dtype is not None:
+            in_dtypes = (dtypes.canonical(dtype),) * self.nin
+        weak = all(aval(o).weak_type for o in ops)
+        ops = [convert(o, d, weak_type=weak) for o, d in zip(ops, in_dtypes)]
+        ops, _ = broadcast_operands(*ops)
+        result = self._impl(*ops)
+        if self.nout == 1:
+            return convert(result, out_dtypes[0], weak_type=weak) if aval(result).dtype != out_dtypes[0] else result
+        return tuple(convert(r, d) if aval(r).dtype != d else r for r, d in zip(result, out_dtypes))
+
+    # ---------------------------------------------------------------- methods
+    def reduce(self, a, axis=0, dtype=None, keepdims=False, initial=None, where=None):
+        """Reduce ``a`` along ``axis`` with this (binary) ufunc."""
+        if eager(a):
+            kw = {} if initial is None else {"initial": initial}
+            return self._np.reduce(a, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+        from tracejit.numpy import reductions as R
+        fn = _REDUCERS.get(self.__name__)
+        if fn is None:
+            raise NotImplementedError(f"{self.__name__}.reduce is not supported on traced arrays")
+        out = getattr(R, fn)(a, axis=axis, keepdims=keepdims, **({"dtype": dtype} if dtype is not None and fn in ("sum", "prod") else {}))
+        if initial is not None:
+            out = self(out, initial)
+        return out
+
+    def accumulate(self, a, axis=0, dtype=None):
+        """Cumulative application along ``axis`` (add -> cumsum, multiply -> cumprod, ...)."""
+        if eager(a):
+            return self._np.accumulate(a, axis=axis, dtype=dtype)
+        from tracejit.numpy import reductions as R
+        fn = _ACCUMULATORS.get(self.__name__)
+        if fn is None:
+            raise NotImplementedError(f"{self.__name__}.accumulate is not supported on traced arrays")
+        return getattr(R, fn)(a, axis=axis, **({"dtype": dtype} if dtype is not None else {}))
+
+    def outer(self, a, b):
+        """Apply to all pairs: ``out[i..., j...] = f(a[i...], b[j...])``."""
+        if eager(a, b):
+            return self._np.outer(a, b)
+        from tracejit.numpy.shape import reshape
+        a, b = to_operand(a), to_operand(b)
+        sa, sb = aval(a).shape, aval(b).shape
+        return self(reshape(a, sa + (1,) * len(sb)), b)
+
+
+_REDUCERS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
+             "logical_and": "all", "logical_or": "any", "fmax": "nanmax", "fmin": "nanmin"}
+_ACCUMULATORS = {"add": "cumsum", "multiply": "cumprod", "maximum": "cummax", "minimum": "cummin"}
+
+
+def _prim(name):
+    p = unary_prims.get(name) or binary_prims[name]
+    return p.bind
+
+
+def _identity(x):
+    return x
+
+
+def _make(np_ufunc, impl, name=None):
+    return Ufunc(np_ufunc, impl, name)
+
+
+def _rounding(prim_name):
+    def impl(x):
+        return x if not dtypes.is_float(aval(x).dtype) else _prim(prim_name)(x)
+    return impl
+
+
+def _conj(x):
+    return _prim("conj")(x) if dtypes.is_complex(aval(x).dtype) else x
+
+
+def _reciprocal(x):
+    d = aval(x).dtype
+    if dtypes.is_inexact(d):
+        return _prim("div")(np.asarray(1, d)[()], x)
+    raise NotImplementedError("reciprocal of integers (which truncates to 0) is not supported on "
+                              "traced arrays; convert to float first")
+
+
+def _sign(x):
+    d = aval(x).dtype
+    if dtypes.is_complex(d):
+        raise NotImplementedError("sign of complex traced arrays is not supported")
+    return _prim("sign")(x)
+
+
+def _logaddexp(x, y):
+    # As NumPy: equal arguments (infinities included) give x + log(2); otherwise
+    # max + log1p(exp(-|x - y|)), which never overflows and propagates NaN.
+    U = UFUNCS
+    ln2 = np.asarray(np.log(2), aval(x).dtype)[()]
+    spread = U["add"](U["maximum"](x, y),
+                      U["log1p"](U["exp"](U["negative"](U["absolute"](U["subtract"](x, y))))))
+    return select_n_p.bind(U["equal"](x, y), spread, U["add"](x, ln2))
+
+
+def _logaddexp2(x, y):
+    U = UFUNCS
+    ln2 = np.asarray(np.log(2), aval(x).dtype)[()]
+    return U["true_divide"](_logaddexp(U["multiply"](x, ln2), U["multiply"](y, ln2)), ln2)
+
+
+def _scale(factor):
+    def impl(x):
+        return _prim("mul")(x, np.asarray(factor, aval(x).dtype)[()])
+    return impl
+
+
+def _divmod(x, y):
+    return _prim("floordiv")(x, y), _prim("rem")(x, y)
+
+
+def _logical(prim_name):
+    def impl(*xs):
+        return _prim(prim_name)(*[convert(x, dtypes.bool_) for x in xs])
+    return impl
+
+
+def _positive(x):
+    return x
+
+
+_UNARY_DIRECT = {
+    # jnp name: (numpy ufunc, primitive name)
+    "negative": (np.negative, "neg"), "absolute": (np.absolute, "abs"),
+    "exp": (np.exp, "exp"), "exp2": (np.exp2, "exp2"), "expm1": (np.expm1, "expm1"),
+    "log": (np.log, "log"), "log1p": (np.log1p, "log1p"), "log2": (np.log2, "log2"),
+    "log10": (np.log10, "log10"), "sin": (np.sin, "sin"), "cos": (np.cos, "cos"),
+    "tan": (np.tan, "tan"), "tanh": (np.tanh, "tanh"), "sinh": (np.sinh, "sinh"),
+    "cosh": (np.cosh, "cosh"), "arcsin": (np.arcsin, "asin"), "arccos": (np.arccos, "acos"),
+    "arctan": (np.arctan, "atan"), "arcsinh": (np.arcsinh, "asinh"), "arccosh": (np.arccosh, "acosh"),
+    "arctanh": (np.arctanh, "atanh"), "sqrt": (np.sqrt, "sqrt"), "cbrt": (np.cbrt, "cbrt"),
+    "square": (np.square, "square"), "invert": (np.invert, "not"),
+    "isnan": (np.isnan, "is_nan"), "isinf": (np.isinf, "is_inf"), "isfinite": (np.isfinite, "is_finite"),
+    "signbit": (np.signbit, "signbit"),
+}
+_BINARY_DIRECT = {
+    "add": (np.add, "add"), "subtract": (np.subtract, "sub"), "multiply": (np.multiply, "mul"),
+    "true_divide": (np.true_divide, "div"), "floor_divide": (np.floor_divide, "floordiv"),
+    "remainder": (np.remainder, "rem"), "fmod": (np.fmod, "fmod"), "power": (np.power, "pow"),
+    "maximum": (np.maximum, "max"), "minimum": (np.minimum, "min"), "fmax": (np.fmax, "fmax"),
+    "fmin": (np.fmin, "fmin"), "arctan2": (np.arctan2, "atan2"), "hypot": (np.hypot, "hypot"),
+    "copysign": (np.copysign, "copysign"), "nextafter": (np.nextafter, "nextafter"),
+    "bitwise_and": (np.bitwise_and, "and"), "bitwise_or": (np.bitwise_or, "or"),
+    "bitwise_xor": (np.bitwise_xor, "xor"), "left_shift": (np.left_shift, "shift_left"),
+    "right_shift": (np.right_shift, "shift_right"), "equal": (np.equal, "eq"),
+    "not_equal": (np.not_equal, "ne"), "less": (np.less, "lt"), "less_equal": (np.less_equal, "le"),
+    "greater": (np.greater, "gt"), "greater_equal": (np.greater_equal, "ge"),
+}
+
+UFUNCS: dict[str, Ufunc] = {}
+for _n, (_np_u, _p) in {**_UNARY_DIRECT, **_BINARY_DIRECT}.items():
+    UFUNCS[_n] = _make(_np_u, _prim(_p), _n)
+
+UFUNCS.update({
+    "positive": _make(np.positive, _positive),
+    "sign": _make(np.sign, _sign),
+    "floor": _make(np.floor, _rounding("floor")),
+    "ceil": _make(np.ceil, _rounding("ceil")),
+    "trunc": _make(np.trunc, _rounding("trunc")),
+    "rint": _make(np.rint, _rounding("round")),
+    "conjugate": _make(np.conjugate, _conj),
+    "reciprocal": _make(np.reciprocal, _reciprocal),
+    "logaddexp": _make(np.logaddexp, _logaddexp),
+    "logaddexp2": _make(np.logaddexp2, _logaddexp2),
+    "deg2rad": _make(np.deg2rad, _scale(np.pi / 180)),
+    "rad2deg": _make(np.rad2deg, _scale(180 / np.pi)),
+    "divmod": _make(np.divmod, _divmod),
+    "logical_and": _make(np.logical_and, _logical("and")),
+    "logical_or": _make(np.logical_or, _logical("or")),
+    "logical_xor": _make(np.logical_xor, _logical("xor")),
+    "logical_not": _make(np.logical_not, _logical("not")),
+})
+UFUNCS["radians"] = _make(np.radians, _scale(np.pi / 180), "radians")
+UFUNCS["degrees"] = _make(np.degrees, _scale(180 / np.pi), "degrees")
+UFUNCS["conj"] = _make(np.conjugate, _conj, "conj")
+UFUNCS["abs"] = _make(np.absolute, _prim("abs"), "abs")
+UFUNCS["divide"] = _make(np.true_divide, _prim("div"), "divide")
+UFUNCS["mod"] = _make(np.remainder, _prim("rem"), "mod")
+UFUNCS["bitwise_not"] = _make(np.invert, _prim("not"), "bitwise_not")
+UFUNCS["bitwise_invert"] = UFUNCS["bitwise_not"]
+UFUNCS["pow"] = _make(np.power, _prim("pow"), "pow")
+for _alias, _target in (("asin", "arcsin"), ("acos", "arccos"), ("atan", "arctan"), ("asinh", "arcsinh"),
+                        ("acosh", "arccosh"), ("atanh", "arctanh"), ("atan2", "arctan2"),
+                        ("bitwise_left_shift", "left_shift"), ("bitwise_right_shift", "right_shift")):
+    UFUNCS[_alias] = UFUNCS[_target]
+
+globals().update(UFUNCS)

@@ -1,0 +1,1 @@
+"""Primitives: random_bits."""

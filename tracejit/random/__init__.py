@@ -1,0 +1,1 @@
+"""``tracejit.random``: functional PRNG compatible with ``jax.random``."""

@@ -1,0 +1,1 @@
+"""Program -> Program transforms: autodiff, vmap."""
