@@ -44,6 +44,10 @@ jvp_rules: dict[Primitive, Callable] = {}
 transpose_rules: dict[Primitive, Callable] = {}
 # batching_rules[p](batched_args, batch_dims, **params) -> (outs, out_dims)
 batching_rules: dict[Primitive, Callable] = {}
+# decomposition_rules[p](*args, **params) -> list: the same computation written with
+# simpler primitives (binds them on the current trace). The compiler expands a
+# primitive this way when its backend has no direct lowering for it.
+decomposition_rules: dict[Primitive, Callable] = {}
 # cost_rules[p](in_avals, out_avals, **params) -> dict(flops=, transcendentals=)
 cost_rules: dict[Primitive, Callable] = {}
 

@@ -1012,7 +1012,7 @@ def helper_function(module: ir.Module, name: str, ty, arity: int) -> ir.Function
     args = list(fn.args)
     if isinstance(el, ir.FloatType):
         if name == "sqrt":  # sqrt is correctly rounded in either width
-            b.ret(_F(b, ty)._intr_f32_sqrt(ty) if False else b.call(_sqrt_decl(module, ty, sfx), args))
+            b.ret(b.call(_sqrt_decl(module, ty, sfx), args))
             return fn
         inner = helper_function(module, name, wide, arity)
         wargs = [b.fpext(a, wide) for a in args]
