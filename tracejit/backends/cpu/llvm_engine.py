@@ -53,19 +53,22 @@ def _ensure_init() -> None:
             return
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
-        target = llvm.Target.from_default_triple()
-        # reloc='pic' keeps emitted object files position independent, so the
-        # same bytes can be reloaded by a later process from the disk cache.
-        # codemodel='jitdefault' lets MCJIT place code anywhere in the address
-        # space (it picks 'large' where needed).
-        _tm = target.create_target_machine(
-            cpu=llvm.get_host_cpu_name(),
-            features=llvm.get_host_cpu_features().flatten(),
-            opt=3,
-            reloc="pic",
-            codemodel="jitdefault",
-        )
+        _tm = _new_target_machine()
         _initialized = True
+
+
+def _new_target_machine() -> llvm.TargetMachine:
+    # reloc='pic' keeps emitted object files position independent, so the
+    # same bytes can be reloaded by a later process from the disk cache.
+    # codemodel='jitdefault' lets MCJIT place code anywhere in the address
+    # space (it picks 'large' where needed).
+    return llvm.Target.from_default_triple().create_target_machine(
+        cpu=llvm.get_host_cpu_name(),
+        features=llvm.get_host_cpu_features().flatten(),
+        opt=3,
+        reloc="pic",
+        codemodel="jitdefault",
+    )
 
 
 def target_machine() -> llvm.TargetMachine:
@@ -181,7 +184,10 @@ class CompiledModule:
 
 
 def _new_engine(mod: llvm.ModuleRef):
-    engine = llvm.create_mcjit_compiler(mod, _tm)
+    # An ExecutionEngine takes ownership of (and later frees) the target
+    # machine it is given, so each engine gets its own; the shared _tm is only
+    # used for optimization and object/assembly emission.
+    engine = llvm.create_mcjit_compiler(mod, _new_target_machine())
     engine.finalize_object()
     engine.run_static_constructors()
     return engine
@@ -226,7 +232,7 @@ def load_object(obj: bytes, *, name: str = "module") -> CompiledModule:
         t0 = time.perf_counter()
         empty = llvm.parse_assembly(
             f'target triple = "{_triple()}"\ntarget datalayout = "{_data_layout()}"\n')
-        engine = llvm.create_mcjit_compiler(empty, _tm)
+        engine = llvm.create_mcjit_compiler(empty, _new_target_machine())
         engine.add_object_file(llvm.ObjectFileRef.from_data(bytes(obj)))
         engine.finalize_object()
         t1 = time.perf_counter()

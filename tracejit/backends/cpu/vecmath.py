@@ -6,7 +6,9 @@ Design
   ``internal`` ``alwaysinline`` helper; ``emit_unary``/``emit_binary`` only emit
   a call.  After inlining the code is straight-line (selects instead of
   branches), so the loop vectorizer can widen loops that call the scalar
-  helpers, and explicit vector types work for any width.
+  helpers, and explicit vector types work for any width.  (Sole exception:
+  explicit-vector sin/cos/tan skip the huge-argument reduction with a
+  uniform branch when no lane needs it.)
 * The algorithms are written once, for float64 lanes.  float32 inputs are
   widened to float64, evaluated, and rounded back once: the f64 kernels are
   accurate to ~1 ulp(f64), so the f32 result is within 0.5 ulp(f32) + 2^-28,
@@ -283,9 +285,6 @@ class _F:
     def sel_i(self, cond, a, b):
         return self.b.select(cond, self.ci(a), self.ci(b))
 
-    def min_(self, a, b):  # NaN in a propagates as b-side... callers sanitize
-        return self.sel(self.lt(a, b), a, b)
-
     def clamp(self, a, lo, hi):
         a = self.sel(self.gt(a, hi), hi, a)
         return self.sel(self.lt(a, lo), lo, a)
@@ -554,7 +553,9 @@ def _reduce_pio2(F, x):
     n*part is exact) accumulated as a double-double.
     Otherwise: Payne-Hanek with the exponent-indexed table of 2/pi bits,
     computing x*2/pi mod 4 with exact fma products and accurate
-    double-double additions.  Both are computed and selected per lane.
+    double-double additions.  Scalar helpers compute both and select per
+    lane (branch-free, loop-vectorizable); explicit-vector helpers branch
+    around the table path when no lane needs it.
     """
     b = F.b
     ax = F.abs(x)
@@ -568,7 +569,40 @@ def _reduce_pio2(F, x):
     s2, e2 = F.two_sum(s, F.mul(nn, _PIO2_3))
     lo = F.fma(nn, _PIO2_4, F.add(e1, e2))
     crh, crl = F.two_sum(s2, lo)
-    # --- Payne-Hanek
+    if F.n is None:
+        # Scalar helper: both paths, selected per element, so a loop calling
+        # it stays branch-free and the loop vectorizer can widen it.
+        prh, prl, q = _payne_hanek(F, x, small)
+        rh = F.sel(small, crh, prh)
+        rl = F.sel(small, crl, prl)
+        qq = F.sel(small, n, q)
+    else:
+        # Explicit vector: huge arguments are rare and the table path is ~5x
+        # the cost of the rest, so skip it unless some lane needs it.
+        b = F.b
+        nl = F.n
+        red = f"llvm.vector.reduce.or.v{nl}i1"
+        fn = F.m.globals.get(red)
+        if fn is None:
+            fn = ir.Function(F.m, ir.FunctionType(_I1, [ir.VectorType(_I1, nl)]), name=red)
+        any_large = b.call(fn, [b.not_(small)])
+        pre = b.block
+        with b.if_then(any_large, likely=False):
+            prh, prl, q = _payne_hanek(F, x, small)
+            s_rh = F.sel(small, crh, prh)
+            s_rl = F.sel(small, crl, prl)
+            s_q = F.sel(small, n, q)
+            ph_blk = b.block
+        rh, rl, qq = b.phi(F.ty), b.phi(F.ty), b.phi(F.ty)
+        for phi, a, c in ((rh, s_rh, crh), (rl, s_rl, crl), (qq, s_q, n)):
+            phi.add_incoming(a, ph_blk)
+            phi.add_incoming(c, pre)
+    qi = F.b.and_(F.to_int(qq), F.ci(3))
+    return rh, rl, qi
+
+
+def _payne_hanek(F, x, small):
+    b = F.b
     xl = F.sel(small, 1073741824.0, x)  # keep lanes in range for the table path
     bi = F.bits(xl)
     ex = b.sub(b.and_(b.lshr(bi, F.ci(52)), F.ci(0x7FF)), F.ci(1023))
@@ -599,11 +633,7 @@ def _reduce_pio2(F, x):
     prh, prl = F.two_prod(sh, _PIO2_H)
     prl = F.add(prl, F.fma(sh, _PIO2_L, F.mul(sl, _PIO2_H)))
     prh, prl = F.fast_two_sum(prh, prl)
-    rh = F.sel(small, crh, prh)
-    rl = F.sel(small, crl, prl)
-    qq = F.sel(small, n, q)
-    qi = b.and_(F.to_int(qq), F.ci(3))
-    return rh, rl, qi
+    return prh, prl, q
 
 
 def _sin_cos_poly(F, rh, rl):
@@ -1038,8 +1068,8 @@ def emit_unary(builder: ir.IRBuilder, name: str, x: ir.Value) -> ir.Value:
 
 
 def emit_binary(builder: ir.IRBuilder, name: str, x: ir.Value, y: ir.Value) -> ir.Value:
-    """Emit ``name(x, y)`` (arctan2(x=y_coord, y=x_coord) follows NumPy's
-    ``np.arctan2(x1, x2)`` argument order)."""
+    """Emit ``name(x, y)`` with NumPy argument order: ``arctan2(x, y)`` is
+    ``np.arctan2(x, y)`` (x is the y-coordinate), ``power(x, y)`` is x**y."""
     if x.type != y.type:
         raise TypeError(f"vecmath.{name}: operand types differ ({x.type} vs {y.type})")
     fn = helper_function(builder.module, name, x.type, 2)

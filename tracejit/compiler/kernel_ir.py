@@ -1,0 +1,131 @@
+"""The kernel IR that fusion produces and code generators consume.
+
+A kernel iterates over a static index space. Every value inside it is an
+expression over *loads* of materialized buffers; a load's address is an
+affine function of the iteration index (:class:`IndexMap`), so transposes,
+broadcasts, slices and reversals never move data: they only change the map.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class IndexMap:
+    """``value_index[j] = offset_j + scale_j * iteration_index[src_j]`` (src -1: constant)."""
+
+    terms: tuple  # tuple of (src, scale, offset)
+
+    @staticmethod
+    def identity(ndim: int) -> "IndexMap":
+        return IndexMap(tuple((i, 1, 0) for i in range(ndim)))
+
+    def then(self, inner: tuple) -> "IndexMap":
+        """Compose with a structural op: ``inner[k] = (src_k, scale_k, offset_k)`` over this map's value index."""
+        out = []
+        for src, scale, off in inner:
+            if src < 0:
+                out.append((-1, 0, off))
+                continue
+            s2, sc2, off2 = self.terms[src]
+            if s2 < 0 or scale == 0:
+                out.append((-1, 0, off + scale * off2))
+            else:
+                out.append((s2, scale * sc2, off + scale * off2))
+        return IndexMap(tuple(out))
+
+    def permuted(self, perm) -> "IndexMap":
+        """Re-express over an iteration space whose dim ``i`` was old dim ``perm[i]``."""
+        where = {old: new for new, old in enumerate(perm)}
+        return IndexMap(tuple((where[s] if s >= 0 else -1, sc, o) for s, sc, o in self.terms))
+
+
+@dataclass(eq=False)
+class Node:
+    """An expression node. ``kind``: load | const | iota | op."""
+
+    kind: str
+    dtype: np.dtype
+    args: tuple = ()
+    buffer: int = -1            # load: buffer id
+    map: IndexMap | None = None  # load: value-index map; iota: map of its single term
+    value: object = None        # const value; iota dimension
+    prim: object = None         # op: primitive
+    params: tuple = ()          # op: sorted params items
+
+    def __repr__(self):
+        if self.kind == "load":
+            return f"load(b{self.buffer})"
+        if self.kind == "const":
+            return f"{self.value!r}"
+        if self.kind == "iota":
+            return "iota"
+        return f"{self.prim.name}({', '.join(map(repr, self.args))})"
+
+
+@dataclass
+class Phase:
+    """One pass over the row: a reduction (``reduce_op`` set) or a map storing ``outputs``."""
+
+    reduce_op: str | None
+    exprs: list                  # one expression per output
+    outputs: list                # buffer ids written (reduction: shape = outer dims)
+
+
+@dataclass
+class Kernel:
+    """A fused loop nest.
+
+    ``outer`` dims are split across threads; ``row`` dims are looped inside
+    each phase (the innermost one vectorized). A loop kernel has no row dims
+    of its own: its whole space is ``outer`` and ``row`` is the last dim.
+    """
+
+    name: str
+    shape: tuple                 # iteration space = outer + row
+    n_outer: int                 # leading dims that index rows
+    phases: list = field(default_factory=list)
+    eqn_names: list = field(default_factory=list)   # primitives fused here (for reports)
+    reduced_shape: tuple = ()    # X shape before permutation (row kernels), for merging
+    perm: tuple = ()             # iteration dim i is X dim perm[i] (row kernels)
+
+    @property
+    def is_row_kernel(self) -> bool:
+        return any(p.reduce_op for p in self.phases)
+
+    @property
+    def outer_size(self) -> int:
+        return math.prod(self.shape[:self.n_outer])
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def buffers_written(self):
+        return [b for p in self.phases for b in p.outputs]
+
+    def loads(self):
+        seen = []
+        stack = [e for p in self.phases for e in p.exprs]
+        visited = set()
+        while stack:
+            n = stack.pop()
+            if id(n) in visited:
+                continue
+            visited.add(id(n))
+            if n.kind == "load":
+                seen.append(n)
+            stack.extend(n.args)
+        return seen
+
+    def describe(self) -> str:
+        lines = [f"kernel {self.name} over {list(self.shape)} (outer {self.n_outer}): "
+                 f"{', '.join(self.eqn_names)}"]
+        for p in self.phases:
+            what = f"reduce_{p.reduce_op}" if p.reduce_op else "map"
+            lines.append(f"    {what} -> {', '.join(f'b{b}' for b in p.outputs)}: "
+                         f"{'; '.join(repr(e) for e in p.exprs)}")
+        return "\n".join(lines)

@@ -1,0 +1,44 @@
+"""The pass pipeline: one named, ordered list (see :data:`PIPELINE`).
+
+Each pass is ``Program -> Program``. ``run_pipeline`` times every pass, runs
+the checker after each one when ``config.enable_checks`` is set, and prints
+the program before and after the passes named in ``config.dump_passes``
+(env ``TRACEJIT_DUMP=simplify,cse`` or ``TRACEJIT_DUMP=all``).
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+from tracejit.compiler.passes.cse import cse
+from tracejit.compiler.passes.dce import dce
+from tracejit.compiler.passes.inline import inline
+from tracejit.compiler.passes.simplify import simplify
+
+PIPELINE = [
+    ("inline", inline),        # call equations and decomposable primitives expanded
+    ("simplify", simplify),    # constant folding and algebraic identities
+    ("cse", cse),              # one equation per distinct (primitive, inputs, params)
+    ("dce", dce),              # equations whose results are unused removed
+]
+# Layout, fusion and memory planning follow in the backend (tracejit.compiler.fusion/memory),
+# because they produce kernels and buffers rather than programs.
+
+
+def run_pipeline(program, *, backend_supports=None):
+    """Run every pass; returns ``(program, {pass_name: ms})``."""
+    from tracejit.config import config
+    from tracejit.core.check import check_program
+    dump = {p.strip() for p in (config.dump_passes or "").split(",") if p.strip()}
+    timings = {}
+    for name, fn in PIPELINE:
+        if name in dump or "all" in dump:
+            print(f"--- before {name} ---\n{program}", file=sys.stderr)
+        t0 = time.perf_counter()
+        program = fn(program, backend_supports) if name == "inline" else fn(program)
+        timings[name] = (time.perf_counter() - t0) * 1e3
+        if config.enable_checks:
+            check_program(program)
+        if name in dump or "all" in dump:
+            print(f"--- after {name} ---\n{program}", file=sys.stderr)
+    return program, timings

@@ -1,0 +1,20 @@
+"""Dead-code elimination: drop equations whose outputs nobody uses."""
+from __future__ import annotations
+
+from tracejit.core.ir import Var
+from tracejit.core.primitive import EFFECTFUL
+
+
+def dce(program):
+    live = {id(a) for a in program.outputs if isinstance(a, Var)}
+    kept = []
+    for eqn in reversed(program.eqns):
+        if eqn.primitive in EFFECTFUL or any(id(v) in live for v in eqn.outputs):
+            kept.append(eqn)
+            live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
+    kept.reverse()
+    used_consts = [(v, c) for v, c in zip(program.const_vars, program.const_values) if id(v) in live]
+    if len(kept) == len(program.eqns) and len(used_consts) == len(program.const_vars):
+        return program
+    return program.replace(eqns=kept, const_vars=[v for v, _ in used_consts],
+                           const_values=[c for _, c in used_consts])

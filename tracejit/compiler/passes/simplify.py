@@ -1,0 +1,69 @@
+"""Constant folding and algebraic identities that are exact in IEEE arithmetic.
+
+Only rewrites that give bit-identical results are made: ``x * 1``, ``x - 0``,
+``x / 1``, ``x ** 1``, ``x ** 2 -> x * x``, ``x ** -1 -> 1 / x`` (inexact), and
+for integers ``x + 0``. ``x + 0.0`` is *not* an identity for floats (it turns
+-0.0 into +0.0), so it stays.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tracejit.core import dtypes
+from tracejit.core.ir import Literal
+from tracejit.core.primitive import ELEMENTWISE, impl_rules
+from tracejit.ops.elementwise import binary_prims, convert_element_type_p
+from tracejit.ops.structural import reshape_p, transpose_p, squeeze_p
+from tracejit.compiler.passes.retrace import retrace
+
+
+def _is_lit(v, value=None):
+    if not isinstance(v, (np.generic, np.ndarray)) or np.ndim(v) != 0:
+        return False
+    return value is None or bool(v == value)
+
+
+def _identity_rewrite(eqn, ins):
+    p, name = eqn.primitive, eqn.primitive.name
+    out_aval = eqn.outputs[0].aval if eqn.outputs else None
+    if p is convert_element_type_p and hasattr(ins[0], "aval") and ins[0].aval.dtype == eqn.params["new_dtype"]:
+        return [ins[0]]
+    if p in (reshape_p, transpose_p, squeeze_p) and hasattr(ins[0], "aval") and ins[0].aval.shape == out_aval.shape \
+            and (p is not transpose_p or eqn.params["permutation"] == tuple(range(len(out_aval.shape)))):
+        return [ins[0]]
+    if len(ins) != 2 or not hasattr(ins[0], "aval") or ins[0].aval.shape != out_aval.shape:
+        return None
+    x, y = ins
+    d = out_aval.dtype
+    if name == "mul" and _is_lit(y, 1) or name in ("sub", "div") and _is_lit(y, 0 if name == "sub" else 1):
+        return [x]
+    if name == "add" and _is_lit(y, 0) and not dtypes.is_inexact(d):
+        return [x]
+    if name == "pow" and dtypes.is_inexact(d) and _is_lit(y):
+        if y == 1:
+            return [x]
+        if y == 2:
+            return [binary_prims["mul"].bind(x, x)]
+        if y == -1:
+            return [binary_prims["div"].bind(np.asarray(1, d)[()], x)]
+    return None
+
+
+def simplify(program):
+    def replace(eqn, ins):
+        if eqn.primitive in ELEMENTWISE and ins and all(_is_lit(a) for a in ins) \
+                and all(v.aval.shape == () for v in eqn.outputs):
+            outs = impl_rules[eqn.primitive](*ins, **eqn.params)
+            return [np.asarray(o, v.aval.dtype)[()] for o, v in zip(outs, eqn.outputs)]
+        return _identity_rewrite(eqn, ins)
+
+    if not any(_might_simplify(e) for e in program.eqns):
+        return program
+    return retrace(program, replace, "simplify")
+
+
+def _might_simplify(eqn):
+    if any(isinstance(a, Literal) for a in eqn.inputs):
+        return True
+    return eqn.primitive in (convert_element_type_p, reshape_p, transpose_p, squeeze_p)
+
