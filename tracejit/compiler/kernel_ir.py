@@ -73,6 +73,7 @@ class Phase:
     reduce_op: str | None
     exprs: list                  # one expression per output
     outputs: list                # buffer ids written (reduction: shape = outer dims)
+    out_maps: list = None        # map phases: buffer index as a function of the iteration index
 
 
 @dataclass

@@ -1,0 +1,103 @@
+"""The ``cpu`` backend: passes -> fusion -> memory planning -> one LLVM module."""
+from __future__ import annotations
+
+import time
+
+from llvmlite import ir
+
+from tracejit.core import dtypes
+from tracejit.compiler.fusion import Planner
+from tracejit.compiler.memory import plan_memory
+from tracejit.compiler.passes import run_pipeline
+from tracejit.backends import register_backend
+from tracejit.backends.cpu import llvm_engine, lowering
+from tracejit.backends.cpu.codegen import KernelEmitter
+from tracejit.backends.cpu.runtime import CPUExecutable, KernelLaunch
+
+_NATIVE_REDUCE = {dtypes.bool_, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8,
+                  dtypes.uint16, dtypes.uint32, dtypes.uint64, dtypes.float32, dtypes.float64}
+
+
+def can_lower(eqn) -> bool:
+    if len(eqn.outputs) != 1:
+        return False
+    in_dtypes = [a.aval.dtype for a in eqn.inputs] or [eqn.outputs[0].aval.dtype]
+    return lowering.supports(eqn.primitive.name, in_dtypes, eqn.outputs[0].aval.dtype)
+
+
+def can_reduce(eqn) -> bool:
+    return eqn.inputs[0].aval.dtype in _NATIVE_REDUCE
+
+
+def vector_bytes() -> int:
+    features = llvm_engine.host_cpu_features()
+    return 64 if "+avx512f" in features else (32 if "+avx" in features else 16)
+
+
+class CPUBackend:
+    name = "cpu"
+
+    def optimize(self, program):
+        program, pass_ms = run_pipeline(program)
+        plan = Planner(program, can_lower, can_reduce).build()
+        return program, plan, pass_ms
+
+    def optimized_text(self, program) -> str:
+        program, plan, _ = self.optimize(program)
+        return f"{program}\n\n# kernels and steps\n" + _plan_text(plan)
+
+    def compile(self, program, *, name: str = "function", donate_argnums=()):
+        t0 = time.perf_counter()
+        program, plan, pass_ms = self.optimize(program)
+        t1 = time.perf_counter()
+        offsets, arena_bytes = plan_memory(plan)
+        module = ir.Module(name=f"tracejit_{name}")
+        module.triple = llvm_engine.triple
+        module.data_layout = llvm_engine.target_data_layout
+        vb = vector_bytes()
+        emitted = []
+        for i, kernel in enumerate(plan.kernels):
+            em = KernelEmitter(module, kernel, plan.buffers, vb)
+            fn_name = em.emit(f"{_symbol(name)}_k{i}")
+            emitted.append((kernel, em, fn_name))
+        t2 = time.perf_counter()
+        launches = []
+        llvm_ir_text = ""
+        compile_ms = {}
+        if emitted:
+            compiled = llvm_engine.compile_ir(module, name=name)
+            llvm_ir_text = compiled.llvm_ir
+            compile_ms = dict(compiled.timings)
+            for kernel, em, fn_name in emitted:
+                launches.append(KernelLaunch(kernel, em.layout, em.slots, compiled.address(fn_name)))
+            self._keep_alive = getattr(self, "_keep_alive", [])
+            for l in launches:
+                l.module = compiled
+        t3 = time.perf_counter()
+        timings = {"passes_ms": (t1 - t0) * 1e3, "codegen_ms": (t2 - t1) * 1e3,
+                   "llvm_ms": (t3 - t2) * 1e3, **{f"pass_{k}_ms": v for k, v in pass_ms.items()},
+                   **{f"llvm_{k}_ms": v for k, v in compile_ms.items()}}
+        return CPUExecutable(program, plan, launches, offsets, arena_bytes, timings, llvm_ir_text,
+                             donated=donate_argnums)
+
+
+def _symbol(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name) or "fn"
+
+
+def _plan_text(plan) -> str:
+    from tracejit.compiler.fusion import DotStep
+    from tracejit.compiler.kernel_ir import Kernel
+    out = []
+    for s in plan.steps:
+        if isinstance(s, Kernel):
+            out.append(s.describe())
+        elif isinstance(s, DotStep):
+            out.append(f"blas dot_general -> b{s.out}")
+        else:
+            out.append(f"numpy {s.eqn.primitive.name}")
+    return "\n".join(out)
+
+
+BACKEND = CPUBackend()
+register_backend("cpu", BACKEND)

@@ -1,0 +1,401 @@
+"""LLVM IR for one fused kernel.
+
+Generated signature: ``void kernel(ptr* buffers, i64 begin, i64 end)``. The
+range is over elements for 1-D loop kernels and over rows otherwise, so the
+runtime can split it across threads. Every address is a GEP from a buffer
+base: offsets are affine in the iteration index with compile-time
+coefficients (shapes are static). The innermost loop is written as explicit
+``<VL x T>`` vector code when every access in it is contiguous or
+broadcast, followed by a scalar remainder loop.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from llvmlite import ir
+
+from tracejit.core import dtypes
+from tracejit.compiler.kernel_ir import Kernel
+from tracejit.backends.cpu import lowering as L
+
+I64 = ir.IntType(64)
+PTR = ir.PointerType()
+VOID = ir.VoidType()
+
+
+@dataclass(frozen=True)
+class Access:
+    """``offset = const + sum(coeffs[i] * it[i])`` (elements, or the value of an iota)."""
+
+    const: int
+    coeffs: tuple
+
+
+def _access(terms, strides, ndim) -> Access:
+    coeffs = [0] * ndim
+    const = 0
+    for (src, scale, off), st in zip(terms, strides):
+        const += st * off
+        if src >= 0:
+            coeffs[src] += st * scale
+    return Access(const, tuple(coeffs))
+
+
+def c_strides(shape):
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= s
+    return tuple(reversed(out))
+
+
+class KernelLayout:
+    """The kernel's iteration space after dropping size-1 dims and merging
+    adjacent dims that every access walks contiguously."""
+
+    def __init__(self, kernel: Kernel, buffers):
+        self.kernel = kernel
+        shape = list(kernel.shape)
+        n = len(shape)
+        self.access: dict[int, Access] = {}
+        nodes = []
+        for phase in kernel.phases:
+            for e in phase.exprs:
+                nodes.extend(_walk(e))
+        for node in nodes:
+            if node.kind == "load":
+                self.access[id(node)] = _access(node.map.terms, c_strides(buffers[node.buffer].shape), n)
+            elif node.kind == "iota":
+                self.access[id(node)] = _access(node.map.terms, (1,), n)
+        self.stores = []
+        for phase in kernel.phases:
+            for bid, m in zip(phase.outputs, phase.out_maps or [None] * len(phase.outputs)):
+                if phase.reduce_op:
+                    st = c_strides(buffers[bid].shape)
+                    acc = Access(0, tuple(list(st) + [0] * (n - len(st))) if len(st) <= kernel.n_outer else ())
+                else:
+                    acc = _access(m.terms, c_strides(buffers[bid].shape), n)
+                self.stores.append(acc)
+        self._store_iter = None
+        accesses = list(self.access.values()) + self.stores
+        groups = [list(range(kernel.n_outer)), list(range(kernel.n_outer, n))]
+        if not kernel.is_row_kernel:
+            groups = [list(range(n))]
+        new_groups = []
+        for g in groups:
+            dims = [d for d in g if shape[d] != 1]
+            merged: list[list[int]] = []
+            for d in dims:
+                if merged:
+                    prev = merged[-1][-1]
+                    if all(a.coeffs[prev] == a.coeffs[d] * shape[d] for a in accesses):
+                        merged[-1].append(d)
+                        continue
+                merged.append([d])
+            new_groups.append(merged)
+        # New dim = a run of old dims; its size is the product and its coefficient the innermost one's.
+        runs = [run for g in new_groups for run in g]
+        self.n_outer = len(new_groups[0]) if kernel.is_row_kernel else 0
+        self.shape = tuple(math.prod(shape[d] for d in run) for run in runs)
+        inner_of = [run[-1] for run in runs]
+        remap = lambda a: Access(a.const, tuple(a.coeffs[d] for d in inner_of))  # noqa: E731
+        self.access = {k: remap(a) for k, a in self.access.items()}
+        self.stores = [remap(a) for a in self.stores]
+        if not kernel.is_row_kernel:
+            self.n_outer = max(len(self.shape) - 1, 0)
+        if not self.shape:
+            self.shape = (1,)
+            self.access = {k: Access(a.const, (0,)) for k, a in self.access.items()}
+            self.stores = [Access(a.const, (0,)) for a in self.stores]
+            self.n_outer = 0
+
+    @property
+    def elementwise_1d(self) -> bool:
+        return not self.kernel.is_row_kernel and len(self.shape) == 1
+
+    @property
+    def parallel_size(self) -> int:
+        return self.shape[0] if self.elementwise_1d else math.prod(self.shape[:self.n_outer])
+
+
+def _walk(e):
+    out, stack, seen = [], [e], set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        out.append(n)
+        stack.extend(n.args)
+    return out
+
+
+# --------------------------------------------------------------------------- emitter
+
+class KernelEmitter:
+    def __init__(self, module: ir.Module, kernel: Kernel, buffers, vector_bytes: int):
+        self.module = module
+        self.kernel = kernel
+        self.buffers = buffers
+        self.layout = KernelLayout(kernel, buffers)
+        self.slots = sorted({n.buffer for p in kernel.phases for e in p.exprs for n in _walk(e) if n.kind == "load"}
+                            | {b for p in kernel.phases for b in p.outputs})
+        widest = max([buffers[b].dtype.itemsize for b in self.slots] +
+                      [n.dtype.itemsize for p in kernel.phases for e in p.exprs for n in _walk(e)] + [1])
+        self.lanes = max(1, vector_bytes // widest)
+
+    # ------------------------------------------------------------- helpers
+    def _alloca(self, t, name=""):
+        with self.b.goto_block(self.entry):
+            self.b.position_at_start(self.entry)
+            return self.b.alloca(t, name=name)
+
+    @contextlib.contextmanager
+    def _loop(self, start, stop, step=1, name="i"):
+        """``for i in range(start, stop, step)`` with the counter in a stack slot."""
+        b = self.b
+        slot = self._alloca(I64, name)
+        b.store(start, slot)
+        cond_bb = b.append_basic_block(f"{name}.cond")
+        body_bb = b.append_basic_block(f"{name}.body")
+        end_bb = b.append_basic_block(f"{name}.end")
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        i = b.load(slot)
+        limit = stop if step == 1 else b.sub(stop, ir.Constant(I64, step - 1))
+        b.cbranch(b.icmp_signed("<", i, limit), body_bb, end_bb)
+        b.position_at_end(body_bb)
+        yield i
+        b.store(b.add(b.load(slot), ir.Constant(I64, step)), slot)
+        b.branch(cond_bb)
+        b.position_at_end(end_bb)
+        self.last_counter = slot
+
+    def _ptr(self, bid, offset):
+        return self.b.gep(self.base[bid], [offset], source_etype=L.memory_type(self.buffers[bid].dtype))
+
+    def _load(self, bid, offset, lanes):
+        d = self.buffers[bid].dtype
+        mt = L.memory_type(d)
+        ptr = self._ptr(bid, offset)
+        if lanes == 1:
+            v = self.b.load(ptr, typ=mt)
+        else:
+            v = self.b.load(ptr, typ=ir.VectorType(mt, lanes))
+            v.align = d.itemsize
+        if d == dtypes.bool_:
+            zero = ir.Constant(v.type, 0) if lanes == 1 else ir.Constant(v.type, [ir.Constant(mt, 0)] * lanes)
+            v = self.b.icmp_unsigned("!=", v, zero)
+        return v
+
+    def _store(self, bid, offset, value):
+        d = self.buffers[bid].dtype
+        mt = L.memory_type(d)
+        lanes = L.lanes_of(value)
+        if d == dtypes.bool_:
+            value = self.b.zext(value, mt if lanes == 1 else ir.VectorType(mt, lanes))
+        st = self.b.store(value, self._ptr(bid, offset))
+        if lanes > 1:
+            st.align = d.itemsize
+
+    # ------------------------------------------------------------- expressions
+    def _eval(self, node, lanes, j, cache):
+        key = id(node)
+        if key in cache:
+            return cache[key]
+        b = self.b
+        if node.kind == "const":
+            v = L.const(node.dtype, node.value, lanes)
+        elif node.kind in ("load", "iota"):
+            acc = self.layout.access[id(node)]
+            base = self.row_base[id(node)]
+            inner = acc.coeffs[-1]
+            if node.kind == "iota":
+                idx = b.add(base, b.mul(j, ir.Constant(I64, inner))) if inner else base
+                v = L.convert(b, idx, dtypes.int64, node.dtype) if node.dtype != dtypes.int64 else idx
+                if lanes > 1:
+                    ramp = ir.Constant(ir.VectorType(I64, lanes), [ir.Constant(I64, k * inner) for k in range(lanes)])
+                    vec = b.add(L.splat(b, idx, lanes), ramp)
+                    v = L.convert(b, vec, dtypes.int64, node.dtype)
+            else:
+                off = b.add(base, b.mul(j, ir.Constant(I64, inner))) if inner else base
+                if lanes > 1 and inner == 0:
+                    v = L.splat(b, self._load(node.buffer, off, 1), lanes)
+                else:
+                    v = self._load(node.buffer, off, lanes if inner == 1 else 1)
+                    if lanes > 1 and inner != 1:
+                        raise AssertionError("strided access in a vector loop")
+        else:
+            args = [self._eval(a, lanes, j, cache) for a in node.args]
+            v = L.emit(b, node.prim.name, args, [a.dtype for a in node.args], node.dtype, dict(node.params))
+        cache[key] = v
+        return v
+
+    def _vectorizable(self, phase_nodes, store_accesses):
+        for n in phase_nodes:
+            if n.kind in ("load", "iota") and self.layout.access[id(n)].coeffs[-1] not in (0, 1):
+                return False
+        return all(a.coeffs[-1] == 1 for a in store_accesses)
+
+    def _set_row_bases(self, nodes, index_values):
+        """Offsets of every access at the start of the innermost loop."""
+        b = self.b
+        self.row_base = {}
+        for n in nodes:
+            if n.kind not in ("load", "iota"):
+                continue
+            acc = self.layout.access[id(n)]
+            off = ir.Constant(I64, acc.const)
+            for c, iv in zip(acc.coeffs[:-1], index_values):
+                if c:
+                    off = b.add(off, b.mul(iv, ir.Constant(I64, c)))
+            self.row_base[id(n)] = off
+
+    def _store_base(self, acc, index_values):
+        off = ir.Constant(I64, acc.const)
+        for c, iv in zip(acc.coeffs[:-1], index_values):
+            if c:
+                off = self.b.add(off, self.b.mul(iv, ir.Constant(I64, c)))
+        return off
+
+    # ------------------------------------------------------------- phases
+    def _emit_map(self, phase, store_accs, prefix, inner_start, inner_stop):
+        nodes = [n for e in phase.exprs for n in _walk(e)]
+        self._set_row_bases(nodes, prefix)
+        bases = [self._store_base(a, prefix) for a in store_accs]
+        b = self.b
+        lanes = self.lanes if self._vectorizable(nodes, store_accs) else 1
+        cursor = self._alloca(I64, "j")
+        b.store(inner_start, cursor)
+        if lanes > 1:
+            with self._loop(inner_start, inner_stop, lanes, "vj") as j:
+                cache = {}
+                for e, bid, base, acc in zip(phase.exprs, phase.outputs, bases, store_accs):
+                    self._store(bid, b.add(base, j), self._eval(e, lanes, j, cache))
+            b.store(b.load(self.last_counter), cursor)
+        with self._loop(b.load(cursor), inner_stop, 1, "sj") as j:
+            cache = {}
+            for e, bid, base, acc in zip(phase.exprs, phase.outputs, bases, store_accs):
+                off = b.add(base, b.mul(j, ir.Constant(I64, acc.coeffs[-1])))
+                self._store(bid, off, self._eval(e, 1, j, cache))
+
+    def _identity(self, op, d, lanes):
+        if op == "sum":
+            return L.const(d, 0, lanes)
+        if op == "prod":
+            return L.const(d, 1, lanes)
+        if op == "and":
+            return L.const(d, True, lanes)
+        if op == "or":
+            return L.const(d, False, lanes)
+        if d.kind == "f":
+            return L.const(d, -np.inf if op == "max" else np.inf, lanes)
+        info = np.iinfo(d) if d.kind in "iu" else None
+        if d == dtypes.bool_:
+            return L.const(d, op == "min", lanes)
+        return L.const(d, info.min if op == "max" else info.max, lanes)
+
+    def _combine(self, op, acc, v, d):
+        b = self.b
+        if op == "sum":
+            return b.fadd(acc, v) if d.kind == "f" else (b.or_(acc, v) if d == dtypes.bool_ else b.add(acc, v))
+        if op == "prod":
+            return b.fmul(acc, v) if d.kind == "f" else (b.and_(acc, v) if d == dtypes.bool_ else b.mul(acc, v))
+        if op == "and":
+            return b.and_(acc, v)
+        if op == "or":
+            return b.or_(acc, v)
+        return L.np_maximum(b, acc, v, d, is_max=(op == "max"))
+
+    def _emit_reduce(self, phase, prefix_outer, row_shape):
+        b = self.b
+        d = phase.exprs[0].dtype
+        op = phase.reduce_op
+        nodes = _walk(phase.exprs[0])
+        lanes = self.lanes if self._vectorizable(nodes, []) else 1
+        sacc = self._alloca(L.scalar_type(d), "acc")
+        b.store(self._identity(op, d, 1), sacc)
+        vacc = None
+        if lanes > 1:
+            vacc = self._alloca(L.value_type(d, lanes), "vacc")
+            b.store(self._identity(op, d, lanes), vacc)
+
+        def inner(prefix):
+            self._set_row_bases(nodes, prefix)
+            cursor = self._alloca(I64, "j")
+            b.store(ir.Constant(I64, 0), cursor)
+            stop = ir.Constant(I64, row_shape[-1])
+            if lanes > 1:
+                with self._loop(ir.Constant(I64, 0), stop, lanes, "rv") as j:
+                    b.store(self._combine(op, b.load(vacc), self._eval(phase.exprs[0], lanes, j, {}), d), vacc)
+                b.store(b.load(self.last_counter), cursor)
+            with self._loop(b.load(cursor), stop, 1, "rs") as j:
+                b.store(self._combine(op, b.load(sacc), self._eval(phase.exprs[0], 1, j, {}), d), sacc)
+
+        self._nest(row_shape[:-1], prefix_outer, inner)
+        result = b.load(sacc)
+        if lanes > 1:
+            v = b.load(vacc)
+            total = b.extract_element(v, ir.Constant(ir.IntType(32), 0))
+            for k in range(1, lanes):
+                total = self._combine(op, total, b.extract_element(v, ir.Constant(ir.IntType(32), k)), d)
+            result = self._combine(op, total, result, d)
+        return result
+
+    def _nest(self, dims, prefix, body):
+        if not dims:
+            body(list(prefix))
+            return
+        with self._loop(ir.Constant(I64, 0), ir.Constant(I64, dims[0]), 1, "r") as i:
+            self._nest(dims[1:], list(prefix) + [i], body)
+
+    # ------------------------------------------------------------- function
+    def emit(self, name: str) -> str:
+        fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR, I64, I64]), name=name)
+        fn.args[0].add_attribute("noalias")
+        self.entry = fn.append_basic_block("entry")
+        body = fn.append_basic_block("body")
+        self.b = ir.IRBuilder(body)
+        b = self.b
+        bufs, begin, end = fn.args
+        self.base = {}
+        for slot, bid in enumerate(self.slots):
+            p = b.gep(bufs, [ir.Constant(I64, slot)], source_etype=PTR)
+            self.base[bid] = b.load(p, typ=PTR)
+        lay = self.layout
+        store_iter = iter(lay.stores)
+        phase_stores = [[next(store_iter) for _ in p.outputs] for p in self.kernel.phases]
+        if lay.elementwise_1d:
+            phase = self.kernel.phases[0]
+            self._emit_map(phase, phase_stores[0], [], begin, end)
+        else:
+            outer_shape = lay.shape[:lay.n_outer]
+            row_shape = lay.shape[lay.n_outer:] or (1,)
+            with self._loop(begin, end, 1, "o") as o:
+                # Recover the outer multi-index from the flat row number.
+                idx, rem = [], o
+                for s in reversed(outer_shape[1:]):
+                    idx.append(b.urem(rem, ir.Constant(I64, s)))
+                    rem = b.udiv(rem, ir.Constant(I64, s))
+                outer_idx = ([rem] + list(reversed(idx))) if outer_shape else []
+                for phase, stores in zip(self.kernel.phases, phase_stores):
+                    if phase.reduce_op:
+                        r = self._emit_reduce(phase, outer_idx, row_shape)
+                        acc = stores[0]
+                        off = ir.Constant(I64, acc.const)
+                        for c, iv in zip(acc.coeffs, outer_idx):
+                            if c:
+                                off = b.add(off, b.mul(iv, ir.Constant(I64, c)))
+                        self._store(phase.outputs[0], off, r)
+                    else:
+                        def body_fn(prefix, phase=phase, stores=stores):
+                            self._emit_map(phase, stores, prefix, ir.Constant(I64, 0), ir.Constant(I64, row_shape[-1]))
+                        self._nest(row_shape[:-1], outer_idx, body_fn)
+        b.ret_void()
+        with b.goto_block(self.entry):
+            b.position_at_end(self.entry)
+            b.branch(body)
+        return name

@@ -1,0 +1,433 @@
+"""Elementwise lowering rules: primitive name -> LLVM IR, with NumPy semantics.
+
+Each rule gets the IR builder, operand values (scalars or vectors), operand
+dtypes and the output dtype. Values of dtype bool are ``i1`` in registers.
+No fast-math flags are used anywhere: NaN and signed zeros behave as NumPy.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from tracejit.core import dtypes
+from tracejit.backends.cpu import vecmath
+
+I1 = ir.IntType(1)
+_INT_TYPES = {1: ir.IntType(8), 2: ir.IntType(16), 4: ir.IntType(32), 8: ir.IntType(64)}
+
+
+def scalar_type(dtype: np.dtype) -> ir.Type:
+    """Register type of one element."""
+    if dtype == dtypes.bool_:
+        return I1
+    if dtype == dtypes.float32:
+        return ir.FloatType()
+    if dtype == dtypes.float64:
+        return ir.DoubleType()
+    if dtype.kind in "iu":
+        return _INT_TYPES[dtype.itemsize]
+    raise NotImplementedError(f"no native codegen for dtype {dtype}")
+
+
+def memory_type(dtype: np.dtype) -> ir.Type:
+    """In-memory type of one element (bool is a byte, as in NumPy)."""
+    return ir.IntType(8) if dtype == dtypes.bool_ else scalar_type(dtype)
+
+
+def value_type(dtype, lanes: int) -> ir.Type:
+    t = scalar_type(dtype)
+    return t if lanes == 1 else ir.VectorType(t, lanes)
+
+
+def const(dtype, value, lanes: int):
+    t = scalar_type(dtype)
+    if dtype == dtypes.bool_:
+        c = ir.Constant(t, int(bool(value)))
+    elif dtype.kind in "iu":
+        c = ir.Constant(t, int(np.asarray(value).astype(dtype).view(f"u{dtype.itemsize}")))
+    else:
+        c = ir.Constant(t, float(value))
+    return c if lanes == 1 else ir.Constant(ir.VectorType(t, lanes), [c] * lanes)
+
+
+def splat(builder, value, lanes: int):
+    if lanes == 1:
+        return value
+    vt = ir.VectorType(value.type, lanes)
+    v = builder.insert_element(ir.Constant(vt, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
+    return builder.shuffle_vector(v, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes))
+
+
+def lanes_of(v) -> int:
+    return v.type.count if isinstance(v.type, ir.VectorType) else 1
+
+
+def intrinsic(builder, name, args, type_=None):
+    t = type_ or args[0].type
+    fn = builder.module.declare_intrinsic(name, [t])
+    return builder.call(fn, args)
+
+
+def _is_float(d):
+    return d.kind == "f"
+
+
+def _signed(d):
+    return d.kind == "i"
+
+
+# ----------------------------------------------------------------------------- comparisons / select
+
+_FCMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def compare(b, op, x, y, d):
+    if _is_float(d):
+        return b.fcmp_unordered("!=", x, y) if op == "ne" else b.fcmp_ordered(_FCMP[op], x, y)
+    if d == dtypes.bool_ or d.kind == "u":
+        return b.icmp_unsigned(_FCMP[op], x, y)
+    return b.icmp_signed(_FCMP[op], x, y)
+
+
+def is_nan(b, x):
+    return b.fcmp_unordered("uno", x, x)
+
+
+def np_maximum(b, x, y, d, is_max=True):
+    if _is_float(d):
+        # NumPy: (x >= y || isnan(x)) ? x : y   (and <= for minimum)
+        keep = b.or_(b.fcmp_ordered(">=" if is_max else "<=", x, y), is_nan(b, x))
+        return b.select(keep, x, y)
+    if d == dtypes.bool_:
+        return b.or_(x, y) if is_max else b.and_(x, y)
+    cmp = (b.icmp_signed if _signed(d) else b.icmp_unsigned)(">=" if is_max else "<=", x, y)
+    return b.select(cmp, x, y)
+
+
+# ----------------------------------------------------------------------------- integer division
+
+def _int_floordiv_rem(b, x, y, d):
+    """NumPy integer // and %: floor semantics; x // 0 == 0 and x % 0 == 0."""
+    zero = const(d, 0, lanes_of(x))
+    one = const(d, 1, lanes_of(x))
+    y_zero = b.icmp_unsigned("==", y, zero)
+    if not _signed(d):
+        safe = b.select(y_zero, one, y)
+        q, r = b.udiv(x, safe), b.urem(x, safe)
+        return b.select(y_zero, zero, q), b.select(y_zero, zero, r)
+    minus_one = const(d, -1, lanes_of(x))
+    y_m1 = b.icmp_signed("==", y, minus_one)
+    safe = b.select(b.or_(y_zero, y_m1), one, y)
+    q, r = b.sdiv(x, safe), b.srem(x, safe)
+    # Round the truncated quotient toward -inf when signs differ and it is inexact.
+    adjust = b.and_(b.icmp_signed("!=", r, zero), b.icmp_signed("!=", b.icmp_signed("<", r, zero),
+                                                                     b.icmp_signed("<", safe, zero)))
+    q = b.select(adjust, b.sub(q, one), q)
+    r = b.select(adjust, b.add(r, safe), r)
+    q = b.select(y_m1, b.neg(x), q)      # x // -1 wraps like NumPy (MIN // -1 == MIN)
+    r = b.select(y_m1, zero, r)
+    return b.select(y_zero, zero, q), b.select(y_zero, zero, r)
+
+
+def _float_divmod(b, x, y, d):
+    """NumPy's npy_divmod for floats (floor division and modulo with Python signs)."""
+    lanes = lanes_of(x)
+    zero, one, half = const(d, 0.0, lanes), const(d, 1.0, lanes), const(d, 0.5, lanes)
+    mod = b.frem(x, y)
+    div = b.fdiv(b.fsub(x, mod), y)
+    mod_nz = b.fcmp_unordered("!=", mod, zero)
+    fix = b.and_(mod_nz, b.icmp_unsigned("!=", b.fcmp_ordered("<", y, zero), b.fcmp_ordered("<", mod, zero)))
+    mod = b.select(fix, b.fadd(mod, y), mod)
+    div = b.select(fix, b.fsub(div, one), div)
+    mod = b.select(mod_nz, mod, intrinsic(b, "llvm.copysign", [zero, y]))
+    floordiv = intrinsic(b, "llvm.floor", [div])
+    floordiv = b.select(b.fcmp_ordered(">", b.fsub(div, floordiv), half), b.fadd(floordiv, one), floordiv)
+    div_nz = b.fcmp_unordered("!=", div, zero)
+    floordiv = b.select(div_nz, floordiv, intrinsic(b, "llvm.copysign", [zero, b.fdiv(x, y)]))
+    y_zero = b.fcmp_ordered("==", y, zero)
+    floordiv = b.select(y_zero, b.fdiv(x, y), floordiv)
+    mod = b.select(y_zero, b.frem(x, y), mod)
+    return floordiv, mod
+
+
+# ----------------------------------------------------------------------------- conversions
+
+def convert(b, x, src: np.dtype, dst: np.dtype):
+    if src == dst:
+        return x
+    lanes = lanes_of(x)
+    dt = value_type(dst, lanes)
+    if dst == dtypes.bool_:
+        if _is_float(src):
+            return b.fcmp_unordered("!=", x, const(src, 0.0, lanes))
+        return b.icmp_unsigned("!=", x, const(src, 0, lanes))
+    if src == dtypes.bool_:
+        return b.uitofp(x, dt) if _is_float(dst) else b.zext(x, dt)
+    if _is_float(src) and _is_float(dst):
+        return b.fpext(x, dt) if dst.itemsize > src.itemsize else b.fptrunc(x, dt)
+    if _is_float(dst):
+        return b.sitofp(x, dt) if _signed(src) else b.uitofp(x, dt)
+    if _is_float(src):
+        return _float_to_int(b, x, src, dst)
+    if dst.itemsize > src.itemsize:
+        return b.sext(x, dt) if _signed(src) else b.zext(x, dt)
+    if dst.itemsize < src.itemsize:
+        return b.trunc(x, dt)
+    return x
+
+
+def _float_to_int(b, x, src, dst):
+    """C casts as x86 performs them: out-of-range and NaN give the 'integer indefinite' value."""
+    lanes = lanes_of(x)
+    via = dst if dst.kind == "i" and dst.itemsize >= 4 else (dtypes.int32 if dst.itemsize < 4 else dtypes.int64)
+    if dst == dtypes.uint64:
+        via = dtypes.int64
+    info = np.iinfo(via)
+    lo, hi = const(src, float(info.min), lanes), const(src, float(info.max) + 1.0, lanes)
+    in_range = b.and_(b.fcmp_ordered(">=", x, lo), b.fcmp_ordered("<", x, hi))
+    safe = b.select(in_range, x, const(src, 0.0, lanes))
+    r = b.select(in_range, b.fptosi(safe, value_type(via, lanes)), const(via, info.min, lanes))
+    if dst == dtypes.uint64:
+        # Values in [2**63, 2**64) need the unsigned conversion.
+        big = b.and_(b.fcmp_ordered(">=", x, hi), b.fcmp_ordered("<", x, const(src, 2.0 ** 64, lanes)))
+        safe_big = b.select(big, x, const(src, 0.0, lanes))
+        return b.select(big, b.fptoui(safe_big, value_type(dst, lanes)), r)
+    return convert(b, r, via, dst)
+
+
+# ----------------------------------------------------------------------------- the rule table
+
+def _ew_unary_float(name):
+    def rule(b, x, d, out_d, params):
+        return vecmath.emit_unary(b, name, x)
+    return rule
+
+
+def _neg(b, x, d, od, p):
+    return b.fneg(x) if _is_float(d) else b.neg(x)
+
+
+def _abs(b, x, d, od, p):
+    if _is_float(d):
+        return intrinsic(b, "llvm.fabs", [x])
+    if not _signed(d):
+        return x
+    return b.select(b.icmp_signed("<", x, const(d, 0, lanes_of(x))), b.neg(x), x)
+
+
+def _sign(b, x, d, od, p):
+    lanes = lanes_of(x)
+    zero = const(d, 0, lanes)
+    if _is_float(d):
+        pos = b.select(b.fcmp_ordered(">", x, zero), const(d, 1.0, lanes), zero)
+        s = b.select(b.fcmp_ordered("<", x, zero), const(d, -1.0, lanes), pos)
+        return b.select(is_nan(b, x), x, s)
+    if not _signed(d):
+        return b.zext(b.icmp_unsigned("!=", x, zero), x.type)
+    gt = b.zext(b.icmp_signed(">", x, zero), x.type)
+    lt = b.zext(b.icmp_signed("<", x, zero), x.type)
+    return b.sub(gt, lt)
+
+
+def _not(b, x, d, od, p):
+    return b.not_(x)
+
+
+def _square(b, x, d, od, p):
+    return b.fmul(x, x) if _is_float(d) else b.mul(x, x)
+
+
+def _is_finite(b, x, d, od, p):
+    if not _is_float(d):
+        return const(dtypes.bool_, True, lanes_of(x))
+    return b.fcmp_ordered("<", intrinsic(b, "llvm.fabs", [x]), const(d, np.inf, lanes_of(x)))
+
+
+def _is_nan(b, x, d, od, p):
+    if not _is_float(d):
+        return const(dtypes.bool_, False, lanes_of(x))
+    return is_nan(b, x)
+
+
+def _is_inf(b, x, d, od, p):
+    if not _is_float(d):
+        return const(dtypes.bool_, False, lanes_of(x))
+    return b.fcmp_ordered("==", intrinsic(b, "llvm.fabs", [x]), const(d, np.inf, lanes_of(x)))
+
+
+def _signbit(b, x, d, od, p):
+    it = ir.IntType(d.itemsize * 8)
+    lanes = lanes_of(x)
+    bits = b.bitcast(x, it if lanes == 1 else ir.VectorType(it, lanes))
+    return b.icmp_signed("<", bits, ir.Constant(bits.type, 0) if lanes == 1 else
+                         ir.Constant(bits.type, [ir.Constant(it, 0)] * lanes))
+
+
+def _rounding(intr):
+    def rule(b, x, d, od, p):
+        return intrinsic(b, intr, [x])
+    return rule
+
+
+def _binary_arith(fop, iop):
+    def rule(b, x, y, d, od, p):
+        if _is_float(d):
+            return getattr(b, fop)(x, y)
+        if d == dtypes.bool_:
+            return (b.or_ if iop == "add" else b.and_)(x, y)
+        return getattr(b, iop)(x, y)
+    return rule
+
+
+def _floordiv(b, x, y, d, od, p):
+    return (_float_divmod if _is_float(d) else _int_floordiv_rem)(b, x, y, d)[0]
+
+
+def _rem(b, x, y, d, od, p):
+    return (_float_divmod if _is_float(d) else _int_floordiv_rem)(b, x, y, d)[1]
+
+
+def _fmod(b, x, y, d, od, p):
+    if _is_float(d):
+        return b.frem(x, y)
+    zero, one = const(d, 0, lanes_of(x)), const(d, 1, lanes_of(x))
+    bad = b.icmp_unsigned("==", y, zero)
+    if _signed(d):
+        bad = b.or_(bad, b.icmp_signed("==", y, const(d, -1, lanes_of(x))))
+    safe = b.select(bad, one, y)
+    r = b.srem(x, safe) if _signed(d) else b.urem(x, safe)
+    return b.select(bad, zero, r)
+
+
+def _pow(b, x, y, d, od, p):
+    return vecmath.emit_binary(b, "power", x, y)
+
+
+def _atan2(b, x, y, d, od, p):
+    return vecmath.emit_binary(b, "arctan2", x, y)
+
+
+def _copysign(b, x, y, d, od, p):
+    return intrinsic(b, "llvm.copysign", [x, y])
+
+
+def _fmax(is_max):
+    def rule(b, x, y, d, od, p):
+        if not _is_float(d):
+            return np_maximum(b, x, y, d, is_max)
+        return intrinsic(b, "llvm.maxnum" if is_max else "llvm.minnum", [x, y])
+    return rule
+
+
+def _bitwise(op):
+    def rule(b, x, y, d, od, p):
+        return getattr(b, op)(x, y)
+    return rule
+
+
+def _shift(left):
+    def rule(b, x, y, d, od, p):
+        lanes = lanes_of(x)
+        width = const(d, d.itemsize * 8, lanes)
+        in_range = b.icmp_unsigned("<", y, width)
+        safe = b.select(in_range, y, const(d, 0, lanes))
+        if left:
+            return b.select(in_range, b.shl(x, safe), const(d, 0, lanes))
+        if _signed(d):
+            shifted = b.ashr(x, safe)
+            fill = b.select(b.icmp_signed("<", x, const(d, 0, lanes)), const(d, -1, lanes), const(d, 0, lanes))
+            return b.select(in_range, shifted, fill)
+        return b.select(in_range, b.lshr(x, safe), const(d, 0, lanes))
+    return rule
+
+
+def _cmp(op):
+    def rule(b, x, y, d, od, p):
+        return compare(b, op, x, y, d)
+    return rule
+
+
+def _max(is_max):
+    def rule(b, x, y, d, od, p):
+        return np_maximum(b, x, y, d, is_max)
+    return rule
+
+
+def _hypot(b, x, y, d, od, p):
+    # Scale by the larger magnitude so squares neither overflow nor underflow.
+    ax, ay = intrinsic(b, "llvm.fabs", [x]), intrinsic(b, "llvm.fabs", [y])
+    big = intrinsic(b, "llvm.maxnum", [ax, ay])
+    small = intrinsic(b, "llvm.minnum", [ax, ay])
+    lanes = lanes_of(x)
+    zero = const(d, 0.0, lanes)
+    ratio = b.fdiv(small, b.select(b.fcmp_ordered("==", big, zero), const(d, 1.0, lanes), big))
+    r = b.fmul(big, intrinsic(b, "llvm.sqrt", [b.fadd(const(d, 1.0, lanes), b.fmul(ratio, ratio))]))
+    inf = const(d, np.inf, lanes)
+    any_inf = b.or_(b.fcmp_ordered("==", ax, inf), b.fcmp_ordered("==", ay, inf))
+    any_nan = b.or_(is_nan(b, x), is_nan(b, y))
+    r = b.select(any_nan, b.fadd(x, y), r)
+    return b.select(any_inf, inf, r)
+
+
+UNARY_RULES = {
+    "neg": _neg, "abs": _abs, "sign": _sign, "not": _not, "square": _square,
+    "is_finite": _is_finite, "is_nan": _is_nan, "is_inf": _is_inf, "signbit": _signbit,
+    "floor": _rounding("llvm.floor"), "ceil": _rounding("llvm.ceil"), "round": _rounding("llvm.rint"),
+    "trunc": _rounding("llvm.trunc"),
+}
+_VEC_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh",
+              "atanh": "arctanh"}
+for _n in ("exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "tanh", "sinh",
+           "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sqrt", "cbrt", "logistic", "erf"):
+    if _VEC_NAMES.get(_n, _n) in vecmath.SUPPORTED_UNARY:
+        UNARY_RULES[_n] = _ew_unary_float(_VEC_NAMES.get(_n, _n))
+
+BINARY_RULES = {
+    "add": _binary_arith("fadd", "add"), "sub": _binary_arith("fsub", "sub"),
+    "mul": _binary_arith("fmul", "mul"), "div": lambda b, x, y, d, od, p: b.fdiv(x, y),
+    "floordiv": _floordiv, "rem": _rem, "fmod": _fmod, "pow": _pow, "atan2": _atan2,
+    "max": _max(True), "min": _max(False), "fmax": _fmax(True), "fmin": _fmax(False),
+    "copysign": _copysign, "hypot": _hypot,
+    "and": _bitwise("and_"), "or": _bitwise("or_"), "xor": _bitwise("xor"),
+    "shift_left": _shift(True), "shift_right": _shift(False),
+}
+for _op in ("eq", "ne", "lt", "le", "gt", "ge"):
+    BINARY_RULES[_op] = _cmp(_op)
+
+# Rules that only exist for some dtype kinds.
+_FLOAT_ONLY = {"exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "tanh", "sinh",
+               "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sqrt", "cbrt", "logistic", "erf",
+               "div", "pow", "atan2", "copysign", "hypot", "floor", "ceil", "round", "trunc"}
+
+
+def supports(prim_name: str, in_dtypes, out_dtype) -> bool:
+    """Whether native code exists for this primitive at these dtypes."""
+    native = {dtypes.bool_, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8,
+              dtypes.uint16, dtypes.uint32, dtypes.uint64, dtypes.float32, dtypes.float64}
+    if any(d not in native for d in in_dtypes) or out_dtype not in native:
+        return False
+    if prim_name in ("select_n", "convert_element_type", "iota"):
+        return True
+    if prim_name in _FLOAT_ONLY and any(d.kind != "f" for d in in_dtypes):
+        return False
+    if prim_name in ("floordiv", "rem", "fmod") and in_dtypes[0] == dtypes.bool_:
+        return False
+    return prim_name in UNARY_RULES or prim_name in BINARY_RULES
+
+
+def emit(b, prim_name, args, in_dtypes, out_dtype, params):
+    """Emit one elementwise operation."""
+    if prim_name == "convert_element_type":
+        return convert(b, args[0], in_dtypes[0], out_dtype)
+    if prim_name == "select_n":
+        which, cases = args[0], args[1:]
+        if len(cases) == 2 and in_dtypes[0] == dtypes.bool_:
+            return b.select(which, cases[1], cases[0])
+        out = cases[-1]
+        for i in range(len(cases) - 2, -1, -1):
+            hit = b.icmp_signed("<=", which, const(in_dtypes[0], i, lanes_of(which)))
+            out = b.select(hit, cases[i], out)
+        return out
+    if len(args) == 1:
+        return UNARY_RULES[prim_name](b, args[0], in_dtypes[0], out_dtype, params)
+    return BINARY_RULES[prim_name](b, args[0], args[1], in_dtypes[0], out_dtype, params)

@@ -1,0 +1,238 @@
+"""Executing a compiled plan: buffers, kernel launches, threads.
+
+Kernels are called through ctypes, which releases the GIL, so a kernel's
+range can be split across a thread pool. Temporaries live in arenas taken
+from a per-executable pool, so concurrent calls from several threads each
+get their own arena.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from tracejit.core.primitive import impl_rules
+from tracejit.compiler.fusion import DotStep, NumpyStep
+from tracejit.compiler.kernel_ir import Kernel
+from tracejit.ops.dot import _free_dims
+
+KERNEL_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+# Below this many elements of work a kernel runs on the calling thread: a
+# thread hand-off costs more than it saves.
+PARALLEL_MIN_WORK = 1 << 16
+
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def num_threads() -> int:
+    from tracejit.config import config
+    n = config.num_threads or os.cpu_count() or 1
+    return max(1, n)
+
+
+def thread_pool():
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(max_workers=num_threads(), thread_name_prefix="tracejit")
+    return _pool
+
+
+class KernelLaunch:
+    """A compiled kernel plus how to call it."""
+
+    def __init__(self, kernel: Kernel, layout, slots, address: int):
+        self.kernel = kernel
+        self.slots = slots
+        self.fn = KERNEL_FN(address)
+        self.parallel_size = layout.parallel_size
+        self.work = kernel.size
+        self.granule = 64 if layout.elementwise_1d else 1
+
+    def __call__(self, env):
+        n = self.parallel_size
+        if n == 0 or self.work == 0:
+            return
+        ptrs = (ctypes.c_void_p * len(self.slots))(*[env[b].ctypes.data for b in self.slots])
+        threads = num_threads()
+        if threads == 1 or self.work < PARALLEL_MIN_WORK or n < 2:
+            self.fn(ptrs, 0, n)
+            return
+        chunks = min(threads, n)
+        step = -(-n // chunks)
+        step = -(-step // self.granule) * self.granule
+        bounds = [(lo, min(n, lo + step)) for lo in range(0, n, step)]
+        futures = [thread_pool().submit(self.fn, ptrs, lo, hi) for lo, hi in bounds[1:]]
+        self.fn(ptrs, *bounds[0])
+        for f in futures:
+            f.result()
+
+
+def run_dot(step: DotStep, env):
+    lhs = env[step.lhs].transpose(step.lhs_perm) if step.lhs_perm != tuple(range(env[step.lhs].ndim)) else env[step.lhs]
+    rhs = env[step.rhs].transpose(step.rhs_perm) if step.rhs_perm != tuple(range(env[step.rhs].ndim)) else env[step.rhs]
+    out = env[step.out]
+    (lc, rc), (lb, rb) = step.dimension_numbers
+    if not lb and len(lc) == 1 and lhs.ndim == 2 and rhs.ndim == 2 and lc == (1,) and rc == (0,):
+        # Transposed views reach BLAS as transpose flags: no copy.
+        np.matmul(lhs, rhs, out=out)
+        return
+    if not lb and len(lc) == 1 and lhs.ndim == 2 and rhs.ndim == 2:
+        a = lhs if lc == (1,) else lhs.T
+        bm = rhs if rc == (0,) else rhs.T
+        np.matmul(a, bm, out=out)
+        return
+    lf, rf = _free_dims(lhs.ndim, lc, lb), _free_dims(rhs.ndim, rc, rb)
+    b = math.prod(lhs.shape[d] for d in lb)
+    m = math.prod(lhs.shape[d] for d in lf)
+    n = math.prod(rhs.shape[d] for d in rf)
+    k = math.prod(lhs.shape[d] for d in lc)
+    a3 = np.transpose(lhs, list(lb) + lf + list(lc)).reshape(b, m, k)
+    b3 = np.transpose(rhs, list(rb) + list(rc) + rf).reshape(b, k, n)
+    np.matmul(a3, b3, out=out.reshape(b, m, n))
+
+
+def make_numpy_step(step: NumpyStep, buffers):
+    rule = impl_rules[step.eqn.primitive]
+    params = step.eqn.params
+    ins = step.inputs
+    outs = step.outputs
+
+    def run(env):
+        args = [env[b] if isinstance(b, int) else b[1] for b in ins]
+        results = rule(*args, **params)
+        for bid, r in zip(outs, results):
+            buf = buffers[bid]
+            if buf.kind == "external":
+                env[bid] = np.ascontiguousarray(np.asarray(r, dtype=buf.dtype))
+            else:
+                np.copyto(env[bid], np.reshape(np.asarray(r), buf.shape), casting="unsafe")
+    return run
+
+
+class CPUExecutable:
+    """The compiled program: call it with NumPy arrays matching its input avals."""
+
+    backend = "cpu"
+
+    def __init__(self, program, plan, launches, offsets, arena_bytes, timings, module_ir, kernel_asm=None,
+                 donated=()):
+        self.program = program
+        self.plan = plan
+        self.launches = launches
+        self.kernels = [l.kernel for l in launches]
+        self.offsets = offsets
+        self.arena_bytes = arena_bytes
+        self.timings = timings
+        self.llvm_ir = module_ir
+        self.const_arrays = [np.ascontiguousarray(c) for c in program.const_values]
+        self._arenas: list = []
+        self._steps = []
+        self._donated = set(donated)
+        launch_of = {id(l.kernel): l for l in launches}
+        aliases = [b for b in plan.buffers if b.kind == "alias"]
+        for step in plan.steps:
+            if isinstance(step, Kernel):
+                self._steps.append(launch_of[id(step)])
+            elif isinstance(step, DotStep):
+                self._steps.append(lambda env, s=step: run_dot(s, env))
+            else:
+                self._steps.append(make_numpy_step(step, plan.buffers))
+        self._aliases = [(b.id, b.alias_of, b.shape) for b in aliases]
+        self._alias_after = self._alias_schedule(plan)
+        self._out_buffers = [plan.buffers[b] if isinstance(b, int) else None for b in plan.outputs]
+        self.n_inputs = len(plan.inputs)
+
+    def _alias_schedule(self, plan):
+        # An alias becomes valid once its source exists: after the step that produces the source.
+        from tracejit.compiler.memory import step_writes
+        ready = {b.id for b in plan.buffers if b.kind in ("input", "const", "temp", "output")}
+        schedule = {-1: []}
+        pending = [(b.id, b.alias_of, b.shape) for b in plan.buffers if b.kind == "alias"]
+        produced = set(ready)
+        for i in range(-1, len(plan.steps)):
+            if i >= 0:
+                produced.update(step_writes(plan.steps[i]))
+            now = []
+            changed = True
+            while changed:
+                changed = False
+                for a in list(pending):
+                    if a[1] in produced and a[0] not in produced:
+                        now.append(a)
+                        produced.add(a[0])
+                        pending.remove(a)
+                        changed = True
+            schedule[i] = now
+        return schedule
+
+    def _new_arena(self):
+        arena = np.empty(max(self.arena_bytes, 1), dtype=np.uint8)
+        views = {}
+        for bid, off in self.offsets.items():
+            b = self.plan.buffers[bid]
+            views[bid] = arena[off:off + b.nbytes].view(b.dtype).reshape(b.shape)
+        return arena, views
+
+    def __call__(self, *args):
+        plan = self.plan
+        if len(args) != self.n_inputs:
+            raise TypeError(f"executable takes {self.n_inputs} arguments, got {len(args)}")
+        try:
+            arena = self._arenas.pop()
+        except IndexError:
+            arena = self._new_arena()
+        env = dict(arena[1])
+        try:
+            for bid, a in zip(plan.inputs, args):
+                env[bid] = a if a.flags.c_contiguous else np.ascontiguousarray(a)
+            for bid, c in zip(plan.consts, self.const_arrays):
+                env[bid] = c
+            for b in self._out_buffers:
+                if b is not None and b.kind == "output" and b.id not in env:
+                    env[b.id] = np.empty(b.shape, b.dtype)
+            for a in self._alias_after[-1]:
+                env[a[0]] = env[a[1]].reshape(a[2])
+            for i, step in enumerate(self._steps):
+                step(env)
+                for a in self._alias_after.get(i, ()):
+                    env[a[0]] = env[a[1]].reshape(a[2])
+            return self._collect(env, args)
+        finally:
+            self._arenas.append(arena)
+
+    def _collect(self, env, args):
+        outs = []
+        seen = set()
+        for b, spec in zip(self.plan.outputs, self._out_buffers):
+            if spec is None:
+                outs.append(np.array(b[1]))
+                continue
+            arr = env[b]
+            if spec.kind != "output" or b in seen:
+                arr = np.array(arr, copy=True)
+            seen.add(b)
+            outs.append(arr)
+        return outs
+
+    # ------------------------------------------------------------- inspection
+    def as_text(self, llvm_ir: bool = False) -> str:
+        lines = []
+        for step in self.plan.steps:
+            if isinstance(step, Kernel):
+                lines.append(step.describe())
+            elif isinstance(step, DotStep):
+                lines.append(f"blas dot_general -> b{step.out} (lhs b{step.lhs} perm {step.lhs_perm}, "
+                             f"rhs b{step.rhs} perm {step.rhs_perm})")
+            else:
+                lines.append(f"numpy {step.eqn.primitive.name} -> {', '.join(f'b{b}' for b in step.outputs)}")
+        text = "\n".join(lines)
+        if llvm_ir:
+            text += "\n\n" + (self.llvm_ir or "")
+        return text

@@ -1,0 +1,504 @@
+"""Fusion: partition an optimized Program into steps — fused kernels, BLAS
+contractions and per-op NumPy steps — over numbered buffers.
+
+Decisions, in order:
+1. *Materialize* a value (give it a buffer) when something needs memory:
+   program inputs/outputs, results of non-fusible steps, operands of
+   non-fusible steps, inputs of non-affine reshapes, and values used more than
+   once whose computation is expensive (contains a transcendental or a
+   reduction). Everything else is recomputed inside its consumers.
+2. Structural ops (broadcast, transpose, slice, rev, squeeze, size-1
+   reshapes) become index maps of loads: *layout* folding, no data moves.
+   A reshape of a materialized (contiguous) buffer is an alias of it.
+3. One loop kernel per materialized elementwise value; one row kernel per
+   reduction with its producer expression inlined.
+4. Merging: loop kernels over the same space combine (sibling outputs share
+   one pass); row kernels over the same input space absorb later kernels
+   that read their results per row (softmax and LayerNorm become one kernel).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tracejit.core import dtypes
+from tracejit.core.ir import Literal, Program, Var
+from tracejit.core.primitive import ELEMENTWISE
+from tracejit.compiler.kernel_ir import IndexMap, Kernel, Node, Phase
+from tracejit.ops.dot import dot_general_p
+from tracejit.ops.elementwise import iota_p
+from tracejit.ops.reductions import reduce_prims
+from tracejit.ops.structural import (broadcast_in_dim_p, reshape_p, rev_p, slice_p, squeeze_p,
+                                     transpose_p)
+
+_REDUCE_OPS = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min", "reduce_prod": "prod",
+               "reduce_and": "and", "reduce_or": "or"}
+_EXPENSIVE = {"exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "tanh", "sinh",
+              "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erf", "logistic", "pow", "atan2",
+              "cbrt", "div", "floordiv", "rem", "fmod"}
+
+
+@dataclass
+class Buffer:
+    """A materialized value: a C-contiguous array of ``shape`` and ``dtype``."""
+
+    id: int
+    shape: tuple
+    dtype: np.dtype
+    kind: str = "temp"         # input | const | output | temp | alias | external
+    alias_of: int = -1         # alias: buffer whose memory this one reinterprets
+    index: int = -1            # input/const/output position
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.itemsize
+
+
+@dataclass
+class DotStep:
+    out: int
+    lhs: int
+    rhs: int
+    lhs_perm: tuple            # transposes folded into the operand view (BLAS flags)
+    rhs_perm: tuple
+    dimension_numbers: tuple
+
+
+@dataclass
+class NumpyStep:
+    eqn: object
+    inputs: list               # buffer id or ("lit", value)
+    outputs: list
+
+
+@dataclass
+class Plan:
+    buffers: list = field(default_factory=list)
+    steps: list = field(default_factory=list)   # Kernel | DotStep | NumpyStep
+    inputs: list = field(default_factory=list)  # buffer ids of program inputs
+    consts: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)  # buffer id or ("lit", value)
+
+    @property
+    def kernels(self):
+        return [s for s in self.steps if isinstance(s, Kernel)]
+
+
+# --------------------------------------------------------------------------- structural maps
+
+def structural_terms(eqn) -> tuple | None:
+    """For an affine structural eqn: input index as a function of output index."""
+    p, prm = eqn.primitive, eqn.params
+    in_aval, out_aval = eqn.inputs[0].aval, eqn.outputs[0].aval
+    if p is broadcast_in_dim_p:
+        return tuple((d, 1, 0) if s != 1 or out_aval.shape[d] == 1 else (-1, 0, 0)
+                     for s, d in zip(in_aval.shape, prm["broadcast_dimensions"]))
+    if p is transpose_p:
+        terms = [None] * in_aval.ndim
+        for out_dim, in_dim in enumerate(prm["permutation"]):
+            terms[in_dim] = (out_dim, 1, 0)
+        return tuple(terms)
+    if p is slice_p:
+        return tuple((j, st, lo) for j, (lo, st) in enumerate(zip(prm["start_indices"], prm["strides"])))
+    if p is rev_p:
+        dims = set(prm["dimensions"])
+        return tuple((j, -1, n - 1) if j in dims else (j, 1, 0) for j, n in enumerate(in_aval.shape))
+    if p is squeeze_p:
+        dims = set(prm["dimensions"])
+        out_j = 0
+        terms = []
+        for j in range(in_aval.ndim):
+            if j in dims:
+                terms.append((-1, 0, 0))
+            else:
+                terms.append((out_j, 1, 0))
+                out_j += 1
+        return tuple(terms)
+    if p is reshape_p:
+        # Affine only when it just inserts/removes size-1 axes.
+        src = [i for i, s in enumerate(out_aval.shape) if s != 1]
+        if [s for s in in_aval.shape if s != 1] != [out_aval.shape[i] for i in src]:
+            return None
+        it = iter(src)
+        return tuple((-1, 0, 0) if s == 1 else (next(it), 1, 0) for s in in_aval.shape)
+    return None
+
+
+_STRUCTURAL = {broadcast_in_dim_p, transpose_p, slice_p, rev_p, squeeze_p, reshape_p}
+
+
+# --------------------------------------------------------------------------- planner
+
+class Planner:
+    def __init__(self, program: Program, can_lower, can_reduce):
+        self.program = program
+        self.can_lower = can_lower      # eqn -> bool (elementwise codegen exists)
+        self.can_reduce = can_reduce    # eqn -> bool
+        self.producer: dict[int, object] = {}
+        self.uses: dict[int, int] = {}
+        self.plan = Plan()
+        self.buffer_of: dict[int, int] = {}
+        self._memo: dict = {}
+        self._expensive_memo: dict = {}
+
+    # ----------------------------------------------------------- classification
+    def kind(self, eqn) -> str:
+        p = eqn.primitive
+        if p in _STRUCTURAL:
+            if structural_terms(eqn) is not None and self._fusible_dtype(eqn):
+                return "struct"
+            if p is reshape_p:
+                return "reshape"
+            return "numpy"
+        if p in ELEMENTWISE and self.can_lower(eqn):
+            return "ew"
+        if p.name in _REDUCE_OPS and self.can_reduce(eqn):
+            return "reduce"
+        if p is dot_general_p and eqn.inputs[0].aval.dtype.kind in "fc":
+            return "dot"
+        return "numpy"
+
+    def _fusible_dtype(self, eqn):
+        return all(v.aval.dtype.kind in "biuf" and v.aval.dtype != dtypes.float16 for v in eqn.outputs)
+
+    def _new_buffer(self, aval, kind="temp", **kw) -> int:
+        b = Buffer(len(self.plan.buffers), aval.shape, aval.dtype, kind, **kw)
+        self.plan.buffers.append(b)
+        return b.id
+
+    # ----------------------------------------------------------- materialization
+    def _expensive(self, var) -> bool:
+        key = id(var)
+        if key in self._expensive_memo:
+            return self._expensive_memo[key]
+        eqn = self.producer.get(key)
+        result = False
+        if eqn is not None and self.kinds[id(eqn)] in ("ew", "struct"):
+            if eqn.primitive.name in _EXPENSIVE:
+                result = True
+            else:
+                result = any(isinstance(a, Var) and id(a) not in self.materialized and self._expensive(a)
+                             for a in eqn.inputs)
+        self._expensive_memo[key] = result
+        return result
+
+    def decide(self):
+        prog = self.program
+        self.kinds = {id(e): self.kind(e) for e in prog.eqns}
+        for e in prog.eqns:
+            for v in e.outputs:
+                self.producer[id(v)] = e
+            for a in e.inputs:
+                if isinstance(a, Var):
+                    self.uses[id(a)] = self.uses.get(id(a), 0) + 1
+        for a in prog.outputs:
+            if isinstance(a, Var):
+                self.uses[id(a)] = self.uses.get(id(a), 0) + 1
+        m = set()
+        m.update(id(v) for v in prog.in_vars + prog.const_vars)
+        m.update(id(a) for a in prog.outputs if isinstance(a, Var))
+        for e in prog.eqns:
+            k = self.kinds[id(e)]
+            if k in ("numpy", "dot", "reduce", "reshape"):
+                m.update(id(v) for v in e.outputs)
+            if k in ("numpy", "dot"):
+                m.update(id(a) for a in e.inputs if isinstance(a, Var))
+            if k == "reshape":
+                m.add(id(e.inputs[0]))
+        self.materialized = m
+        # Dot operands that are transposes of materialized buffers stay views (BLAS flags).
+        self.dot_views: dict[int, tuple] = {}
+        for e in prog.eqns:
+            if self.kinds[id(e)] != "dot":
+                continue
+            for a in e.inputs:
+                pe = self.producer.get(id(a))
+                if pe is not None and pe.primitive is transpose_p and self.uses.get(id(a), 0) == 1 \
+                        and a not in prog.outputs:
+                    m.discard(id(a))
+                    m.add(id(pe.inputs[0]))
+                    self.dot_views[id(a)] = (pe.inputs[0], pe.params["permutation"])
+        # Expensive values with several uses are computed once.
+        for e in prog.eqns:
+            if self.kinds[id(e)] in ("ew", "struct"):
+                for v in e.outputs:
+                    if self.uses.get(id(v), 0) > 1 and v.aval.ndim > 0 and self._expensive(v):
+                        m.add(id(v))
+
+    # ----------------------------------------------------------- expressions
+    def expr(self, atom, imap: IndexMap, kernel_out=None) -> Node:
+        if isinstance(atom, Literal):
+            return self._node(("const", atom.aval.dtype, atom.val.item()), lambda: Node(
+                "const", atom.aval.dtype, value=atom.val.item()))
+        if atom.aval.ndim == 0:
+            imap = IndexMap(())
+        if id(atom) in self.materialized and atom is not kernel_out:
+            return self._load(atom, imap)
+        eqn = self.producer[id(atom)]
+        k = self.kinds[id(eqn)]
+        if k == "struct":
+            return self.expr(eqn.inputs[0], imap.then(structural_terms(eqn)))
+        if eqn.primitive is iota_p:
+            dim = eqn.params["dimension"]
+            term = imap.terms[dim] if imap.terms else (-1, 0, 0)
+            return self._node(("iota", eqn.params["dtype"], term),
+                              lambda: Node("iota", eqn.params["dtype"], map=IndexMap((term,))))
+        assert k == "ew", (eqn.primitive, k)
+        args = tuple(self.expr(a, imap if a.aval.ndim else IndexMap(())) for a in eqn.inputs)
+        params = tuple(sorted(eqn.params.items()))
+        key = ("op", eqn.primitive, params, tuple(id(a) for a in args))
+        self.fused_names.append(eqn.primitive.name)
+        return self._node(key, lambda: Node("op", eqn.outputs[0].aval.dtype, args=args, prim=eqn.primitive,
+                                            params=params))
+
+    def _node(self, key, make):
+        n = self._memo.get(key)
+        if n is None:
+            n = make()
+            self._memo[key] = n
+        return n
+
+    def _load(self, var, imap):
+        bid = self.buffer_of[id(var)]
+        return self._node(("load", bid, imap), lambda: Node("load", var.aval.dtype, buffer=bid, map=imap))
+
+    # ----------------------------------------------------------- building steps
+    def build(self) -> Plan:
+        self.decide()
+        prog, plan = self.program, self.plan
+        for i, v in enumerate(prog.in_vars):
+            self.buffer_of[id(v)] = self._new_buffer(v.aval, "input", index=i)
+        plan.inputs = [self.buffer_of[id(v)] for v in prog.in_vars]
+        for i, v in enumerate(prog.const_vars):
+            self.buffer_of[id(v)] = self._new_buffer(v.aval, "const", index=i)
+        plan.consts = [self.buffer_of[id(v)] for v in prog.const_vars]
+        out_positions: dict[int, int] = {}
+        for i, a in enumerate(prog.outputs):
+            if isinstance(a, Var) and id(a) not in out_positions and id(a) not in self.buffer_of:
+                out_positions[id(a)] = i
+        for eqn in prog.eqns:
+            self._build_eqn(eqn, out_positions)
+        plan.outputs = [("lit", a.val) if isinstance(a, Literal) else self.buffer_of[id(a)] for a in prog.outputs]
+        merge_kernels(plan)
+        return plan
+
+    def _out_buffer(self, var, out_positions, kind="temp", **kw):
+        if id(var) in out_positions:
+            bid = self._new_buffer(var.aval, "output", index=out_positions[id(var)])
+        else:
+            bid = self._new_buffer(var.aval, kind, **kw)
+        self.buffer_of[id(var)] = bid
+        return bid
+
+    def _build_eqn(self, eqn, out_positions):
+        k = self.kinds[id(eqn)]
+        outs = eqn.outputs
+        if k == "reshape":
+            src = self.buffer_of[id(eqn.inputs[0])]
+            if id(outs[0]) in out_positions:
+                out = self._out_buffer(outs[0], out_positions)
+                self.plan.steps.append(NumpyStep(eqn, [src], [out]))
+            else:
+                self._out_buffer(outs[0], out_positions, kind="alias", alias_of=src)
+            return
+        if k == "numpy":
+            ins = [("lit", a.val) if isinstance(a, Literal) else self.buffer_of[id(a)] for a in eqn.inputs]
+            res = [self._out_buffer(v, out_positions, kind="external") if id(v) not in out_positions
+                   else self._out_buffer(v, out_positions) for v in outs]
+            self.plan.steps.append(NumpyStep(eqn, ins, res))
+            return
+        if k == "dot":
+            operands = []
+            for a in eqn.inputs:
+                if id(a) in self.dot_views:
+                    base, perm = self.dot_views[id(a)]
+                    operands.append((self.buffer_of[id(base)], perm))
+                else:
+                    operands.append((self.buffer_of[id(a)], tuple(range(a.aval.ndim))))
+            out = self._out_buffer(outs[0], out_positions)
+            self.plan.steps.append(DotStep(out, operands[0][0], operands[1][0], operands[0][1], operands[1][1],
+                                           eqn.params["dimension_numbers"]))
+            return
+        if k == "reduce":
+            self._build_reduce(eqn, out_positions)
+            return
+        for v in outs:
+            if id(v) in self.materialized:
+                self._build_loop(v, out_positions)
+
+    def _build_loop(self, var, out_positions):
+        self.fused_names = []
+        out = self._out_buffer(var, out_positions)
+        nd = var.aval.ndim
+        e = self.expr(var, IndexMap.identity(nd), kernel_out=var)
+        shape = var.aval.shape if nd else (1,)
+        kernel = Kernel(f"k{len(self.plan.steps)}", shape, max(len(shape) - 1, 0),
+                        [Phase(None, [e], [out], [IndexMap.identity(len(shape)) if nd else IndexMap(())])],
+                        self.fused_names or ["copy"])
+        self.plan.steps.append(kernel)
+
+    def _build_reduce(self, eqn, out_positions):
+        self.fused_names = [eqn.primitive.name]
+        x = eqn.inputs[0]
+        axes = eqn.params["axes"]
+        xshape = x.aval.shape
+        keep = [d for d in range(len(xshape)) if d not in axes]
+        perm = tuple(keep + list(axes))
+        # Iteration dim i is X dim perm[i]: the X-index map picks it back.
+        inv = [0] * len(perm)
+        for i, d in enumerate(perm):
+            inv[d] = i
+        imap = IndexMap(tuple((inv[d], 1, 0) for d in range(len(xshape))))
+        e = self.expr(x, imap)
+        out = self._out_buffer(eqn.outputs[0], out_positions)
+        shape = tuple(xshape[d] for d in perm)
+        n_outer = len(keep)
+        kernel = Kernel(f"k{len(self.plan.steps)}", shape if shape else (1,), n_outer,
+                        [Phase(_REDUCE_OPS[eqn.primitive.name], [e], [out])], self.fused_names,
+                        reduced_shape=tuple(xshape), perm=perm)
+        self.plan.steps.append(kernel)
+
+
+# --------------------------------------------------------------------------- merging
+
+def _reads(kernel):
+    return [(n.buffer, n) for n in kernel.loads()]
+
+
+def _row_space_map(kernel, other):
+    """Permutation taking ``other`` (a loop kernel over X) into ``kernel``'s (outer, row) order, or None."""
+    if other.is_row_kernel:
+        if other.reduced_shape == kernel.reduced_shape and other.perm == kernel.perm:
+            return tuple(range(len(kernel.shape)))
+        return None
+    if tuple(other.shape) != kernel.reduced_shape or len(kernel.shape) != len(kernel.reduced_shape):
+        return None
+    return kernel.perm
+
+
+def _remap_phases(phases, perm):
+    memo = {}
+
+    def remap(n):
+        if id(n) in memo:
+            return memo[id(n)]
+        if n.kind == "load":
+            new = Node("load", n.dtype, buffer=n.buffer, map=n.map.permuted(perm))
+        elif n.kind == "iota":
+            new = Node("iota", n.dtype, map=n.map.permuted(perm), value=n.value)
+        elif n.kind == "const":
+            new = n
+        else:
+            new = Node("op", n.dtype, args=tuple(remap(a) for a in n.args), prim=n.prim, params=n.params)
+        memo[id(n)] = new
+        return new
+    return [Phase(p.reduce_op, [remap(e) for e in p.exprs], list(p.outputs),
+                  [m.permuted(perm) for m in p.out_maps] if p.out_maps else None) for p in phases]
+
+
+def _reads_ok_within_row(kernel, phases, written, n_outer, buffers):
+    """Later phases may read earlier phases' outputs only at the same row."""
+    for p in phases:
+        stack = list(p.exprs)
+        seen = set()
+        while stack:
+            n = stack.pop()
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            stack.extend(n.args)
+            if n.kind != "load" or n.buffer not in written:
+                continue
+            shape = buffers[n.buffer].shape
+            terms = n.map.terms
+            # The buffer's leading dims must be exactly this row's outer index.
+            if len(shape) < n_outer or any(terms[j] != (j, 1, 0) for j in range(n_outer)):
+                return False
+            if len(shape) > n_outer and any(t != (n_outer + j, 1, 0) for j, t in enumerate(terms[n_outer:])):
+                return False
+    return True
+
+
+def merge_kernels(plan: Plan) -> None:
+    steps = plan.steps
+    merged: list = []
+    produced_at: dict[int, int] = {}     # buffer -> index in merged
+    for step in steps:
+        if isinstance(step, Kernel) and merged:
+            target = _find_merge_target(merged, step, produced_at, plan)
+            if target is not None:
+                k, phases = target
+                k.phases.extend(phases)
+                k.eqn_names.extend(step.eqn_names)
+                for b in step.buffers_written():
+                    produced_at[b] = merged.index(k)
+                continue
+        merged.append(step)
+        idx = len(merged) - 1
+        outs = step.buffers_written() if isinstance(step, Kernel) else (
+            [step.out] if isinstance(step, DotStep) else list(step.outputs))
+        for b in outs:
+            produced_at[b] = idx
+    plan.steps[:] = merged
+
+
+def _substitute_own(exprs, own_exprs):
+    """Replace loads of buffers this kernel computes (same element) by their expressions."""
+    memo = {}
+
+    def sub(n):
+        if id(n) in memo:
+            return memo[id(n)]
+        if n.kind == "load" and n.buffer in own_exprs:
+            new = own_exprs[n.buffer]
+        elif n.kind == "op":
+            args = tuple(sub(a) for a in n.args)
+            new = n if all(x is y for x, y in zip(args, n.args)) else Node(
+                "op", n.dtype, args=args, prim=n.prim, params=n.params)
+        else:
+            new = n
+        memo[id(n)] = new
+        return new
+    return [sub(e) for e in exprs]
+
+
+def _find_merge_target(merged, step, produced_at, plan):
+    reads = _reads(step)
+    read_ids = {b for b, _ in reads}
+    for ti in range(len(merged) - 1, -1, -1):
+        k = merged[ti]
+        if not isinstance(k, Kernel):
+            outs = [k.out] if isinstance(k, DotStep) else list(k.outputs)
+            if any(b in read_ids for b in outs):
+                return None
+            continue
+        own = set(k.buffers_written())
+        # Every buffer read must exist before k, or be produced by k itself.
+        if any(produced_at.get(b, -1) > ti for b in read_ids if b not in own):
+            continue
+        if k.is_row_kernel or step.is_row_kernel:
+            if not k.is_row_kernel:
+                continue
+            perm = _row_space_map(k, step)
+            if perm is None:
+                continue
+            phases = _remap_phases(step.phases, perm)
+            if not _reads_ok_within_row(k, phases, own, k.n_outer, plan.buffers):
+                continue
+            return k, phases
+        if tuple(k.shape) != tuple(step.shape) or len(k.phases) != 1:
+            continue
+        identity = IndexMap.identity(len(step.shape)).terms
+        if not all(n.map.terms == identity for b, n in reads if b in own):
+            continue
+        # Siblings share one pass: the new outputs join k's single map phase.
+        phase = k.phases[0]
+        own_exprs = dict(zip(phase.outputs, phase.exprs))
+        new = step.phases[0]
+        phase.exprs.extend(_substitute_own(new.exprs, own_exprs))
+        phase.outputs.extend(new.outputs)
+        phase.out_maps.extend(new.out_maps)
+        return k, []
+    return None
