@@ -282,6 +282,7 @@ class Planner:
             self._build_eqn(eqn, out_positions)
         plan.outputs = [("lit", a.val) if isinstance(a, Literal) else self.buffer_of[id(a)] for a in prog.outputs]
         merge_kernels(plan)
+        prune_dead_stores(plan)
         return plan
 
     def _out_buffer(self, var, out_positions, kind="temp", **kw):
@@ -502,3 +503,31 @@ def _find_merge_target(merged, step, produced_at, plan):
         phase.out_maps.extend(new.out_maps)
         return k, []
     return None
+
+
+def prune_dead_stores(plan: Plan) -> None:
+    """Drop kernel outputs that are temporaries nobody reads (merging computed them in registers)."""
+    read: set[int] = set()
+    for step in plan.steps:
+        if isinstance(step, Kernel):
+            read.update(n.buffer for n in step.loads())
+        elif isinstance(step, DotStep):
+            read.update((step.lhs, step.rhs))
+        else:
+            read.update(b for b in step.inputs if isinstance(b, int))
+    read.update(b for b in plan.outputs if isinstance(b, int))
+    for b in plan.buffers:
+        if b.kind == "alias":
+            read.add(b.alias_of)
+    for step in plan.steps:
+        if not isinstance(step, Kernel):
+            continue
+        for phase in step.phases:
+            if phase.reduce_op:
+                continue
+            keep = [i for i, bid in enumerate(phase.outputs)
+                    if bid in read or plan.buffers[bid].kind != "temp"]
+            phase.exprs = [phase.exprs[i] for i in keep]
+            phase.outputs = [phase.outputs[i] for i in keep]
+            phase.out_maps = [phase.out_maps[i] for i in keep]
+        step.phases = [p for p in step.phases if p.outputs]

@@ -60,25 +60,38 @@ class CPUBackend:
             em = KernelEmitter(module, kernel, plan.buffers, vb)
             fn_name = em.emit(f"{_symbol(name)}_k{i}")
             emitted.append((kernel, em, fn_name))
+        _outline_math(module)
         t2 = time.perf_counter()
         launches = []
         llvm_ir_text = ""
         compile_ms = {}
         if emitted:
-            compiled = llvm_engine.compile_ir(module, name=name)
-            llvm_ir_text = compiled.llvm_ir
+            compiled = llvm_engine.compile_ir(module, name=name, vectorize=False)
+            llvm_ir_text = compiled
             compile_ms = dict(compiled.timings)
             for kernel, em, fn_name in emitted:
                 launches.append(KernelLaunch(kernel, em.layout, em.slots, compiled.address(fn_name)))
-            self._keep_alive = getattr(self, "_keep_alive", [])
-            for l in launches:
-                l.module = compiled
+            for launch in launches:
+                launch.module = compiled  # the code lives as long as a launch refers to it
         t3 = time.perf_counter()
         timings = {"passes_ms": (t1 - t0) * 1e3, "codegen_ms": (t2 - t1) * 1e3,
                    "llvm_ms": (t3 - t2) * 1e3, **{f"pass_{k}_ms": v for k, v in pass_ms.items()},
                    **{f"llvm_{k}_ms": v for k, v in compile_ms.items()}}
         return CPUExecutable(program, plan, launches, offsets, arena_bytes, timings, llvm_ir_text,
                              donated=donate_argnums)
+
+
+def _outline_math(module) -> None:
+    """Keep each math helper as one out-of-line function.
+
+    Inlining a large vector routine (e.g. sin with its huge-argument
+    reduction) at every call site multiplies the machine code LLVM must
+    generate; a call per vector of 8-16 elements costs next to nothing.
+    """
+    for fn in module.functions:
+        if fn.name.startswith("__tj_vm_") and "alwaysinline" in fn.attributes:
+            fn.attributes.discard("alwaysinline")
+            fn.attributes.add("noinline")
 
 
 def _symbol(name: str) -> str:

@@ -146,6 +146,7 @@ class KernelEmitter:
         widest = max([buffers[b].dtype.itemsize for b in self.slots] +
                       [n.dtype.itemsize for p in kernel.phases for e in p.exprs for n in _walk(e)] + [1])
         self.lanes = max(1, vector_bytes // widest)
+        self.mask = None
 
     # ------------------------------------------------------------- helpers
     def _alloca(self, t, name=""):
@@ -191,6 +192,44 @@ class KernelEmitter:
             v = self.b.icmp_unsigned("!=", v, zero)
         return v
 
+    def _masked_intrinsic(self, kind, vt):
+        """llvm.masked.load / llvm.masked.store for vector type ``vt``."""
+        el = vt.element
+        suffix = f"v{vt.count}{'f32' if isinstance(el, ir.FloatType) else 'f64' if isinstance(el, ir.DoubleType) else 'i' + str(el.width)}"
+        name = f"llvm.masked.{kind}.{suffix}.p0"
+        fn = self.module.globals.get(name)
+        if fn is None:
+            mask_t = ir.VectorType(ir.IntType(1), vt.count)
+            if kind == "load":
+                fnty = ir.FunctionType(vt, [PTR, ir.IntType(32), mask_t, vt])
+            else:
+                fnty = ir.FunctionType(VOID, [vt, PTR, ir.IntType(32), mask_t])
+            fn = ir.Function(self.module, fnty, name=name)
+        return fn
+
+    def _masked_load(self, bid, offset, lanes):
+        d = self.buffers[bid].dtype
+        vt = ir.VectorType(L.memory_type(d), lanes)
+        fn = self._masked_intrinsic("load", vt)
+        zero = ir.Constant(vt, [ir.Constant(vt.element, 0 if isinstance(vt.element, ir.IntType) else 0.0)] * lanes)
+        v = self.b.call(fn, [self._ptr(bid, offset), ir.Constant(ir.IntType(32), d.itemsize), self.mask, zero])
+        if d == dtypes.bool_:
+            v = self.b.icmp_unsigned("!=", v, zero)
+        return v
+
+    def _masked_store(self, bid, offset, value):
+        d = self.buffers[bid].dtype
+        lanes = L.lanes_of(value)
+        if d == dtypes.bool_:
+            value = self.b.zext(value, ir.VectorType(L.memory_type(d), lanes))
+        fn = self._masked_intrinsic("store", value.type)
+        self.b.call(fn, [value, self._ptr(bid, offset), ir.Constant(ir.IntType(32), d.itemsize), self.mask])
+
+    def _tail_mask(self, j, stop, lanes):
+        ramp = ir.Constant(ir.VectorType(I64, lanes), [ir.Constant(I64, k) for k in range(lanes)])
+        idx = self.b.add(L.splat(self.b, j, lanes), ramp)
+        return self.b.icmp_signed("<", idx, L.splat(self.b, stop, lanes))
+
     def _store(self, bid, offset, value):
         d = self.buffers[bid].dtype
         mt = L.memory_type(d)
@@ -224,6 +263,8 @@ class KernelEmitter:
                 off = b.add(base, b.mul(j, ir.Constant(I64, inner))) if inner else base
                 if lanes > 1 and inner == 0:
                     v = L.splat(b, self._load(node.buffer, off, 1), lanes)
+                elif lanes > 1 and self.mask is not None:
+                    v = self._masked_load(node.buffer, off, lanes)
                 else:
                     v = self._load(node.buffer, off, lanes if inner == 1 else 1)
                     if lanes > 1 and inner != 1:
@@ -275,7 +316,15 @@ class KernelEmitter:
                 cache = {}
                 for e, bid, base, acc in zip(phase.exprs, phase.outputs, bases, store_accs):
                     self._store(bid, b.add(base, j), self._eval(e, lanes, j, cache))
-            b.store(b.load(self.last_counter), cursor)
+            # The remainder runs as one masked vector step: the same code, no scalar copy of the math.
+            j = b.load(self.last_counter)
+            with b.if_then(b.icmp_signed("<", j, inner_stop)):
+                self.mask = self._tail_mask(j, inner_stop, lanes)
+                cache = {}
+                for e, bid, base in zip(phase.exprs, phase.outputs, bases):
+                    self._masked_store(bid, b.add(base, j), self._eval(e, lanes, j, cache))
+                self.mask = None
+            return
         with self._loop(b.load(cursor), inner_stop, 1, "sj") as j:
             cache = {}
             for e, bid, base, acc in zip(phase.exprs, phase.outputs, bases, store_accs):
@@ -331,7 +380,14 @@ class KernelEmitter:
             if lanes > 1:
                 with self._loop(ir.Constant(I64, 0), stop, lanes, "rv") as j:
                     b.store(self._combine(op, b.load(vacc), self._eval(phase.exprs[0], lanes, j, {}), d), vacc)
-                b.store(b.load(self.last_counter), cursor)
+                j = b.load(self.last_counter)
+                with b.if_then(b.icmp_signed("<", j, stop)):
+                    self.mask = self._tail_mask(j, stop, lanes)
+                    v = self._eval(phase.exprs[0], lanes, j, {})
+                    v = b.select(self.mask, v, self._identity(op, d, lanes))
+                    b.store(self._combine(op, b.load(vacc), v, d), vacc)
+                    self.mask = None
+                return
             with self._loop(b.load(cursor), stop, 1, "rs") as j:
                 b.store(self._combine(op, b.load(sacc), self._eval(phase.exprs[0], 1, j, {}), d), sacc)
 

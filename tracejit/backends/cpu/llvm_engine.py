@@ -124,11 +124,11 @@ def _parse(ir_src: Union[str, ir.Module, llvm.ModuleRef], name: str) -> llvm.Mod
     return mod
 
 
-def _optimize(mod: llvm.ModuleRef, speed_level: int = 3) -> None:
+def _optimize(mod: llvm.ModuleRef, speed_level: int = 3, vectorize: bool = True) -> None:
     pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
-    pto.loop_unrolling = True
+    pto.loop_vectorization = vectorize
+    pto.slp_vectorization = vectorize
+    pto.loop_unrolling = vectorize
     pb = llvm.create_pass_builder(_tm, pto)
     mpm = pb.getModulePassManager()
     # pto/pb/mpm must stay alive until run() returns (the native pass manager
@@ -153,11 +153,19 @@ class CompiledModule:
                  name: str, module_ref=None):
         self._engine = engine
         self._module_ref = module_ref
-        self.llvm_ir = llvm_ir
+        self._llvm_ir = llvm_ir
         self.timings = timings
         self.name = name
         self._asm: Optional[str] = None
         self._addr_cache: Dict[str, int] = {}
+
+    @property
+    def llvm_ir(self) -> Optional[str]:
+        """Optimized IR text (rendered on first request)."""
+        if self._llvm_ir is None and self._module_ref is not None:
+            with COMPILE_LOCK:
+                self._llvm_ir = str(self._module_ref)
+        return self._llvm_ir
 
     def address(self, symbol: str) -> int:
         addr = self._addr_cache.get(symbol)
@@ -193,17 +201,23 @@ def _new_engine(mod: llvm.ModuleRef):
     return engine
 
 
-def compile_ir(ir_src, *, name: str = "module", optimize: bool = True) -> CompiledModule:
-    """Parse, optimize (O3, vectorizers on) and JIT ``ir_src`` (text or ir.Module)."""
+def compile_ir(ir_src, *, name: str = "module", optimize: bool = True, speed_level: int = 3,
+               vectorize: bool = True) -> CompiledModule:
+    """Parse, optimize (new pass builder) and JIT ``ir_src`` (text or ir.Module).
+
+    Code generators that emit explicit vector loops pass ``vectorize=False``:
+    LLVM's loop vectorizer and unroller then have nothing to gain and cost
+    compile time.
+    """
     _ensure_init()
     with COMPILE_LOCK:
         t0 = time.perf_counter()
         mod = _parse(ir_src, name)
         t1 = time.perf_counter()
         if optimize:
-            _optimize(mod)
+            _optimize(mod, speed_level, vectorize)
         t2 = time.perf_counter()
-        opt_text = str(mod)
+        opt_text = None
         engine = _new_engine(mod)
         t3 = time.perf_counter()
     timings = {"parse": (t1 - t0) * 1e3, "optimize": (t2 - t1) * 1e3,

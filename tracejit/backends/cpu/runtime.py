@@ -234,5 +234,6 @@ class CPUExecutable:
                 lines.append(f"numpy {step.eqn.primitive.name} -> {', '.join(f'b{b}' for b in step.outputs)}")
         text = "\n".join(lines)
         if llvm_ir:
-            text += "\n\n" + (self.llvm_ir or "")
+            module = self.llvm_ir
+            text += "\n\n" + (getattr(module, "llvm_ir", module) or "")
         return text
