@@ -62,9 +62,23 @@ def lanes_of(v) -> int:
     return v.type.count if isinstance(v.type, ir.VectorType) else 1
 
 
+def _type_suffix(t) -> str:
+    if isinstance(t, ir.VectorType):
+        return f"v{t.count}{_type_suffix(t.element)}"
+    if isinstance(t, ir.FloatType):
+        return "f32"
+    if isinstance(t, ir.DoubleType):
+        return "f64"
+    return f"i{t.width}"
+
+
 def intrinsic(builder, name, args, type_=None):
+    """Call an LLVM intrinsic overloaded on its (scalar or vector) operand type."""
     t = type_ or args[0].type
-    fn = builder.module.declare_intrinsic(name, [t])
+    full = f"{name}.{_type_suffix(t)}"
+    fn = builder.module.globals.get(full)
+    if fn is None:
+        fn = ir.Function(builder.module, ir.FunctionType(t, [a.type for a in args]), name=full)
     return builder.call(fn, args)
 
 
