@@ -29,10 +29,12 @@ _pool = None
 _pool_lock = threading.Lock()
 
 
+_CPU_COUNT = os.cpu_count() or 1
+
+
 def num_threads() -> int:
     from tracejit.config import config
-    n = config.num_threads or os.cpu_count() or 1
-    return max(1, n)
+    return max(1, config.num_threads or _CPU_COUNT)
 
 
 def thread_pool():
@@ -54,14 +56,18 @@ class KernelLaunch:
         self.parallel_size = layout.parallel_size
         self.work = kernel.size
         self.granule = 64 if layout.elementwise_1d else 1
+        self.ptr_array = ctypes.c_void_p * len(slots)
 
     def __call__(self, env):
         n = self.parallel_size
         if n == 0 or self.work == 0:
             return
-        ptrs = (ctypes.c_void_p * len(self.slots))(*[env[b].ctypes.data for b in self.slots])
+        ptrs = self.ptr_array(*[env[b].ctypes.data for b in self.slots])
+        if self.work < PARALLEL_MIN_WORK or n < 2:
+            self.fn(ptrs, 0, n)
+            return
         threads = num_threads()
-        if threads == 1 or self.work < PARALLEL_MIN_WORK or n < 2:
+        if threads == 1:
             self.fn(ptrs, 0, n)
             return
         chunks = min(threads, n)
@@ -147,6 +153,7 @@ class CPUExecutable:
         self._aliases = [(b.id, b.alias_of, b.shape) for b in aliases]
         self._alias_after = self._alias_schedule(plan)
         self._out_buffers = [plan.buffers[b] if isinstance(b, int) else None for b in plan.outputs]
+        self._fresh_outputs = [(b.id, b.shape, b.dtype) for b in plan.buffers if b.kind == "output"]
         self.n_inputs = len(plan.inputs)
 
     def _alias_schedule(self, plan):
@@ -174,7 +181,7 @@ class CPUExecutable:
 
     def _new_arena(self):
         arena = np.empty(max(self.arena_bytes, 1), dtype=np.uint8)
-        views = {}
+        views = [None] * len(self.plan.buffers)
         for bid, off in self.offsets.items():
             b = self.plan.buffers[bid]
             views[bid] = arena[off:off + b.nbytes].view(b.dtype).reshape(b.shape)
@@ -188,21 +195,24 @@ class CPUExecutable:
             arena = self._arenas.pop()
         except IndexError:
             arena = self._new_arena()
-        env = dict(arena[1])
+        env = arena[1].copy()
         try:
             for bid, a in zip(plan.inputs, args):
                 env[bid] = a if a.flags.c_contiguous else np.ascontiguousarray(a)
             for bid, c in zip(plan.consts, self.const_arrays):
                 env[bid] = c
-            for b in self._out_buffers:
-                if b is not None and b.kind == "output" and b.id not in env:
-                    env[b.id] = np.empty(b.shape, b.dtype)
-            for a in self._alias_after[-1]:
-                env[a[0]] = env[a[1]].reshape(a[2])
-            for i, step in enumerate(self._steps):
-                step(env)
-                for a in self._alias_after.get(i, ()):
+            for bid, shape, dtype in self._fresh_outputs:
+                env[bid] = np.empty(shape, dtype)
+            if self._aliases:
+                for a in self._alias_after[-1]:
                     env[a[0]] = env[a[1]].reshape(a[2])
+                for i, step in enumerate(self._steps):
+                    step(env)
+                    for a in self._alias_after.get(i, ()):
+                        env[a[0]] = env[a[1]].reshape(a[2])
+            else:
+                for step in self._steps:
+                    step(env)
             return self._collect(env, args)
         finally:
             self._arenas.append(arena)

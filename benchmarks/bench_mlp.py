@@ -1,0 +1,51 @@
+"""GPT-2-style MLP gelu(x@W1+b1)@W2+b2 at (128,768), (1024,768), (128,3072):
+compile time and run time per shape, tracejit vs JAX vs NumPy.
+
+BLAS note: OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE may be set on these machines; for
+this benchmark `make bench` unsets both in this command alone (see Makefile).
+"""
+import time
+
+import numpy as np
+
+import tracejit
+from benchmarks.common import block, header, jax_cpu, median_time, row
+
+
+def gelu(x, xp=np):
+    return 0.5 * x * (1 + xp.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
+
+
+def mlp(x, w1, b1, w2, b2, xp=np):
+    return gelu(x @ w1 + b1, xp) @ w2 + b2
+
+
+def main():
+    rng = np.random.default_rng(0)
+    jax = jax_cpu()
+    jnp_ = __import__("jax.numpy", fromlist=["x"]) if jax is not None else None
+    for rows, d in [(128, 768), (1024, 768), (128, 3072)]:
+        header(f"MLP x[{rows},{d}] -> {4 * d} -> {d}, f32")
+        args = [rng.standard_normal(s).astype(np.float32) * 0.05 for s in
+                [(rows, d), (d, 4 * d), (4 * d,), (4 * d, d), (d,)]]
+        t_np = median_time(lambda: mlp(*args), repeat=5)
+        t0 = time.perf_counter()
+        compiled = tracejit.jit(mlp).lower(*args).compile()
+        t_compile = time.perf_counter() - t0
+        compiled(*args)
+        t_tj = median_time(lambda: compiled(*args))
+        print(row("numpy eager", t_np))
+        print(row("tracejit jit", t_tj, t_np, f"vs numpy; compile {t_compile * 1e3:.0f} ms"))
+        if jnp_ is not None:
+            jargs = [jax.device_put(a) for a in args]
+            t0 = time.perf_counter()
+            jc = jax.jit(lambda *a: mlp(*a, xp=jnp_)).lower(*jargs).compile()
+            t_jcompile = time.perf_counter() - t0
+            block(jc(*jargs))
+            t_jax = median_time(lambda: block(jc(*jargs)))
+            print(row("jax jit", t_jax, t_np, f"vs numpy; compile {t_jcompile * 1e3:.0f} ms"))
+            print(f"  => tracejit run time vs jax: {t_jax / t_tj:.2f}x; compile: {t_jcompile / t_compile:.2f}x faster")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""Shared benchmark helpers: medians of repeated runs, optional peers.
+
+Machines are shared and noisy, so every benchmark reports *ratios* against
+peers measured in the same run, from medians of several repetitions.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import statistics
+import time
+
+import numpy as np
+
+
+def median_time(fn, *, repeat: int = 7, warmup: int = 1, min_time: float = 0.0) -> float:
+    """Median wall time of ``fn()`` in seconds over ``repeat`` runs (after warm-up)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        n = 0
+        while True:
+            fn()
+            n += 1
+            el = time.perf_counter() - t0
+            if el >= min_time:
+                break
+        times.append(el / n)
+    return statistics.median(times)
+
+
+def first_call_time(make_and_call) -> float:
+    t0 = time.perf_counter()
+    make_and_call()
+    return time.perf_counter() - t0
+
+
+def optional(module: str):
+    """Import a peer if installed; return None (and say so) otherwise."""
+    try:
+        return importlib.import_module(module)
+    except Exception as e:  # noqa: BLE001 - any import failure means "peer missing"
+        print(f"  [peer {module} not installed ({type(e).__name__}); skipping it — `pip install -e .[peers]`]")
+        return None
+
+
+def jax_cpu():
+    jax = optional("jax")
+    if jax is None:
+        return None
+    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_platforms", "cpu")
+    return jax
+
+
+def block(x):
+    return x.block_until_ready() if hasattr(x, "block_until_ready") else x
+
+
+def row(name: str, seconds: float, ref: float | None = None, extra: str = "") -> str:
+    ratio = f"{ref / seconds:6.2f}x" if ref else "      "
+    return f"  {name:<34} {seconds * 1e3:10.3f} ms  {ratio}  {extra}"
+
+
+def header(title: str):
+    print(f"\n== {title} ==  (median of runs; ratio = reference time / this time, higher is faster)")
+    print(f"  threads: {os.cpu_count()}  numpy {np.__version__}")
