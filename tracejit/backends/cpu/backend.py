@@ -60,7 +60,6 @@ class CPUBackend:
             em = KernelEmitter(module, kernel, plan.buffers, vb)
             fn_name = em.emit(f"{_symbol(name)}_k{i}")
             emitted.append((kernel, em, fn_name))
-        _outline_math(module)
         t2 = time.perf_counter()
         launches = []
         llvm_ir_text = ""
@@ -79,19 +78,6 @@ class CPUBackend:
                    **{f"llvm_{k}_ms": v for k, v in compile_ms.items()}}
         return CPUExecutable(program, plan, launches, offsets, arena_bytes, timings, llvm_ir_text,
                              donated=donate_argnums)
-
-
-def _outline_math(module) -> None:
-    """Keep each math helper as one out-of-line function.
-
-    Inlining a large vector routine (e.g. sin with its huge-argument
-    reduction) at every call site multiplies the machine code LLVM must
-    generate; a call per vector of 8-16 elements costs next to nothing.
-    """
-    for fn in module.functions:
-        if fn.name.startswith("__tj_vm_") and "alwaysinline" in fn.attributes:
-            fn.attributes.discard("alwaysinline")
-            fn.attributes.add("noinline")
 
 
 def _symbol(name: str) -> str:

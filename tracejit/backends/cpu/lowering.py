@@ -10,7 +10,7 @@ import numpy as np
 from llvmlite import ir
 
 from tracejit.core import dtypes
-from tracejit.backends.cpu import vecmath
+from tracejit.backends.cpu import mathlib, vecmath
 
 I1 = ir.IntType(1)
 _INT_TYPES = {1: ir.IntType(8), 2: ir.IntType(16), 4: ir.IntType(32), 8: ir.IntType(64)}
@@ -213,7 +213,7 @@ def _float_to_int(b, x, src, dst):
 
 def _ew_unary_float(name):
     def rule(b, x, d, out_d, params):
-        return vecmath.emit_unary(b, name, x)
+        return mathlib.call(b, name, [x])
     return rule
 
 
@@ -314,11 +314,11 @@ def _fmod(b, x, y, d, od, p):
 
 
 def _pow(b, x, y, d, od, p):
-    return vecmath.emit_binary(b, "power", x, y)
+    return mathlib.call(b, "power", [x, y])
 
 
 def _atan2(b, x, y, d, od, p):
-    return vecmath.emit_binary(b, "arctan2", x, y)
+    return mathlib.call(b, "arctan2", [x, y])
 
 
 def _copysign(b, x, y, d, od, p):
