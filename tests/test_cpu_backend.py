@@ -256,3 +256,11 @@ def test_large_parallel_kernel_matches():
     assert_same(ref, out, ulp=4)
     ref, out = run_both(lambda a: a.sum(0), x)
     np.testing.assert_allclose(out, ref, rtol=1e-4)
+
+
+def test_sibling_reductions_with_different_axes_do_not_merge():
+    # Regression: a row reduction and a full reduction over the same input share a
+    # permutation but not a row split; merging them gave wrong results.
+    x = np.random.default_rng(5).standard_normal((3, 4))
+    ref, out = run_both(lambda a: a.sum(1) * a.sum(), x)
+    np.testing.assert_allclose(out, ref, rtol=1e-13)

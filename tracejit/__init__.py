@@ -19,6 +19,9 @@ from tracejit.core.pytree import (register_pytree_node, tree_flatten, tree_leave
                                   tree_unflatten)
 from tracejit.core.check import check_program
 from tracejit.core.ir import Program
+from tracejit.api_ad import (checkpoint, checkpoint_policies, custom_jvp, custom_vjp, float0, grad, hessian,
+                             jacfwd, jacobian, jacrev, jvp, linear_transpose, linearize, remat, stop_gradient,
+                             value_and_grad, vjp)
 from tracejit import numpy, lax  # noqa: F401
 from tracejit import tree_util  # noqa: F401
 
@@ -35,5 +38,7 @@ __all__ = [
     "TracerBoolConversionError", "TracerIntegerConversionError", "UnexpectedTracerError",
     "block_until_ready", "check_program", "config", "eval_shape", "jit", "lax", "make_jaxpr", "numpy",
     "register_pytree_node", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
-    "tree_util",
+    "tree_util", "grad", "value_and_grad", "vjp", "jvp", "linearize", "linear_transpose", "jacfwd", "jacrev",
+    "jacobian", "hessian", "stop_gradient", "custom_vjp", "custom_jvp", "checkpoint", "remat",
+    "checkpoint_policies", "float0",
 ]

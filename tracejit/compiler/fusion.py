@@ -371,7 +371,8 @@ def _reads(kernel):
 def _row_space_map(kernel, other):
     """Permutation taking ``other`` (a loop kernel over X) into ``kernel``'s (outer, row) order, or None."""
     if other.is_row_kernel:
-        if other.reduced_shape == kernel.reduced_shape and other.perm == kernel.perm:
+        if (other.reduced_shape == kernel.reduced_shape and other.perm == kernel.perm
+                and other.n_outer == kernel.n_outer):
             return tuple(range(len(kernel.shape)))
         return None
     if tuple(other.shape) != kernel.reduced_shape or len(kernel.shape) != len(kernel.reduced_shape):

@@ -1,0 +1,445 @@
+"""User-defined derivatives (``custom_vjp``, ``custom_jvp``) and rematerialization
+(``checkpoint`` / ``remat``).
+
+Each is a call-like primitive holding the traced primal Program (so ``jit``
+without differentiation runs the primal: the impl interprets it and the
+compiler inlines it through ``decomposition_rules``) plus the user's rules as
+Python callables in its params; the differentiation rules call them.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import operator
+
+import numpy as np
+
+from tracejit.core.interpret import eval_program
+from tracejit.core.primitive import Primitive, decomposition_rules, def_rules
+from tracejit.core.pytree import tree_flatten, tree_unflatten
+from tracejit.core.trace import is_eager, trace_flat
+from tracejit.transforms import ad
+from tracejit.transforms.ad import aval_of, instantiate_or_float0, is_differentiable
+
+
+def _call_abstract_eval(*in_avals, program, num_consts, **_):
+    return program.out_avals
+
+
+def _call_impl(*args, program, num_consts, **_):
+    from tracejit.backends.reference import interpret
+    return interpret(program, args[:num_consts], args[num_consts:])
+
+
+def _call_decomposition(*args, program, num_consts, **_):
+    return eval_program(program, args[:num_consts], args[num_consts:])
+
+
+def _call_primitive(name):
+    prim = Primitive(name, multiple_results=True, pp_params=lambda p: {"name": p["name"], "program": p["program"]})
+    def_rules(prim, abstract_eval=_call_abstract_eval, impl=_call_impl)
+    decomposition_rules[prim] = _call_decomposition
+    return prim
+
+
+custom_vjp_call_p = _call_primitive("custom_vjp_call")
+custom_jvp_call_p = _call_primitive("custom_jvp_call")
+remat_p = _call_primitive("checkpoint")
+
+
+# --------------------------------------------------------------------------- shared plumbing
+
+def _leaf_aval(leaf):
+    from tracejit.api import _leaf_aval as api_leaf_aval
+    return api_leaf_aval(leaf, "an argument of a custom-derivative function")
+
+
+def _positional(fun, args, kwargs):
+    if not kwargs:
+        return tuple(args)
+    bound = inspect.signature(fun).bind(*args, **kwargs)
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise TypeError(f"{getattr(fun, '__name__', 'function')}: keyword-only arguments are not supported by "
+                        "custom_vjp / custom_jvp functions; pass them positionally")
+    return tuple(bound.args)
+
+
+class _Split:
+    """Arguments split into the differentiated ones (flattened) and nondiff_argnums."""
+
+    def __init__(self, args, nondiff_argnums):
+        self.n = len(args)
+        self.nondiff = {i % self.n: args[i] for i in nondiff_argnums} if self.n else {}
+        self.diff_idx = [i for i in range(self.n) if i not in self.nondiff]
+        self.leaves, self.in_tree = tree_flatten(tuple(args[i] for i in self.diff_idx))
+        self.in_avals = [_leaf_aval(x) for x in self.leaves]
+        self.arg_trees = [tree_flatten(args[i])[1] for i in self.diff_idx]
+
+    def full_args(self, diff_leaves):
+        diff = iter(tree_unflatten(self.in_tree, list(diff_leaves)))
+        return [self.nondiff[i] if i in self.nondiff else next(diff) for i in range(self.n)]
+
+    def diff_args(self, diff_leaves):
+        return tuple(tree_unflatten(self.in_tree, list(diff_leaves)))
+
+    def nondiff_args(self):
+        return [self.nondiff[i] for i in sorted(self.nondiff)]
+
+
+def _trace_primal(fun, split: _Split, name):
+    box = {}
+
+    def primal_flat(*xs):
+        leaves, box["tree"] = tree_flatten(fun(*split.full_args(xs)))
+        return leaves
+    program = trace_flat(primal_flat, split.in_avals, name)
+    return program, box["tree"]
+
+
+def _check_values(what, name, values, avals):
+    """Check user-returned leaves against ``avals``; converts Python scalars."""
+    out = []
+    for v, a in zip(values, avals):
+        if v is None:
+            out.append(None)
+            continue
+        va = aval_of(v if not isinstance(v, (list, tuple)) else np.asarray(v))
+        if va.shape != a.shape:
+            raise ValueError(f"{name}: {what} has shape {va.shape} where shape {a.shape} was expected")
+        if is_differentiable(a.dtype) and va.dtype != a.dtype:
+            if not va.weak_type:
+                raise TypeError(f"{name}: {what} has dtype {va.dtype.name} where {a.dtype.name} was expected")
+            v = np.asarray(v, a.dtype) if not hasattr(v, "aval") else v.astype(a.dtype)
+        out.append(v)
+    return out
+
+
+def _closed_over_error(kind, name):
+    return TypeError(f"{kind} function {name} closes over a traced value that is being differentiated; "
+                     "pass that value as an explicit argument instead")
+
+
+# --------------------------------------------------------------------------- custom_vjp
+
+class custom_vjp:
+    """A function with a user-defined reverse-mode derivative (``jax.custom_vjp``).
+
+    Define ``fwd(*args) -> (out, residuals)`` and ``bwd(*nondiff_args,
+    residuals, out_cotangent) -> tuple of cotangents`` (one per
+    differentiated argument, ``None`` for zero) and register them with
+    :meth:`defvjp`. Forward-mode differentiation of such a function raises
+    TypeError, as in JAX.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> @custom_vjp
+    ... def clip_gradient(x):
+    ...     return x
+    >>> clip_gradient.defvjp(lambda x: (x, None), lambda res, g: (np.clip(g, -1, 1),))
+    >>> from tracejit.api_ad import grad
+    >>> float(grad(lambda x: 5 * clip_gradient(x))(2.0))
+    1.0
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(operator.index(i) for i in nondiff_argnums)
+        self.fwd = self.bwd = None
+
+    def defvjp(self, fwd, bwd, symbolic_zeros=False):
+        """Register the forward rule (primal output + residuals) and the backward rule."""
+        if symbolic_zeros:
+            raise NotImplementedError("custom_vjp.defvjp(symbolic_zeros=True) is not supported; cotangents "
+                                      "arrive instantiated as zeros")
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args, **kwargs):
+        name = getattr(self.fun, "__name__", "function")
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
+        args = _positional(self.fun, args, kwargs)
+        if is_eager():
+            return self.fun(*args)
+        split = _Split(args, self.nondiff_argnums)
+        program, out_tree = _trace_primal(self.fun, split, name)
+        user_fwd, user_bwd = self.fwd, self.bwd
+
+        def fwd(*xs):
+            res = user_fwd(*split.full_args(xs))
+            if not (isinstance(res, (tuple, list)) and len(res) == 2):
+                raise TypeError(f"Custom VJP fwd rule {getattr(user_fwd, '__name__', 'fwd')} must produce a pair "
+                                "(list or tuple of length two) of primal outputs and residuals")
+            out, residuals = res
+            leaves, tree = tree_flatten(out)
+            if tree != out_tree:
+                raise TypeError(f"Custom VJP fwd rule of {name} must produce primal outputs with the same "
+                                f"pytree structure as the primal function: got {tree}, expected {out_tree}")
+            return _check_values("fwd rule output", name, leaves, program.out_avals), residuals
+
+        def bwd(residuals, ct_leaves):
+            cts = user_bwd(*split.nondiff_args(), residuals, tree_unflatten(out_tree, ct_leaves))
+            if not isinstance(cts, (tuple, list)) or len(cts) != len(split.diff_idx):
+                raise TypeError(f"Custom VJP bwd rule of {name} must produce a tuple of length equal to the "
+                                f"number of differentiated arguments ({len(split.diff_idx)}), got "
+                                f"{type(cts).__name__} of length {len(cts) if isinstance(cts, (tuple, list)) else '-'}")
+            flat = []
+            for ct, tree in zip(cts, split.arg_trees):
+                if ct is None:
+                    flat.extend([None] * tree.num_leaves)
+                    continue
+                leaves, ct_tree = tree_flatten(ct, is_leaf=lambda x: x is None)
+                if len(leaves) != tree.num_leaves:
+                    raise TypeError(f"Custom VJP bwd rule of {name} returned a cotangent with structure "
+                                    f"{ct_tree} for an argument with structure {tree}")
+                flat.extend(leaves)
+            return _check_values("bwd rule cotangent", name, flat, split.in_avals)
+
+        outs = custom_vjp_call_p.bind(*program.const_values, *split.leaves, program=program,
+                                      num_consts=len(program.const_values), fwd=fwd, bwd=bwd, name=name)
+        return tree_unflatten(out_tree, outs)
+
+
+def _custom_vjp_vjp(needed, *ins, program, num_consts, fwd, bwd, name):
+    if any(needed[:num_consts]):
+        raise _closed_over_error("custom_vjp", name)
+    outs, residuals = fwd(*ins[num_consts:])
+    out_avals = program.out_avals
+
+    def backward(cts):
+        cts = [instantiate_or_float0(ct, a) for ct, a in zip(cts, out_avals)]
+        return [None] * num_consts + list(bwd(residuals, cts))
+    return list(outs), backward
+
+
+def _custom_vjp_jvp(primals, tangents, *, name, **_):
+    raise TypeError(f"can't apply forward-mode autodiff (jvp) to a custom_vjp function ({name}); use "
+                    "custom_jvp, or reverse mode (grad / vjp / jacrev)")
+
+
+ad.def_vjp(custom_vjp_call_p, _custom_vjp_vjp)
+ad.def_jvp(custom_vjp_call_p, _custom_vjp_jvp)
+
+
+# --------------------------------------------------------------------------- custom_jvp
+
+class custom_jvp:
+    """A function with a user-defined forward-mode derivative (``jax.custom_jvp``).
+
+    Register ``jvp(*nondiff_args, primals, tangents) -> (primal_out,
+    tangent_out)`` with :meth:`defjvp` (or per-argument rules with
+    :meth:`defjvps`). Reverse mode transposes the (linear) custom JVP.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> @custom_jvp
+    ... def log1pexp(x):
+    ...     return np.log(1. + np.exp(x))
+    >>> @log1pexp.defjvp
+    ... def log1pexp_jvp(primals, tangents):
+    ...     x, = primals; t, = tangents
+    ...     return log1pexp(x), t * (1 - 1 / (1 + np.exp(x)))
+    >>> from tracejit.api_ad import grad
+    >>> grad(log1pexp)(100.0)
+    array(1.)
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(operator.index(i) for i in nondiff_argnums)
+        self.jvp = None
+
+    def defjvp(self, jvp, symbolic_zeros=False):
+        """Register ``jvp(primals, tangents) -> (primal_out, tangent_out)``; returns ``jvp``."""
+        if symbolic_zeros:
+            raise NotImplementedError("custom_jvp.defjvp(symbolic_zeros=True) is not supported; tangents "
+                                      "arrive instantiated as zeros")
+        self.jvp = jvp
+        return jvp
+
+    def defjvps(self, *jvps):
+        """One rule per argument: ``jvps[i](tangent_i, primal_out, *primals)``; ``None`` = zero."""
+        if self.nondiff_argnums:
+            raise TypeError("custom_jvp.defjvps does not support nondiff_argnums; use defjvp")
+
+        def jvp(primals, tangents):
+            out = self(*primals)
+            total = None
+            for rule, t in zip(jvps, tangents):
+                if rule is None:
+                    continue
+                contribution = rule(t, out, *primals)
+                total = contribution if total is None else total + contribution
+            if total is None:
+                total = np.zeros(np.shape(out), aval_of(out).dtype) if not hasattr(out, "aval") else out * 0
+            return out, total
+        self.defjvp(jvp)
+
+    def __call__(self, *args, **kwargs):
+        name = getattr(self.fun, "__name__", "function")
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
+        args = _positional(self.fun, args, kwargs)
+        if is_eager():
+            return self.fun(*args)
+        split = _Split(args, self.nondiff_argnums)
+        program, out_tree = _trace_primal(self.fun, split, name)
+        user_jvp = self.jvp
+
+        def jvp(primal_leaves, tangent_leaves):
+            res = user_jvp(*split.nondiff_args(), split.diff_args(primal_leaves), split.diff_args(tangent_leaves))
+            if not (isinstance(res, (tuple, list)) and len(res) == 2):
+                raise TypeError(f"Custom JVP rule of {name} must produce a pair (list or tuple of length two) "
+                                "of primal and tangent outputs")
+            out, tan = res
+            out_leaves, tree = tree_flatten(out)
+            tan_leaves, tan_tree = tree_flatten(tan)
+            if tree != out_tree or tan_tree != out_tree:
+                raise TypeError(f"Custom JVP rule of {name} must produce primal and tangent outputs with the "
+                                f"pytree structure of the primal output {out_tree}; got {tree} and {tan_tree}")
+            return (_check_values("custom JVP primal output", name, out_leaves, program.out_avals),
+                    _check_values("custom JVP tangent output", name, tan_leaves, program.out_avals))
+
+        outs = custom_jvp_call_p.bind(*program.const_values, *split.leaves, program=program,
+                                      num_consts=len(program.const_values), jvp=jvp, name=name)
+        return tree_unflatten(out_tree, outs)
+
+
+def _custom_jvp_jvp(primals, tangents, *, program, num_consts, jvp, name):
+    if any(t is not None for t in tangents[:num_consts]):
+        raise _closed_over_error("custom_jvp", name)
+    args = primals[num_consts:]
+    ts = [instantiate_or_float0(t, aval_of(x)) for t, x in zip(tangents[num_consts:], args)]
+    outs, touts = jvp(list(args), ts)
+    return list(outs), [t if is_differentiable(a.dtype) else None for t, a in zip(touts, program.out_avals)]
+
+
+ad.def_jvp(custom_jvp_call_p, _custom_jvp_jvp)
+# Reverse mode: the custom JVP is linear in the tangents; vjp_via_jvp transposes it.
+ad.def_vjp(custom_jvp_call_p, lambda needed, *ins, **params: ad.vjp_via_jvp(custom_jvp_call_p, needed, ins, params))
+
+
+# --------------------------------------------------------------------------- checkpoint / remat
+
+class checkpoint_policies:
+    """Which intermediate values ``checkpoint`` saves instead of recomputing.
+
+    A policy is ``policy(prim, *in_avals, **params) -> bool`` (True = save).
+    """
+
+    @staticmethod
+    def everything_saveable(prim, *avals, **params):
+        return True
+
+    @staticmethod
+    def nothing_saveable(prim, *avals, **params):
+        return False
+
+    @staticmethod
+    def dots_saveable(prim, *avals, **params):
+        return prim.name == "dot_general"
+
+    checkpoint_dots = dots_saveable
+
+    @staticmethod
+    def dots_with_no_batch_dims_saveable(prim, *avals, **params):
+        return prim.name == "dot_general" and not params["dimension_numbers"][1][0]
+
+
+def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
+    """Recompute ``fun``'s intermediates in the backward pass instead of saving them.
+
+    Parameters
+    ----------
+    fun : callable
+    prevent_cse : bool
+        Accepted for JAX compatibility (the recomputation is emitted in the backward pass).
+    policy : callable, optional
+        ``policy(prim, *in_avals, **params) -> bool``: outputs of equations for
+        which it is True are saved in the forward pass (see
+        :class:`checkpoint_policies`); default: save nothing but the inputs.
+    static_argnums : int or tuple
+        Positional arguments that are Python values, not arrays.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tracejit.api_ad import grad
+    >>> grad(checkpoint(lambda x: np.sin(np.sin(x))))(0.0)
+    array(1.)
+    """
+    static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
+    name = getattr(fun, "__name__", "function")
+
+    @functools.wraps(fun)
+    def remat_f(*args, **kwargs):
+        if is_eager():
+            return fun(*args, **kwargs)
+        dyn = [a for i, a in enumerate(args) if i not in static]
+        leaves, in_tree = tree_flatten((dyn, kwargs))
+        box = {}
+
+        def flat(*xs):
+            dyn_vals, kw = tree_unflatten(in_tree, list(xs))
+            it = iter(dyn_vals)
+            full = [a if i in static else next(it) for i, a in enumerate(args)]
+            out_leaves, box["tree"] = tree_flatten(fun(*full, **kw))
+            return out_leaves
+        from tracejit.api import _leaf_aval as api_leaf_aval
+        program = trace_flat(flat, [api_leaf_aval(x, f"an argument of checkpointed {name}") for x in leaves], name)
+        outs = remat_p.bind(*program.const_values, *leaves, program=program, num_consts=len(program.const_values),
+                            policy=policy, prevent_cse=prevent_cse, name=name)
+        return tree_unflatten(box["tree"], outs)
+    return remat_f
+
+
+remat = checkpoint
+
+
+def _saved_by_policy(program, consts, args, policy):
+    """Evaluate the forward, keeping the outputs of equations ``policy`` marks saveable."""
+    from tracejit.core.ir import Literal
+    from tracejit.core.trace import bind
+    env = dict(zip(program.const_vars, consts))
+    env.update(zip(program.in_vars, args))
+    saved = {}
+    for eqn in program.eqns:
+        outs = bind(eqn.primitive, [a.val if type(a) is Literal else env[a] for a in eqn.inputs], eqn.params)
+        env.update(zip(eqn.outputs, outs))
+        if policy(eqn.primitive, *[a.aval for a in eqn.inputs], **eqn.params):
+            saved.update(zip(eqn.outputs, outs))
+    return [a.val if type(a) is Literal else env[a] for a in program.outputs], saved
+
+
+def _remat_vjp(needed, *ins, program, num_consts, policy, prevent_cse, name):
+    consts, args = ins[:num_consts], ins[num_consts:]
+    if policy is checkpoint_policies.everything_saveable:
+        outs, _, bwd = ad.vjp_program(program, consts, args, needed[:num_consts], needed[num_consts:])
+        return outs, lambda cts: sum(bwd(cts), [])
+    if policy is None or policy is checkpoint_policies.nothing_saveable:
+        # Re-binding checkpoint keeps the forward rematerializable for an enclosing grad.
+        outs, saved = remat_p.bind(*ins, program=program, num_consts=num_consts, policy=policy,
+                                   prevent_cse=prevent_cse, name=name), None
+    else:
+        outs, saved = _saved_by_policy(program, consts, args, policy)
+
+    def backward(cts):
+        # The forward runs again here, in the backward pass: only inputs (and
+        # what the policy saved) were kept.
+        _, _, bwd = ad.vjp_program(program, consts, args, needed[:num_consts], needed[num_consts:], saved=saved)
+        const_cts, arg_cts = bwd(cts)
+        return const_cts + arg_cts
+    return outs, backward
+
+
+def _remat_jvp(primals, tangents, *, program, num_consts, **_):
+    return ad.jvp_program(program, primals[:num_consts], primals[num_consts:], tangents[:num_consts],
+                          tangents[num_consts:])
+
+
+ad.def_vjp(remat_p, _remat_vjp)
+ad.def_jvp(remat_p, _remat_jvp)
