@@ -264,3 +264,26 @@ def test_sibling_reductions_with_different_axes_do_not_merge():
     x = np.random.default_rng(5).standard_normal((3, 4))
     ref, out = run_both(lambda a: a.sum(1) * a.sum(), x)
     np.testing.assert_allclose(out, ref, rtol=1e-13)
+
+
+def test_donated_argument_becomes_the_output():
+    fn = tracejit.jit(lambda x, y: x * 2 + y, donate_argnums=(0,))
+    x, y = np.arange(6.0), np.ones(6)
+    expected = x * 2 + y
+    out = fn(x, y)
+    np.testing.assert_array_equal(out, expected)
+    assert np.shares_memory(out, x)           # no new allocation for the output
+    keep = tracejit.jit(lambda x, y: x * 2 + y)
+    x2 = np.arange(6.0)
+    assert not np.shares_memory(keep(x2, y), x2)
+
+
+def test_in_place_temporaries_share_arena_memory():
+    def f(x):
+        a = np.exp(x)             # used by a reduction and a later kernel: materialized
+        b = np.exp(a - a.max())   # reads `a` elementwise for the last time: written over it
+        return b.T + b
+    x = np.random.default_rng(2).standard_normal((64, 64))
+    c = tracejit.jit(f).lower(x).compile()
+    np.testing.assert_allclose(c(x), f(x), rtol=1e-12)
+    assert c.memory_analysis()["temp_size_in_bytes"] < 2 * x.nbytes

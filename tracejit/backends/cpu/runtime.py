@@ -153,7 +153,11 @@ class CPUExecutable:
         self._aliases = [(b.id, b.alias_of, b.shape) for b in aliases]
         self._alias_after = self._alias_schedule(plan)
         self._out_buffers = [plan.buffers[b] if isinstance(b, int) else None for b in plan.outputs]
-        self._fresh_outputs = [(b.id, b.shape, b.dtype) for b in plan.buffers if b.kind == "output"]
+        from tracejit.compiler.memory import donation_pairs
+        self.donated_outputs = donation_pairs(plan, donated) if donated else {}
+        self._fresh_outputs = [(b.id, b.shape, b.dtype) for b in plan.buffers
+                               if b.kind == "output" and b.id not in self.donated_outputs]
+        self._donated_outputs = [(bid, pos, plan.buffers[bid].dtype) for bid, pos in self.donated_outputs.items()]
         self.n_inputs = len(plan.inputs)
 
     def _alias_schedule(self, plan):
@@ -203,6 +207,12 @@ class CPUExecutable:
                 env[bid] = c
             for bid, shape, dtype in self._fresh_outputs:
                 env[bid] = np.empty(shape, dtype)
+            for bid, pos, dtype in self._donated_outputs:
+                a = args[pos]
+                # A donated argument's memory becomes the output (when it can be written in place).
+                ok = a.flags.c_contiguous and a.flags.writeable and a.dtype == dtype and env[plan.inputs[pos]] is a
+                b = plan.buffers[bid]
+                env[bid] = a if ok else np.empty(b.shape, b.dtype)
             if self._aliases:
                 for a in self._alias_after[-1]:
                     env[a[0]] = env[a[1]].reshape(a[2])

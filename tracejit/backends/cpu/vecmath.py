@@ -9,12 +9,13 @@ Design
   helpers, and explicit vector types work for any width.  (Sole exception:
   explicit-vector sin/cos/tan skip the huge-argument reduction with a
   uniform branch when no lane needs it.)
-* The algorithms are written once, for float64 lanes.  float32 inputs are
-  widened to float64, evaluated, and rounded back once: the f64 kernels are
-  accurate to ~1 ulp(f64), so the f32 result is within 0.5 ulp(f32) + 2^-28,
-  and f32 overflow/underflow/denormal rounding falls out of the final
-  ``fptrunc`` (every f32 intermediate is a normal f64).  This costs half the
-  SIMD width for f32 but keeps one carefully-tested code path.
+* float32: exp/exp2/expm1, log/log1p/log2/log10, sin/cos/tan, tanh/sinh/
+  cosh, logistic and erf have native float32 kernels (``vecmath_f32``:
+  full SIMD width, within ~1-2.5 ulp; huge trig arguments widen per lane to
+  the float64 kernel).  The remaining functions are written once, for
+  float64 lanes: float32 inputs are widened, evaluated, and rounded back
+  once (within 0.5 ulp(f32) + 2^-28; f32 overflow/underflow/denormal
+  rounding falls out of the final ``fptrunc``), at half the SIMD width.
 * Only instruction-level intrinsics are used (fma, fabs, copysign, rint,
   floor, sqrt).  No fast-math flags: the error-free transformations
   (two-sum / two-prod) used below rely on IEEE semantics.
@@ -44,6 +45,7 @@ __all__ = ["emit_unary", "emit_binary", "SUPPORTED_UNARY", "SUPPORTED_BINARY",
 _F64 = ir.DoubleType()
 _F32 = ir.FloatType()
 _I64 = ir.IntType(64)
+_I32 = ir.IntType(32)
 _I1 = ir.IntType(1)
 
 # --------------------------------------------------------------------------
@@ -170,20 +172,29 @@ def _payne_hanek_table():
 # --------------------------------------------------------------------------
 
 class _F:
-    """Arithmetic on a float64 scalar-or-vector type through an IRBuilder."""
+    """Arithmetic on a float64 or float32 scalar-or-vector type through an IRBuilder.
+
+    Integer views use the same-width integer (i64 / i32); ``pow2i`` and
+    ``scale`` adapt their exponent bias and limits to the element type.
+    """
 
     def __init__(self, b: ir.IRBuilder, ty):
         self.b = b
         self.ty = ty
         self.m = b.module
+        el = ty.element if isinstance(ty, ir.VectorType) else ty
+        self.el = el
+        self.f32 = isinstance(el, ir.FloatType)
+        self.iel = _I32 if self.f32 else _I64
+        tag = "f32" if self.f32 else "f64"
         if isinstance(ty, ir.VectorType):
             self.n = ty.count
-            self.ity = ir.VectorType(_I64, self.n)
-            self.sfx = f"v{self.n}f64"
+            self.ity = ir.VectorType(self.iel, self.n)
+            self.sfx = f"v{self.n}{tag}"
         else:
             self.n = None
-            self.ity = _I64
-            self.sfx = "f64"
+            self.ity = self.iel
+            self.sfx = tag
 
     # constants ----------------------------------------------------------
     def c(self, v):
@@ -191,14 +202,14 @@ class _F:
             return v
         if self.n is None:
             return ir.Constant(self.ty, float(v))
-        return ir.Constant(self.ty, [ir.Constant(_F64, float(v))] * self.n)
+        return ir.Constant(self.ty, [ir.Constant(self.el, float(v))] * self.n)
 
     def ci(self, v):
         if isinstance(v, ir.Value):
             return v
         if self.n is None:
-            return ir.Constant(_I64, int(v))
-        return ir.Constant(self.ity, [ir.Constant(_I64, int(v))] * self.n)
+            return ir.Constant(self.iel, int(v))
+        return ir.Constant(self.ity, [ir.Constant(self.iel, int(v))] * self.n)
 
     # float arithmetic ---------------------------------------------------
     def add(self, a, b):
@@ -351,9 +362,10 @@ class _F:
 
     # scaling --------------------------------------------------------------
     def pow2i(self, n):
-        """2^n for an integral double n in [-1022, 1023] (normal range)."""
+        """2^n for an integral float n in the normal exponent range."""
         ni = self.to_int(n)
-        return self.from_bits(self.b.shl(self.b.add(ni, self.ci(1023)), self.ci(52)))
+        bias, mant = (127, 23) if self.f32 else (1023, 52)
+        return self.from_bits(self.b.shl(self.b.add(ni, self.ci(bias)), self.ci(mant)))
 
     def scale(self, p, n):
         """p * 2^n, n integral (any finite value), correctly rounded.
@@ -361,7 +373,8 @@ class _F:
         Two exact-range steps: the first product stays normal, so the only
         rounding is the last multiply -- gradual underflow is exact.
         """
-        n = self.clamp(n, -2000.0, 2000.0)
+        lim = 250.0 if self.f32 else 2000.0
+        n = self.clamp(n, -lim, lim)
         n1 = self.floor(self.mul(n, 0.5))
         n2 = self.sub(n, n1)
         return self.mul(self.mul(p, self.pow2i(n1)), self.pow2i(n2))
@@ -1044,6 +1057,10 @@ def helper_function(module: ir.Module, name: str, ty, arity: int) -> ir.Function
         if name == "sqrt":  # sqrt is correctly rounded in either width
             b.ret(b.call(_sqrt_decl(module, ty, sfx), args))
             return fn
+        k32 = _f32_kernels().get(name) if arity == 1 else None
+        if k32 is not None:
+            b.ret(k32(_F(b, ty), *args))
+            return fn
         inner = helper_function(module, name, wide, arity)
         wargs = [b.fpext(a, wide) for a in args]
         b.ret(b.fptrunc(b.call(inner, wargs), ty))
@@ -1051,6 +1068,12 @@ def helper_function(module: ir.Module, name: str, ty, arity: int) -> ir.Function
         F = _F(b, ty)
         b.ret(table[name](F, *args))
     return fn
+
+
+def _f32_kernels():
+    # imported lazily: vecmath_f32 builds on this module's helpers
+    from .vecmath_f32 import UNARY32
+    return UNARY32
 
 
 def _sqrt_decl(module, ty, sfx):
