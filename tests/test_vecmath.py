@@ -608,3 +608,15 @@ def test_zz_report(capsys):
         if _RESULTS:
             print("\nmax ulp:", ", ".join(f"{k[0]}/{k[1]}={v:.3g}"
                                            for k, v in sorted(_RESULTS.items())))
+
+
+def test_power_huge_products_over_and_underflow():
+    # Regression: y*log(x) = ±inf made the exponent NaN (pow(max, max) gave 1, pow(max, -max) inf).
+    big = np.finfo(np.float64).max
+    x = np.array([big, big, 1e300, 0.5, 1e-300, 2.0], np.float64)
+    y = np.array([big, -big, 1e10, 1e300, 1e10, -2000.0], np.float64)
+    import tracejit
+    import tracejit.numpy as jnp
+    out = tracejit.jit(lambda a, b: jnp.power(a, b))(x, y)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(out, np.power(x, y))

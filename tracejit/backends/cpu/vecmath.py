@@ -976,9 +976,14 @@ def _k_power(F, x, y):
     ys = F.sel(generic, y, 1.0)
     Lh, Ll = _log_dd(F, axs)
     ph, pl = F.two_prod(ys, Lh)
+    # |y*log(x)| beyond 2000 over/underflows anyway; clamping keeps exp's reduction finite
+    # (an infinite product would otherwise turn the error terms, and the result, into NaN).
+    small = F.lt(F.abs(ph), 2000.0)
+    negative = F.lt(ph, 0.0)
     pl = F.fma(ys, Ll, pl)
     ph, pl = F.fast_two_sum(ph, pl)
-    pl = F.sel(F.lt(F.abs(ph), 2000.0), pl, 0.0)
+    pl = F.sel(small, pl, 0.0)
+    ph = F.sel(small, ph, F.sel(negative, -2000.0, 2000.0))
     p, n = _exp_core(F, ph, pl)
     mag = F.scale(p, n)
     # special magnitudes (C99 Annex F / NumPy)
