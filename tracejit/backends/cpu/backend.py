@@ -39,7 +39,11 @@ class CPUBackend:
 
     def optimize(self, program):
         program, pass_ms = run_pipeline(program)
+        t0 = time.perf_counter()
         plan = Planner(program, can_lower, can_reduce).build()
+        # Layout folding happens while fusion builds index maps: one timing covers both.
+        pass_ms["layout+fusion"] = (time.perf_counter() - t0) * 1e3
+        _dump_plan("fusion", plan)
         return program, plan, pass_ms
 
     def optimized_text(self, program) -> str:
@@ -51,6 +55,8 @@ class CPUBackend:
         program, plan, pass_ms = self.optimize(program)
         t1 = time.perf_counter()
         offsets, arena_bytes = plan_memory(plan)
+        pass_ms["memory"] = (time.perf_counter() - t1) * 1e3
+        _dump_plan("memory", plan, f"arena {arena_bytes} bytes, offsets {offsets}")
         module = ir.Module(name=f"tracejit_{name}")
         module.triple = llvm_engine.triple
         module.data_layout = llvm_engine.target_data_layout
@@ -78,6 +84,14 @@ class CPUBackend:
                    **{f"llvm_{k}_ms": v for k, v in compile_ms.items()}}
         return CPUExecutable(program, plan, launches, offsets, arena_bytes, timings, llvm_ir_text,
                              donated=donate_argnums)
+
+
+def _dump_plan(stage, plan, extra=""):
+    from tracejit.config import config
+    dump = {p.strip() for p in (config.dump_passes or "").split(",")}
+    if stage in dump or "all" in dump or ("layout" in dump and stage == "fusion"):
+        import sys
+        print(f"--- after {stage} ---\n{_plan_text(plan)}\n{extra}", file=sys.stderr)
 
 
 def _symbol(name: str) -> str:

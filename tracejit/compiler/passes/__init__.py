@@ -21,8 +21,14 @@ PIPELINE = [
     ("cse", cse),              # one equation per distinct (primitive, inputs, params)
     ("dce", dce),              # equations whose results are unused removed
 ]
-# Layout, fusion and memory planning follow in the backend (tracejit.compiler.fusion/memory),
-# because they produce kernels and buffers rather than programs.
+# The stages after these turn the program into kernels and buffers, so they are
+# not Program -> Program; the backend runs them in this order and times each:
+PLAN_STAGES = [
+    "layout",    # transposes/broadcasts/slices folded into index maps and BLAS flags (fusion.py)
+    "fusion",    # loop and row kernels, sibling and phase merging (fusion.py)
+    "memory",    # liveness-based arena reuse, in-place writes, donation (memory.py)
+]
+PASS_NAMES = [name for name, _ in PIPELINE] + PLAN_STAGES
 
 
 def run_pipeline(program, *, backend_supports=None):
