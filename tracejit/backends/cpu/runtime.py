@@ -104,8 +104,19 @@ def run_dot(step: DotStep, env):
     np.matmul(a3, b3, out=out.reshape(b, m, n))
 
 
+_CONTROL_FLOW = {"cond", "while", "scan"}
+
+
 def make_numpy_step(step: NumpyStep, buffers):
     rule = impl_rules[step.eqn.primitive]
+    if step.eqn.primitive.name in _CONTROL_FLOW:
+        from tracejit.backends.cpu import subprograms
+        subprograms.install()
+        plain = rule
+
+        def rule(*args, **params):
+            with subprograms.compiled_bodies():
+                return plain(*args, **params)
     params = step.eqn.params
     ins = step.inputs
     outs = step.outputs
