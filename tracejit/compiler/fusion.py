@@ -141,6 +141,7 @@ class Planner:
         self.plan = Plan()
         self.buffer_of: dict[int, int] = {}
         self._memo: dict = {}
+        self._expr_memo: dict = {}
         self._expensive_memo: dict = {}
 
     # ----------------------------------------------------------- classification
@@ -229,6 +230,16 @@ class Planner:
 
     # ----------------------------------------------------------- expressions
     def expr(self, atom, imap: IndexMap, kernel_out=None) -> Node:
+        # Memoized per (value, index map): programs such as threefry's rounds reuse
+        # values heavily, and re-walking shared sub-DAGs would be exponential.
+        key = (id(atom), imap, atom is kernel_out)
+        node = self._expr_memo.get(key)
+        if node is None:
+            node = self._expr(atom, imap, kernel_out)
+            self._expr_memo[key] = node
+        return node
+
+    def _expr(self, atom, imap: IndexMap, kernel_out=None) -> Node:
         if isinstance(atom, Literal):
             return self._node(("const", atom.aval.dtype, atom.val.item()), lambda: Node(
                 "const", atom.aval.dtype, value=atom.val.item()))
@@ -249,7 +260,6 @@ class Planner:
         args = tuple(self.expr(a, imap if a.aval.ndim else IndexMap(())) for a in eqn.inputs)
         params = tuple(sorted(eqn.params.items()))
         key = ("op", eqn.primitive, params, tuple(id(a) for a in args))
-        self.fused_names.append(eqn.primitive.name)
         return self._node(key, lambda: Node("op", eqn.outputs[0].aval.dtype, args=args, prim=eqn.primitive,
                                             params=params))
 
@@ -330,18 +340,16 @@ class Planner:
                 self._build_loop(v, out_positions)
 
     def _build_loop(self, var, out_positions):
-        self.fused_names = []
         out = self._out_buffer(var, out_positions)
         nd = var.aval.ndim
         e = self.expr(var, IndexMap.identity(nd), kernel_out=var)
         shape = var.aval.shape if nd else (1,)
         kernel = Kernel(f"k{len(self.plan.steps)}", shape, max(len(shape) - 1, 0),
                         [Phase(None, [e], [out], [IndexMap.identity(len(shape)) if nd else IndexMap(())])],
-                        self.fused_names or ["copy"])
+                        _op_names([e]) or ["copy"])
         self.plan.steps.append(kernel)
 
     def _build_reduce(self, eqn, out_positions):
-        self.fused_names = [eqn.primitive.name]
         x = eqn.inputs[0]
         axes = eqn.params["axes"]
         xshape = x.aval.shape
@@ -357,9 +365,27 @@ class Planner:
         shape = tuple(xshape[d] for d in perm)
         n_outer = len(keep)
         kernel = Kernel(f"k{len(self.plan.steps)}", shape if shape else (1,), n_outer,
-                        [Phase(_REDUCE_OPS[eqn.primitive.name], [e], [out])], self.fused_names,
+                        [Phase(_REDUCE_OPS[eqn.primitive.name], [e], [out])],
+                        [eqn.primitive.name] + _op_names([e]),
                         reduced_shape=tuple(xshape), perm=perm)
         self.plan.steps.append(kernel)
+
+
+def _op_names(exprs) -> list:
+    """Primitive names of the operations in expressions, each node once, in DAG order."""
+    names, seen, stack = [], set(), list(reversed(exprs))
+    order = []
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        order.append(n)
+        stack.extend(reversed(n.args))
+    for n in reversed(order):
+        if n.kind == "op":
+            names.append(n.prim.name)
+    return names
 
 
 # --------------------------------------------------------------------------- merging

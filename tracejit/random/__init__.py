@@ -1,1 +1,39 @@
-"""``tracejit.random``: functional PRNG compatible with ``jax.random``."""
+"""``tracejit.random``: a functional PRNG compatible with ``jax.random``.
+
+Keys are threefry2x32 key data (``uint32[2]``); every function takes a key
+and returns values that depend only on the key, so the same key gives the
+same numbers eagerly and under ``jit``. ``bits``, ``uniform``, ``split``,
+``fold_in``, ``randint``, ``bernoulli``, ``permutation`` and ``choice``
+without ``p`` reproduce ``jax.random``'s streams (partitionable threefry,
+JAX's default) bit for bit. Dtypes default to NumPy 2's: float64 / int64.
+
+Using one key twice in a traced function is reported (``tracejit.config.key_reuse``:
+'off', 'warn' (default) or 'error'); split keys instead.
+
+Examples
+--------
+>>> import numpy as np
+>>> import tracejit
+>>> from tracejit import random
+>>> key = random.PRNGKey(0)
+>>> key, sub = random.split(key)
+>>> random.normal(sub, (2, 3), np.float32).shape
+(2, 3)
+>>> def dropout(x, key):
+...     mask = random.bernoulli(key, 0.8, x.shape)
+...     return x * mask / 0.8
+>>> tracejit.jit(dropout)(np.ones(4), key).shape
+(4,)
+"""
+from tracejit.random._keys import (KeyReuseError, KeyReuseWarning, PRNGKey, bits, fold_in, key, key_data,
+                                   split, wrap_key_data)
+from tracejit.random._samplers import (bernoulli, beta, categorical, choice, dirichlet, erf_inv, exponential,
+                                       gamma, gumbel, laplace, loggamma, logistic, multivariate_normal, normal,
+                                       permutation, poisson, randint, shuffle, truncated_normal, uniform)
+
+__all__ = [
+    "KeyReuseError", "KeyReuseWarning", "PRNGKey", "bernoulli", "beta", "bits", "categorical", "choice",
+    "dirichlet", "erf_inv", "exponential", "fold_in", "gamma", "gumbel", "key", "key_data", "laplace",
+    "loggamma", "logistic", "multivariate_normal", "normal", "permutation", "poisson", "randint", "shuffle",
+    "split", "truncated_normal", "uniform", "wrap_key_data",
+]
