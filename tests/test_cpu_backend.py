@@ -287,3 +287,19 @@ def test_in_place_temporaries_share_arena_memory():
     c = tracejit.jit(f).lower(x).compile()
     np.testing.assert_allclose(c(x), f(x), rtol=1e-12)
     assert c.memory_analysis()["temp_size_in_bytes"] < 2 * x.nbytes
+
+
+def test_in_place_never_clobbers_a_value_another_output_reads():
+    # Regression: with several outputs in one pass, writing output 1 over an input that
+    # output 3 still reads gave wrong results.
+    x, row, v = np.arange(72.).reshape(6, 4, 3), np.array([10., 20., 30.]), np.ones((6, 3))
+    f = lambda x, v, row: [x.at[:, 1].set(v), x.at[:, 1].set(1.5), x.at[:, 1].set(row),  # noqa: E731
+                           x.at[:, 1].add(v), x.at[:, 1].add(1.5), x.at[:, 1].add(row)]
+    ref, out = run_both(f, x, v, row)
+    for a, b in zip(ref, out):
+        assert_same(a, b)
+    fd = tracejit.jit(lambda x, y: (x + y, x * y), donate_argnums=(0,))
+    a, b = np.arange(5.0), np.full(5, 2.0)
+    s, p = fd(a.copy(), b)
+    np.testing.assert_array_equal(s, a + b)
+    np.testing.assert_array_equal(p, a * b)

@@ -88,72 +88,93 @@ def plan_memory(plan: Plan) -> tuple[dict, int]:
     return root, top
 
 
-def _identity_only_reads(kernel, bid) -> bool:
-    from tracejit.compiler.kernel_ir import IndexMap
-    nd = len(kernel.shape)
-    return all(n.map.terms == IndexMap.identity(nd).terms for n in kernel.loads() if n.buffer == bid)
-
-
-def _phase_loads(phase):
-    from tracejit.compiler.kernel_ir import Kernel as _K
-    return _K("p", (), 0, [phase]).loads()
+def _expr_loads(expr) -> list:
+    out, seen, stack = [], set(), [expr]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.kind == "load":
+            out.append(n)
+        stack.extend(n.args)
+    return out
 
 
 def in_place_pairs(plan: Plan, first=None, last=None) -> dict:
     """Temporaries a kernel may write over one of its inputs.
 
-    Safe when every read of that input in the kernel is at exactly the
-    element being written (same index map as the store), no later phase
-    reads it, and no later step reads it at all.
+    Safe when only the expression producing that output reads the input,
+    every such read is at exactly the element being written (same index map
+    as the store), and no later step reads the input. (Another output of
+    the same pass reading it would see the overwritten value.)
     """
     bufs = plan.buffers
     pairs = {}
     for i, step in enumerate(plan.steps):
         if not isinstance(step, Kernel):
             continue
-        used = set()
+        readers: dict[int, set] = {}
+        for pi, phase in enumerate(step.phases):
+            for j, e in enumerate(phase.exprs):
+                for n in _expr_loads(e):
+                    readers.setdefault(n.buffer, set()).add((pi, j))
         for pi, phase in enumerate(step.phases):
             if phase.reduce_op:
                 continue
-            later = {n.buffer for p in step.phases[pi + 1:] for n in _phase_loads(p)}
-            for out, omap in zip(phase.outputs, phase.out_maps):
+            for j, (out, omap, e) in enumerate(zip(phase.outputs, phase.out_maps, phase.exprs)):
                 ob = bufs[out]
                 if ob.kind != "temp":
                     continue
-                for n in _phase_loads(phase):
+                for n in _expr_loads(e):
                     r = n.buffer
                     rb = bufs[r]
-                    if (r in used or r in later or rb.kind != "temp" or rb.nbytes != ob.nbytes
-                            or rb.shape != ob.shape or last.get(r) != i):
+                    # Earlier phases finished with this row before this one writes it.
+                    others = {(p2, j2) for p2, j2 in readers.get(r, ()) if p2 >= pi and (p2, j2) != (pi, j)}
+                    if (others or rb.kind != "temp" or rb.nbytes != ob.nbytes
+                            or rb.shape != ob.shape or last.get(r) != i or r in pairs.values()):
                         continue
                     if all(m.map == omap for m in step.loads() if m.buffer == r):
                         pairs[out] = r
-                        used.add(r)
                         break
     return pairs
 
 
 def donation_pairs(plan: Plan, donated_inputs) -> dict:
-    """Outputs that may be written into a donated input's buffer: ``{output buffer: input position}``."""
+    """Outputs that may be written into a donated input's buffer: ``{output buffer: input position}``.
+
+    The same rules as in-place temporaries: only the expression producing the
+    output reads the input, at the element it writes, and nothing later does.
+    """
     bufs = plan.buffers
     pairs = {}
     last_read = {}
     for i, step in enumerate(plan.steps):
         for b in step_reads(step):
             last_read[b] = i
+    outputs = {b for b in plan.outputs if isinstance(b, int)}
     for i, step in enumerate(plan.steps):
-        if not isinstance(step, Kernel) or step.is_row_kernel or len(step.phases) != 1:
+        if not isinstance(step, Kernel):
             continue
-        phase = step.phases[0]
-        for out in phase.outputs:
-            ob = bufs[out]
-            if ob.kind != "output" or out in pairs:
+        readers: dict[int, set] = {}
+        for pi, phase in enumerate(step.phases):
+            for j, e in enumerate(phase.exprs):
+                for n in _expr_loads(e):
+                    readers.setdefault(n.buffer, set()).add((pi, j))
+        for pi, phase in enumerate(step.phases):
+            if phase.reduce_op:
                 continue
-            for pos in donated_inputs:
-                ib = bufs[plan.inputs[pos]]
-                if (pos not in pairs.values() and ib.shape == ob.shape and ib.dtype == ob.dtype
-                        and last_read.get(ib.id, -1) <= i and _identity_only_reads(step, ib.id)
-                        and ib.id not in [b for b in plan.outputs if isinstance(b, int)]):
-                    pairs[out] = pos
-                    break
+            for j, (out, omap, e) in enumerate(zip(phase.outputs, phase.out_maps, phase.exprs)):
+                ob = bufs[out]
+                if ob.kind != "output" or out in pairs:
+                    continue
+                for pos in donated_inputs:
+                    ib = bufs[plan.inputs[pos]]
+                    if (pos in pairs.values() or ib.shape != ob.shape or ib.dtype != ob.dtype
+                            or ib.id in outputs or last_read.get(ib.id, -1) > i
+                            or readers.get(ib.id, {(pi, j)}) != {(pi, j)}):
+                        continue
+                    if all(m.map == omap for m in _expr_loads(e) if m.buffer == ib.id):
+                        pairs[out] = pos
+                        break
     return pairs

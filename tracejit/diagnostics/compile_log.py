@@ -1,7 +1,10 @@
 """One log line per compile, and explanations of why a function recompiled."""
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import sys
 import warnings
 
 from tracejit.config import config
@@ -54,25 +57,131 @@ def _leaf_names(jitted, sig):
     return names
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _user_stacklevel() -> int:
+    """warnings.warn stacklevel of the first frame outside tracejit (the user's call)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+_listeners: list = []
+
+
+@contextlib.contextmanager
+def collect_compiles():
+    """Collect ``(jitted, sig, entry)`` for every compile inside the block (used by the advisor).
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit
+    >>> with collect_compiles() as seen:
+    ...     _ = tracejit.jit(lambda x: x + 1)(np.zeros(2))
+    >>> len(seen)
+    1
+    """
+    seen: list = []
+    _listeners.append(seen.append)
+    try:
+        yield seen
+    finally:
+        _listeners.remove(seen.append)
+
+
+_OUTCOMES = {"persistent-hit": "persistent-cache hit", "compiled": "compiled"}
+
+
+def compile_line(jitted, sig, entry) -> str:
+    """The one-line compile summary: function, location, signature, timings, kernels, cache outcome."""
+    t = entry.timings
+    kernels = len(getattr(entry.executable, "kernels", []) or [])
+    parts = ", ".join(f"{label} {t[k]:.1f} ms" for k, label in
+                      (("trace_ms", "trace"), ("passes_ms", "passes"), ("codegen_ms", "codegen"),
+                       ("llvm_ms", "LLVM"), ("compile_ms", "compile")) if isinstance(t.get(k), (int, float)))
+    outcome = t.get("cache", "compiled")
+    return (f"compiled {jitted._name} at {jitted._location} for {_sig_text(sig)}: {parts}; "
+            f"{kernels} kernel{'s' if kernels != 1 else ''}; {_OUTCOMES.get(outcome, outcome)}")
+
+
+def varying_arguments(jitted, sigs=None) -> list:
+    """``(argument name, dim or None, sorted distinct values)`` for leaves that differ across signatures.
+
+    ``dim`` is the axis whose size varies (None when the dtype, weak type or
+    rank varies); for static arguments the values are their distinct values.
+    """
+    sigs = list(jitted.signatures_compiled if sigs is None else sigs)
+    if len(sigs) < 2:
+        return []
+    out = []
+    same_tree = all(s.treedef == sigs[0].treedef for s in sigs)
+    if same_tree:
+        names = _leaf_names(jitted, sigs[0])
+        for i, name in enumerate(names):
+            avals = [s.avals[i] for s in sigs]
+            if len({(a.dtype, a.weak_type, len(a.shape)) for a in avals}) > 1:
+                out.append((name, None, sorted({a.str_short() for a in avals})))
+                continue
+            for d in range(len(avals[0].shape)):
+                sizes = sorted({a.shape[d] for a in avals})
+                if len(sizes) > 1:
+                    out.append((name, d, sizes))
+    keys = {k for s in sigs for k, _ in s.statics}
+    for k in sorted(keys, key=str):
+        vals = {repr(dict(s.statics).get(k)) for s in sigs}
+        if len(vals) > 1:
+            out.append((f"static argument {k}", None, sorted(vals)))
+    if not same_tree:
+        out.append(("the argument structure", None, sorted({str(s.treedef) for s in sigs})))
+    return out
+
+
+def _suggest_buckets(sizes) -> tuple:
+    top = max(sizes)
+    b, out = 1, []
+    while b < top:
+        b *= 2
+        if b >= min(sizes):
+            out.append(b)
+    return tuple(out or [top])
+
+
+def recompile_warning(jitted, sigs) -> str:
+    """The advice shown when one function compiled too many signatures."""
+    n = len(sigs)
+    varying = varying_arguments(jitted, sigs)
+    dims = [(name, d, sizes) for name, d, sizes in varying if d is not None]
+    if dims:
+        name, d, sizes = dims[0]
+        seen = ", ".join(map(str, sizes[:6])) + (", ..." if len(sizes) > 6 else "")
+        what = "; ".join(f"argument {nm} varies in dim {dd} ({len(sz)} sizes)" for nm, dd, sz in dims)
+        base = name.split("[")[0]
+        return (f"{jitted._name} at {jitted._location} has compiled {n} distinct signatures: {what} "
+                f"(sizes seen for {name}: {seen}). If a dimension varies with the data, pad it to a few "
+                f"bucket sizes so it compiles once per bucket: tracejit.pad_to_bucket(x, axis={d}, "
+                f"buckets={_suggest_buckets(sizes)}) with a mask, or "
+                f"jit(..., buckets={{{base!r}: ({d}, {_suggest_buckets(sizes)})}}).")
+    what = "; ".join(f"{nm} takes {len(v)} values ({', '.join(map(str, v[:4]))})" for nm, _, v in varying)
+    return (f"{jitted._name} at {jitted._location} has compiled {n} distinct signatures"
+            f"{': ' + what if what else ''}. Each new signature traces and compiles again; keep "
+            "dtypes and static arguments fixed, or pad varying sizes to a few buckets "
+            "(tracejit.pad_to_bucket or jit(..., buckets=...)).")
+
+
 def record_compile(jitted, sig, entry) -> None:
     """Log the compile and explain/warn about recompiles, as configured."""
-    reason = explain_miss(jitted, sig) if (config.explain_cache_misses or config.log_compiles) else None
-    if config.explain_cache_misses and reason:
-        msg = f"recompiling {jitted._name} at {jitted._location} because {reason}"
-        logger.warning(msg)
-        warnings.warn(msg, stacklevel=4)
+    for listener in list(_listeners):
+        listener((jitted, sig, entry))
+    if config.explain_cache_misses:
+        reason = explain_miss(jitted, sig)
+        if reason:
+            msg = f"recompiling {jitted._name} at {jitted._location} because {reason}"
+            logger.warning(msg)
+            warnings.warn(msg, stacklevel=_user_stacklevel())
     if config.log_compiles:
-        t = entry.timings
-        kernels = len(getattr(entry.executable, "kernels", []) or [])
-        parts = ", ".join(f"{k[:-3]} {v:.1f} ms" for k, v in t.items() if k.endswith("_ms"))
-        outcome = t.get("cache", "compiled")
-        line = (f"compiled {jitted._name} at {jitted._location} for {_sig_text(sig)}: {parts}; "
-                f"{kernels} kernels; {outcome}")
-        logger.warning(line)
-        print("tracejit:", line)
+        logger.warning(compile_line(jitted, sig, entry))
     n = len(jitted.signatures_compiled) + 1
     if n == config.recompile_warning_threshold + 1:
-        varying = explain_miss(jitted, sig) or "its arguments"
-        warnings.warn(f"{jitted._name} has compiled {n} distinct signatures (latest: {varying}). If a "
-                      "dimension varies with the data, pad it to a few bucket sizes (tracejit.pad_to_bucket "
-                      "or jit(..., buckets=...)) so it compiles once per bucket.", stacklevel=4)
+        warnings.warn(recompile_warning(jitted, [*jitted.signatures_compiled, sig]), stacklevel=_user_stacklevel())
