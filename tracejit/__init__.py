@@ -22,10 +22,21 @@ from tracejit.core.ir import Program
 from tracejit.api_ad import (checkpoint, checkpoint_policies, custom_jvp, custom_vjp, float0, grad, hessian,
                              jacfwd, jacobian, jacrev, jvp, linear_transpose, linearize, remat, stop_gradient,
                              value_and_grad, vjp)
-from tracejit import numpy, lax  # noqa: F401
+from tracejit.diagnostics.advisor import advise
+from tracejit.diagnostics.report import report
+from tracejit.buckets import bucketed_jit, pad_to_bucket
+from tracejit import numpy, lax, random  # noqa: F401
 from tracejit import tree_util  # noqa: F401
 
 import numpy as _np
+
+from tracejit.backends import get_backend as _get_backend
+
+# Load the LLVM backend with the package, so a function's first call pays for
+# tracing and compiling only (not for importing llvmlite).
+_get_backend("cpu")
+from tracejit.diagnostics import compile_log as _compile_log, persistent_cache as _persistent_cache  # noqa: E402,F401
+from tracejit.compiler import analysis as _analysis  # noqa: E402,F401
 
 Array = _np.ndarray
 """Type of the arrays tracejit returns (NumPy arrays); use it in type hints like ``jax.Array``."""
@@ -40,5 +51,5 @@ __all__ = [
     "register_pytree_node", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
     "tree_util", "grad", "value_and_grad", "vjp", "jvp", "linearize", "linear_transpose", "jacfwd", "jacrev",
     "jacobian", "hessian", "stop_gradient", "custom_vjp", "custom_jvp", "checkpoint", "remat",
-    "checkpoint_policies", "float0",
+    "checkpoint_policies", "float0", "advise", "report", "bucketed_jit", "pad_to_bucket", "random",
 ]

@@ -232,10 +232,11 @@ class Jitted:
             check_program(program)
         return program, out_tree_box[0]
 
-    def _compile(self, sig: _Signature) -> CacheEntry:
+    def _compile(self, sig: _Signature, traced=None) -> CacheEntry:
         from tracejit.compiler import compile_program
         t0 = time.perf_counter()
-        program, out_tree = self.trace(sig)
+        # `traced` is a (program, out_tree) that lower() already made: reuse it, never retrace.
+        program, out_tree = traced if traced is not None else self.trace(sig)
         t1 = time.perf_counter()
         executable, timings = compile_program(program, backend=self._backend or config.backend,
                                               name=self._name, donate_argnums=self._donated_leaves(sig))
@@ -258,14 +259,16 @@ class Jitted:
             offset += child.num_leaves
         return tuple(out)
 
-    def _entry_for(self, sig: _Signature) -> CacheEntry:
-        entry = self._cache.get(sig)
+    def _entry_for(self, sig: _Signature, traced=None) -> CacheEntry:
+        # Config options that change the executable (backend, threading) are part of the key.
+        key = (sig, config.compile_key())
+        entry = self._cache.get(key)
         if entry is None:
             with self._lock:
-                entry = self._cache.get(sig)
+                entry = self._cache.get(key)
                 if entry is None:
-                    entry = self._compile(sig)
-                    self._cache[sig] = entry
+                    entry = self._compile(sig, traced)
+                    self._cache[key] = entry
                     self.signatures_compiled.append(sig)
         return entry
 
@@ -274,7 +277,7 @@ class Jitted:
         # Plain ndarray positional arguments: a key without building avals or pytrees.
         if kwargs or self._static_argnums:
             return None
-        key = []
+        key = [config.compile_key()]
         for a in args:
             if type(a) is not np.ndarray:
                 return None
@@ -369,7 +372,7 @@ class Lowered:
 
     def compile(self) -> "Compiled":
         """Compile to native code; the result is also cached in the jitted function."""
-        entry = self._jitted._entry_for(self._sig)
+        entry = self._jitted._entry_for(self._sig, (self.program, self.out_tree))
         return Compiled(self._jitted, self._sig, entry, self._jitted._name)
 
 
@@ -427,7 +430,7 @@ def _sig_text(sig: _Signature) -> str:
 
 def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         donate_argnames=(), inline: bool = True, backend: str | None = None, keep_unused: bool = False,
-        **unsupported):
+        buckets=None, **unsupported):
     """Compile ``fun`` on first call per input signature; later calls reuse it.
 
     Parameters
@@ -444,6 +447,11 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), d
         program into the caller (default). ``False`` keeps a ``call``.
     backend : str, optional
         ``"cpu"`` (LLVM, default) or ``"reference"`` (NumPy interpreter).
+    buckets : dict, optional
+        ``{argument name or index: (axis, sizes)}``: pad that axis up to the
+        next size in ``sizes`` (and slice outputs back), so N distinct lengths
+        compile at most ``len(sizes)`` times; see :func:`tracejit.pad_to_bucket`
+        for the masking rules.
 
     Returns
     -------
@@ -465,7 +473,12 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), d
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, donate_argnames=donate_argnames,
-                                 inline=inline, backend=backend)
+                                 inline=inline, backend=backend, buckets=buckets)
+    if buckets is not None:
+        from tracejit.buckets import bucketed_jit
+        return bucketed_jit(fun, buckets, static_argnums=static_argnums, static_argnames=static_argnames,
+                            donate_argnums=donate_argnums, donate_argnames=donate_argnames, inline=inline,
+                            backend=backend)
     return Jitted(fun, static_argnums, static_argnames, donate_argnums, donate_argnames, inline, backend)
 
 

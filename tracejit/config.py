@@ -38,7 +38,8 @@ class Config:
         "dump_passes": lambda: os.environ.get("TRACEJIT_DUMP", ""),
         # Worker threads of compiled kernels (0 = one per core).
         "num_threads": lambda: int(os.environ.get("TRACEJIT_NUM_THREADS", "0")),
-        # Persistent compile cache directory ("" disables it).
+        # Persistent compile cache directory: "" = on, under $XDG_CACHE_HOME/tracejit or
+        # ~/.cache/tracejit; "off" = disabled; anything else = that directory.
         "compilation_cache_dir": lambda: os.environ.get("TRACEJIT_CACHE_DIR", ""),
         # What to do when one PRNG key is used twice in a traced function: off / warn / error.
         "key_reuse": lambda: os.environ.get("TRACEJIT_KEY_REUSE", "warn"),

@@ -486,7 +486,7 @@ def _log_miss(directory: str, key: str) -> None:
 # --------------------------------------------------------------------------- compiling through the cache
 
 def compile_module(module, *, name: str = "module", components: dict | None = None, vectorize: bool = True,
-                   speed_level: int = 3):
+                   speed_level: int = 3, extra_metadata=None, before_load=None):
     """Compile an llvmlite module like ``llvm_engine.compile_ir``, through the persistent cache.
 
     Returns ``(CompiledModule, outcome)`` with outcome ``"persistent-hit"``
@@ -500,6 +500,10 @@ def compile_module(module, *, name: str = "module", components: dict | None = No
 
     ``module`` may also be a zero-argument callable returning the module (or
     IR text): it is called only on a miss, so a hit skips building the IR too.
+
+    ``extra_metadata()`` (called after building, on a miss) adds JSON data to
+    the entry; ``before_load(metadata)`` runs before a hit's object code is
+    loaded — e.g. to register the external symbols the object refers to.
     """
     from tracejit.backends.cpu import llvm_engine
     if not enabled():
@@ -512,6 +516,8 @@ def compile_module(module, *, name: str = "module", components: dict | None = No
     hit = load(key)
     if hit is not None:
         try:
+            if before_load is not None:
+                before_load(hit[1] or {})
             compiled = llvm_engine.load_object(hit[0], name=name)
             compiled.timings = {"load": (time.perf_counter() - t0) * 1e3}
             return compiled, "persistent-hit"
@@ -532,7 +538,10 @@ def compile_module(module, *, name: str = "module", components: dict | None = No
     # Keep the optimized module so as_text(llvm_ir=True) still shows the IR.
     compiled._module_ref = mod
     t5 = time.perf_counter()
-    store(key, obj, {"name": name, "object_bytes": len(obj)})
+    meta = {"name": name, "object_bytes": len(obj)}
+    if extra_metadata is not None:
+        meta.update(extra_metadata())
+    store(key, obj, meta)
     compiled.timings = {"parse": (t2 - t1) * 1e3, "optimize": (t3 - t2) * 1e3, "codegen": (t4 - t3) * 1e3,
                         "load": (t5 - t4) * 1e3, "store": (time.perf_counter() - t5) * 1e3}
     return compiled, "compiled"
