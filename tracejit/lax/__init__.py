@@ -14,3 +14,19 @@ from tracejit.lax.indexing import *  # noqa: E402,F401,F403
 from tracejit.lax.indexing import __all__ as _ix_all  # noqa: E402
 
 __all__ += list(_cf_all) + list(_ix_all)
+
+
+def stop_gradient(x):
+    """Identity whose derivative is zero (``jax.lax.stop_gradient``).
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit
+    >>> tracejit.grad(lambda x: (x * tracejit.lax.stop_gradient(x)).sum())(np.ones(2))
+    array([1., 1.])
+    """
+    from tracejit.api_ad import stop_gradient as _sg
+    return _sg(x)
+
+
+__all__.append("stop_gradient")

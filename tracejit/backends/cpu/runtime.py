@@ -266,5 +266,7 @@ class CPUExecutable:
         text = "\n".join(lines)
         if llvm_ir:
             module = self.llvm_ir
-            text += "\n\n" + (getattr(module, "llvm_ir", module) or "")
+            ir_text = getattr(module, "llvm_ir", module)
+            text += "\n\n" + (ir_text or "; LLVM IR unavailable: the object code came from the persistent "
+                                          "compile cache (set config.compilation_cache_dir='off' to see it)")
         return text
