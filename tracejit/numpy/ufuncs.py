@@ -17,7 +17,11 @@ from tracejit.numpy._util import (aval, broadcast_operands, convert, eager, nump
 
 def _resolve(np_ufunc, ops):
     try:
-        resolved = np_ufunc.resolve_dtypes(tuple(numpy_type_arg(o) for o in ops) + (None,) * np_ufunc.nout)
+        # All-weak operands resolve at their default dtypes: NumPy picks object loops for
+        # comparisons of two Python ints (arbitrary precision), which tracejit cannot run.
+        all_weak = all(aval(o).weak_type for o in ops)
+        args = tuple(aval(o).dtype if all_weak else numpy_type_arg(o) for o in ops)
+        resolved = np_ufunc.resolve_dtypes(args + (None,) * np_ufunc.nout)
     except (TypeError, np.exceptions.DTypePromotionError) as e:
         names = ", ".join(aval(o).dtype.name for o in ops)
         raise TypeError(f"ufunc {np_ufunc.__name__!r} not supported for the input types ({names}): {e}") from None
@@ -63,7 +67,10 @@ class Ufunc:
             in_dtypes = (dtypes.canonical(dtype),) * self.nin
         weak = all(aval(o).weak_type for o in ops)
         ops = [convert(o, d, weak_type=weak) for o, d in zip(ops, in_dtypes)]
-        ops, _ = broadcast_operands(*ops)
+        try:
+            ops, _ = broadcast_operands(*ops)
+        except ValueError as e:
+            raise ValueError(f"{self.__name__}: {e}") from None
         result = self._impl(*ops)
         if self.nout == 1:
             return convert(result, out_dtypes[0], weak_type=weak) if aval(result).dtype != out_dtypes[0] else result
@@ -122,9 +129,26 @@ def _make(np_ufunc, impl, name=None):
     return Ufunc(np_ufunc, impl, name)
 
 
-def _rounding(prim_name):
+def _rounding(prim_name, name=None):
     def impl(x):
+        if dtypes.is_complex(aval(x).dtype):
+            raise NotImplementedError(f"{name or prim_name} of complex traced arrays is not supported; round "
+                                      "the real and imaginary parts separately")
         return x if not dtypes.is_float(aval(x).dtype) else _prim(prim_name)(x)
+    return impl
+
+
+def _ordered(prim_name):
+    # NumPy orders complex numbers lexicographically (real part first); a NaN
+    # imaginary part makes the real-part test false, as in NumPy's CLT/CLE macros.
+    def impl(x, y):
+        if not dtypes.is_complex(aval(x).dtype):
+            return _prim(prim_name)(x, y)
+        re, im, bind = unary_prims["real"].bind, unary_prims["imag"].bind, _prim
+        xr, xi, yr, yi = re(x), im(x), re(y), im(y)
+        no_nan = bind("and")(bind("not")(bind("is_nan")(xi)), bind("not")(bind("is_nan")(yi)))
+        first = bind("and")(bind({"le": "lt", "ge": "gt"}.get(prim_name, prim_name))(xr, yr), no_nan)
+        return bind("or")(first, bind("and")(bind("eq")(xr, yr), bind(prim_name)(xi, yi)))
     return impl
 
 
@@ -163,9 +187,13 @@ def _logaddexp2(x, y):
     return U["true_divide"](_logaddexp(U["multiply"](x, ln2), U["multiply"](y, ln2)), ln2)
 
 
-def _scale(factor):
+def _scale(num, den):
     def impl(x):
-        return _prim("mul")(x, np.asarray(factor, aval(x).dtype)[()])
+        # NumPy's loops compute the factor in the loop dtype: float32(180) / float32(pi).
+        d = aval(x).dtype
+        if d == dtypes.float16:  # NumPy's half loops compute in float32
+            return convert(impl(convert(x, dtypes.float32)), d)
+        return _prim("mul")(x, np.asarray(num, d)[()] / np.asarray(den, d)[()])
     return impl
 
 
@@ -181,6 +209,11 @@ def _logical(prim_name):
 
 def _positive(x):
     return x
+
+
+def _absolute(x):
+    # NumPy's absolute is the identity on bool (the abs primitive takes numbers only).
+    return x if dtypes.is_bool(aval(x).dtype) else _prim("abs")(x)
 
 
 _UNARY_DIRECT = {
@@ -216,28 +249,31 @@ for _n, (_np_u, _p) in {**_UNARY_DIRECT, **_BINARY_DIRECT}.items():
     UFUNCS[_n] = _make(_np_u, _prim(_p), _n)
 
 UFUNCS.update({
+    "less": _make(np.less, _ordered("lt")), "less_equal": _make(np.less_equal, _ordered("le")),
+    "greater": _make(np.greater, _ordered("gt")), "greater_equal": _make(np.greater_equal, _ordered("ge")),
     "positive": _make(np.positive, _positive),
+    "absolute": _make(np.absolute, _absolute),
     "sign": _make(np.sign, _sign),
     "floor": _make(np.floor, _rounding("floor")),
     "ceil": _make(np.ceil, _rounding("ceil")),
     "trunc": _make(np.trunc, _rounding("trunc")),
-    "rint": _make(np.rint, _rounding("round")),
+    "rint": _make(np.rint, _rounding("round", "rint")),
     "conjugate": _make(np.conjugate, _conj),
     "reciprocal": _make(np.reciprocal, _reciprocal),
     "logaddexp": _make(np.logaddexp, _logaddexp),
     "logaddexp2": _make(np.logaddexp2, _logaddexp2),
-    "deg2rad": _make(np.deg2rad, _scale(np.pi / 180)),
-    "rad2deg": _make(np.rad2deg, _scale(180 / np.pi)),
+    "deg2rad": _make(np.deg2rad, _scale(np.pi, 180)),
+    "rad2deg": _make(np.rad2deg, _scale(180, np.pi)),
     "divmod": _make(np.divmod, _divmod),
     "logical_and": _make(np.logical_and, _logical("and")),
     "logical_or": _make(np.logical_or, _logical("or")),
     "logical_xor": _make(np.logical_xor, _logical("xor")),
     "logical_not": _make(np.logical_not, _logical("not")),
 })
-UFUNCS["radians"] = _make(np.radians, _scale(np.pi / 180), "radians")
-UFUNCS["degrees"] = _make(np.degrees, _scale(180 / np.pi), "degrees")
+UFUNCS["radians"] = _make(np.radians, _scale(np.pi, 180), "radians")
+UFUNCS["degrees"] = _make(np.degrees, _scale(180, np.pi), "degrees")
 UFUNCS["conj"] = _make(np.conjugate, _conj, "conj")
-UFUNCS["abs"] = _make(np.absolute, _prim("abs"), "abs")
+UFUNCS["abs"] = _make(np.absolute, _absolute, "abs")
 UFUNCS["divide"] = _make(np.true_divide, _prim("div"), "divide")
 UFUNCS["mod"] = _make(np.remainder, _prim("rem"), "mod")
 UFUNCS["bitwise_not"] = _make(np.invert, _prim("not"), "bitwise_not")
