@@ -303,3 +303,18 @@ def test_in_place_never_clobbers_a_value_another_output_reads():
     s, p = fd(a.copy(), b)
     np.testing.assert_array_equal(s, a + b)
     np.testing.assert_array_equal(p, a * b)
+
+
+def test_reduction_over_empty_axis_writes_identity():
+    for fn in (lambda x: x[:, :0].sum(-1), lambda x: x[:, :0].prod(-1), lambda x: jnp.max(x[:, :0], -1, initial=-5.0)):
+        ref, out = run_both(fn, np.ones((2, 3)))
+        assert_same(ref, out)
+
+
+def test_merge_respects_producers_seen_through_aliases():
+    # Regression: a reduction reading a reshape (alias) of a later step's output was merged
+    # into an earlier kernel and read uninitialized memory.
+    x = np.array([3., 1, 2, 1])
+    ref, out = run_both(lambda x: (jnp.min(x), jnp.sum(jnp.diagonal(jnp.outer(x, x)))), x)
+    for a, b in zip(ref, out):
+        assert_same(a, b)

@@ -193,8 +193,6 @@ def test_norm(dtype):
         tracejit.jit(lambda v: jnp.linalg.norm(v, "fro"))(x[0])
 
 
-@pytest.mark.xfail(reason="cpu backend bug (not tracejit.numpy): reduce_sum over a zero-size operand returns "
-                          "uninitialized memory instead of 0; passes with backend='reference'", strict=False)
 def test_norm_of_empty():
     x = np.ones((0, 4))
     check(jnp.linalg.norm, np.linalg.norm, x)

@@ -492,9 +492,15 @@ def _substitute_own(exprs, own_exprs):
     return [sub(e) for e in exprs]
 
 
+def _base_buffer(plan, b):
+    while plan.buffers[b].kind == "alias":
+        b = plan.buffers[b].alias_of
+    return b
+
+
 def _find_merge_target(merged, step, produced_at, plan):
     reads = _reads(step)
-    read_ids = {b for b, _ in reads}
+    read_ids = {b for b, _ in reads} | {_base_buffer(plan, b) for b, _ in reads}
     for ti in range(len(merged) - 1, -1, -1):
         k = merged[ti]
         if not isinstance(k, Kernel):

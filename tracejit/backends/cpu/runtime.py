@@ -60,7 +60,8 @@ class KernelLaunch:
 
     def __call__(self, env):
         n = self.parallel_size
-        if n == 0 or self.work == 0:
+        if n == 0 or (self.work == 0 and not self.kernel.is_row_kernel):
+            # (A reduction over an empty axis still writes its identity for every row.)
             return
         ptrs = self.ptr_array(*[env[b].ctypes.data for b in self.slots])
         if self.work < PARALLEL_MIN_WORK or n < 2:
