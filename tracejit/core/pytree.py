@@ -135,7 +135,10 @@ def tree_unflatten(treedef: PyTreeDef, leaves) -> Any:
 
     def rec(td):
         if td.node_type is None:
-            return next(it)
+            leaf = next(it, _SENTINEL)
+            if leaf is _SENTINEL:
+                raise ValueError(f"too few leaves for tree structure {treedef}")
+            return leaf
         children = [rec(c) for c in td.children]
         node = _registry.get(td.node_type) or _node_type_of_cls(td.node_type)
         return node.from_iterable(td.aux, children)

@@ -76,14 +76,14 @@ def convert(x, dtype, weak_type: bool = False):
         return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak_type)
     if dtypes.is_python_scalar(x):
         with np.errstate(all="ignore"):
-            if dtypes.is_complex(np.dtype(dtype)) or not isinstance(x, complex):
+            if dtypes.is_complex(np.dtype(dtype)) or dtypes.is_bool(np.dtype(dtype)) or not isinstance(x, complex):
                 return np.asarray(x, dtype=dtype)[()]
             return np.asarray(x.real, dtype=dtype)[()]
     arr = np.asarray(x)
     if arr.dtype == dtype:
         return arr
     with np.errstate(all="ignore"):
-        if dtypes.is_complex(arr.dtype) and not dtypes.is_complex(dtype):
+        if dtypes.is_complex(arr.dtype) and not dtypes.is_complex(dtype) and not dtypes.is_bool(dtype):
             arr = arr.real
         return arr.astype(dtype)
 
@@ -97,7 +97,8 @@ def numpy_type_arg(x):
     """What to pass to ``ufunc.resolve_dtypes`` for operand ``x`` (Python type if weak)."""
     a = aval(x)
     if a.weak_type:
-        return {"b": bool, "i": int, "u": int, "f": float, "c": complex}[a.dtype.kind]
+        # resolve_dtypes rejects Python ``bool``; bool is the lowest kind, so its dtype is equivalent.
+        return {"b": dtypes.bool_, "i": int, "u": int, "f": float, "c": complex}[a.dtype.kind]
     return a.dtype
 
 
@@ -152,7 +153,7 @@ def canonicalize_axis(axis, ndim: int) -> int:
         axis = operator.index(axis)
     except TypeError:
         raise TypeError(f"axis must be an integer, got {axis!r}") from None
-    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+    if (axis not in (0, -1)) if ndim == 0 else not -ndim <= axis < ndim:
         raise np.exceptions.AxisError(f"axis {axis} is out of bounds for array of dimension {ndim}")
     return axis % ndim if ndim else 0
 
@@ -164,5 +165,7 @@ def canonicalize_axes(axis, ndim: int) -> tuple:
         axes = tuple(canonicalize_axis(a, ndim) for a in axis)
         if len(set(axes)) != len(axes):
             raise ValueError(f"duplicate value in 'axis': {axis}")
-        return tuple(sorted(axes))
-    return (canonicalize_axis(axis, ndim),)
+    else:
+        axes = (canonicalize_axis(axis, ndim),)
+    # NumPy accepts axis 0 / -1 on a 0-d array, which then has no axis to act on.
+    return tuple(sorted(axes)) if ndim else ()

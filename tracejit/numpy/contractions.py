@@ -60,6 +60,8 @@ def dot(a, b, out=None):
     the last axis of ``a`` and second-to-last of ``b`` in general."""
     if eager(a, b):
         return np.dot(a, b)
+    # np.dot is no ufunc: Python scalars are converted strongly (f32 . 2.0 -> float64).
+    a, b = (np.asarray(v) if dtypes.is_python_scalar(v) else v for v in (a, b))
     a, b = _operands(a, b)
     sa, sb = aval(a).shape, aval(b).shape
     if not sa or not sb:
@@ -75,7 +77,9 @@ def vdot(a, b):
     if eager(a, b):
         return np.vdot(a, b)
     a, b = _operands(a, b)
-    return dot(reshape(U.conjugate(a), (-1,)), reshape(b, (-1,)))
+    if dtypes.is_complex(aval(a).dtype):  # conjugate of bool would resolve to int8
+        a = U.conjugate(a)
+    return dot(reshape(a, (-1,)), reshape(b, (-1,)))
 
 
 def inner(a, b):
@@ -172,7 +176,7 @@ def _einsum_single(x, term, keep):
     from tracejit.numpy.reductions import sum as sum_
     axes = tuple(i for i, c in enumerate(term) if c not in keep)
     if axes:
-        x = sum_(x, axis=axes)
+        x = sum_(x, axis=axes, dtype=aval(x).dtype)  # einsum keeps the dtype (no int32 -> int64 widening)
         term = "".join(c for c in term if c in keep)
     return x, term
 

@@ -107,11 +107,21 @@ def arange(start, stop=None, step=None, dtype=None):
         raise ValueError("arange: step must not be zero")
     n = max(0, int(np.ceil((end - begin) / stride)))
     d = dtypes.canonical(dtype) if dtype is not None else np.arange(begin, begin + stride, stride).dtype
-    base = iota_p.bind(dtype=d if not dtypes.is_bool(d) else dtypes.int64, shape=(n,), dimension=0)
-    if stride != 1:
-        base = base * np.asarray(stride, d)[()]
-    if begin != 0:
-        base = base + np.asarray(begin, d)[()]
+    if dtypes.is_bool(d):
+        return np.arange(start, stop, step, dtype=d)  # at most two elements; a constant
+    # As NumPy: the first two values are cast to the dtype, the rest are first + i * (second - first)
+    # computed in the dtype (so arange(0.5, 2, 0.5, dtype=int32) is [0, 1, 2]).
+    with np.errstate(all="ignore"):
+        first, second = np.asarray(begin, d)[()], np.asarray(begin + stride, d)[()]
+        delta = second - first
+    base = iota_p.bind(dtype=d, shape=(n,), dimension=0)
+    if delta != 1:
+        base = base * delta
+    if first != 0:
+        base = base + first
+    if n > 1 and first + delta != second:
+        from tracejit.numpy.misc import where
+        base = where(iota_p.bind(dtype=dtypes.int64, shape=(n,), dimension=0) == 1, second, base)
     return base
 
 
@@ -125,9 +135,10 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if axis != 0:
         raise NotImplementedError("linspace(axis != 0) is not supported on traced bounds")
     start, stop = to_operand(start), to_operand(stop)
-    out_dtype = dtypes.canonical(dtype) if dtype is not None else np.result_type(
-        float, *(aval(v).dtype for v in (start, stop) if not aval(v).weak_type))
-    comp = out_dtype if dtypes.is_inexact(out_dtype) else dtypes.float64
+    # As NumPy, compute in result_type(start, stop, float) -- a Python float is weak (NEP 50), so
+    # float32 bounds compute in float32 -- and only then cast to ``dtype``.
+    comp = np.result_type(1.0, *(aval(v).dtype for v in (start, stop) if not aval(v).weak_type))
+    out_dtype = dtypes.canonical(dtype) if dtype is not None else comp
     start, stop = convert(start, comp), convert(stop, comp)
     div = (num - 1) if endpoint else num
     idx = iota_p.bind(dtype=comp, shape=(num,), dimension=0)
@@ -140,6 +151,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         last = iota_p.bind(dtype=dtypes.int64, shape=(num,), dimension=0)
         last = reshape(last, (num,) + (1,) * len(shp))
         out = where(U.equal(last, num - 1), stop, out)
+    if dtypes.is_integer(out_dtype):
+        out = U.floor(out)  # NumPy 2 floors (not truncates) for integer dtypes
     out = convert(out, out_dtype)
     return (out, step) if retstep else out
 

@@ -66,8 +66,13 @@ def round(a, decimals=0, out=None):
     if not dtypes.is_inexact(d):
         if decimals >= 0:
             return x
+        # Halves round to even, as NumPy: 25 -> 20, 35 -> 40, -25 -> -20.
         scale = np.asarray(10 ** (-decimals), d)[()]
-        return U.multiply(U.floor_divide(U.add(x, scale // 2), scale), scale)
+        q = U.floor_divide(x, scale)
+        twice_rem = U.multiply(U.subtract(x, U.multiply(q, scale)), 2)
+        up = U.logical_or(U.greater(twice_rem, scale),
+                          U.logical_and(U.equal(twice_rem, scale), U.equal(U.remainder(q, 2), 1)))
+        return U.multiply(U.add(q, convert(up, d)), scale)
     if dtypes.is_complex(d):
         raise NotImplementedError("round of complex traced arrays is not supported")
     if decimals == 0:

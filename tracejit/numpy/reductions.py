@@ -2,6 +2,7 @@
 any, cumulative sums/products, and NaN-aware variants."""
 from __future__ import annotations
 
+import builtins
 import functools
 import math
 
@@ -76,7 +77,7 @@ def _extremum(name, prim, a, axis, keepdims, initial, where):
     x = to_operand(a)
     xa = aval(x)
     axes = canonicalize_axes(axis, xa.ndim)
-    if initial is None and any(xa.shape[i] == 0 for i in axes):
+    if initial is None and builtins.any(xa.shape[i] == 0 for i in axes):
         raise ValueError(f"zero-size array to reduction operation {'maximum' if name == 'max' else 'minimum'} "
                          "which has no identity")
     if dtypes.is_complex(xa.dtype):
@@ -84,7 +85,8 @@ def _extremum(name, prim, a, axis, keepdims, initial, where):
     if xa.size == 0:
         from tracejit.numpy.creation import full
         shape = tuple(1 if i in axes else s for i, s in enumerate(xa.shape) if keepdims or i not in axes)
-        return full(shape, initial, dtype=xa.dtype)
+        # No reduced axis is empty here (or initial is given), so without initial the result is empty.
+        return full(shape, 0 if initial is None else initial, dtype=xa.dtype)
     out = _reduce(prim, x, axes, keepdims)
     if initial is not None:
         out = (U.maximum if name == "max" else U.minimum)(out, initial)
@@ -139,10 +141,15 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     axes = canonicalize_axes(axis, aval(x).ndim)
     n = _count(x, axes)
     total = _reduce("reduce_sum", x, axes, keepdims)
-    real = np.dtype(acc.char.lower()) if dtypes.is_complex(acc) else acc
-    out = U.true_divide(total, np.asarray(n, dtype=real if not dtypes.is_complex(acc) else acc)[()]) if n else \
-        U.multiply(total, np.asarray(np.nan, acc)[()])
-    return convert(out, rd)
+    return convert(_divide_by_count(total, n, acc), rd)  # float16: rounds via float32, as NumPy
+
+
+def _divide_by_count(total, n, out_dtype):
+    # NumPy divides by an intp count, so the division runs in (dtype, int64)'s promoted type
+    # (float32 sums divide in float64) and is cast back; a zero count gives IEEE inf/nan.
+    div_dtype = np.result_type(aval(total).dtype, np.intp)
+    out = U.true_divide(convert(total, div_dtype), np.asarray(builtins.max(n, 0), div_dtype)[()])
+    return convert(out, out_dtype)
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None, correction=None):
@@ -158,22 +165,19 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     x = convert(x, dtypes.float32 if in_dtype == dtypes.float16 else in_dtype)
     axes = canonicalize_axes(axis, aval(x).ndim)
     centered = U.subtract(x, _mean_keep(x, axes))
-    sq = U.multiply(centered, U.conjugate(centered)) if dtypes.is_complex(aval(x).dtype) else U.square(centered)
-    if dtypes.is_complex(aval(sq).dtype):
-        from tracejit.numpy.misc import real
-        sq = real(sq)
-    n = _count(x, axes) - ddof
+    if dtypes.is_complex(aval(x).dtype):
+        # |z|^2 as re^2 + im^2, the way NumPy's var computes it for complex input.
+        from tracejit.numpy.misc import imag, real
+        sq = U.add(U.square(real(centered)), U.square(imag(centered)))
+    else:
+        sq = U.square(centered)
     total = _reduce("reduce_sum", sq, axes, keepdims)
-    real_dtype = aval(total).dtype
-    out = U.true_divide(total, np.asarray(n, real_dtype)[()]) if n > 0 else \
-        U.multiply(total, np.asarray(np.nan if n <= 0 else 1, real_dtype)[()])
-    return convert(out, rd)
+    return _divide_by_count(total, _count(x, axes) - ddof, rd)
 
 
 def _mean_keep(x, axes):
-    n = _count(x, axes)
     total = _reduce("reduce_sum", x, axes, True)
-    return U.true_divide(total, np.asarray(n if n else np.nan, aval(x).dtype)[()])
+    return _divide_by_count(total, _count(x, axes), aval(x).dtype)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None, correction=None):

@@ -176,9 +176,10 @@ def concatenate(arrays, axis=0, dtype=None):
         raise ValueError("zero-dimensional arrays cannot be concatenated")
     ax = canonicalize_axis(axis, nd)
     for o in ops:
-        if aval(o).ndim != nd:
-            raise ValueError("all the input array dimensions except for the concatenation axis must match "
-                             f"exactly, but got shapes {[aval(x).shape for x in ops]}")
+        s = aval(o).shape
+        if len(s) != nd or any(a != b for i, (a, b) in enumerate(zip(s, aval(ops[0]).shape)) if i != ax):
+            raise ValueError("concatenate: all the input array dimensions except for the concatenation axis "
+                             f"must match exactly, but got shapes {[aval(x).shape for x in ops]}")
     if len(ops) == 1:
         return ops[0]
     return concatenate_p.bind(*ops, dimension=ax)

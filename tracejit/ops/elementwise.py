@@ -260,7 +260,8 @@ def _convert_abstract_eval(x, *, new_dtype, weak_type=False):
 
 def _convert_impl(x, *, new_dtype, weak_type=False):
     with np.errstate(all="ignore"):
-        if dtypes.is_complex(x.dtype) and not dtypes.is_complex(new_dtype):
+        # complex -> bool is "either part nonzero" (NumPy); other real targets take the real part.
+        if dtypes.is_complex(x.dtype) and not dtypes.is_complex(new_dtype) and not dtypes.is_bool(new_dtype):
             x = np.real(x)
         return [np.asarray(x).astype(new_dtype)]
 

@@ -1,0 +1,167 @@
+"""Reductions (sum, mean, max, min, prod, argmax, argmin, var, std, all, any,
+cumulative and NaN-aware ones) vs NumPy, eagerly and under jit."""
+import numpy as np
+import pytest
+
+import tracejit
+import tracejit.numpy as jnp
+from helpers import ALL_DTYPES, check_against_numpy, sample, special_values, views
+
+AXES = [None, 0, 1, -1, (0, 1), (0, 2), ()]
+DTYPE_IDS = [np.dtype(d).name for d in ALL_DTYPES]
+ORDERED = [d for d in ALL_DTYPES if np.dtype(d).kind != "c"]
+
+
+def _x(dtype, shape=(2, 3, 4), seed=0):
+    return sample(shape, dtype, seed=seed, low=-3, high=4)
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis", AXES, ids=repr)
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+def test_sum_prod_mean(dtype, axis, keepdims):
+    x = _x(dtype)
+    # Float sums may differ in the last bits if the compiled backend reassociates.
+    check_against_numpy(lambda xp, a: tuple(getattr(xp, name)(a, axis=axis, keepdims=keepdims)
+                                            for name in ("sum", "prod", "mean")), x,
+                        transcendental=np.dtype(dtype).kind in "fc")
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis", AXES, ids=repr)
+@pytest.mark.parametrize("dtype", ORDERED, ids=[np.dtype(d).name for d in ORDERED])
+def test_max_min_all_any(dtype, axis, keepdims):
+    x = _x(dtype)
+    check_against_numpy(lambda xp, a: tuple(getattr(xp, name)(a, axis=axis, keepdims=keepdims)
+                                            for name in ("max", "min", "all", "any")), x)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+@pytest.mark.parametrize("dtype", ORDERED, ids=[np.dtype(d).name for d in ORDERED])
+def test_argmax_argmin(dtype, axis):
+    x = _x(dtype, (3, 5), seed=4)
+    for name in ("argmax", "argmin"):
+        check_against_numpy(lambda xp, a: getattr(xp, name)(a, axis=axis), x)
+        check_against_numpy(lambda xp, a: getattr(xp, name)(a, axis=axis, keepdims=True), x)
+
+
+@pytest.mark.parametrize("ddof", [0, 1])
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)], ids=repr)
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64, np.complex128],
+                         ids=lambda d: np.dtype(d).name)
+def test_var_std(dtype, axis, ddof):
+    x = _x(dtype, (4, 5), seed=2)
+    for name in ("var", "std"):
+        check_against_numpy(lambda xp, a: getattr(xp, name)(a, axis=axis, ddof=ddof), x, transcendental=True)
+        check_against_numpy(lambda xp, a: getattr(xp, name)(a, axis=axis, ddof=ddof, keepdims=True), x,
+                            transcendental=True)
+
+
+def test_methods_and_protocol():
+    x = _x(np.float64, (3, 4), seed=1)
+    for fn in (lambda xp, a: a.sum(), lambda xp, a: a.sum(axis=0), lambda xp, a: a.mean(1, keepdims=True),
+               lambda xp, a: a.max(axis=1), lambda xp, a: a.min(), lambda xp, a: a.prod(0),
+               lambda xp, a: a.argmax(), lambda xp, a: a.argmin(axis=0), lambda xp, a: a.var(ddof=1),
+               lambda xp, a: a.std(0), lambda xp, a: (a > 0).all(0), lambda xp, a: (a > 0).any(),
+               lambda xp, a: xp.sum(a, axis=0), lambda xp, a: xp.amax(a, 1)):
+        check_against_numpy(fn, x, transcendental=True)
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.int32, np.uint8, np.uint32, np.float16, np.float32],
+                         ids=lambda d: np.dtype(d).name)
+def test_accumulator_dtypes_follow_numpy(dtype):
+    # int32 sums widen to int64, bool sums to int64, uint32 to uint64, float16 means stay float16.
+    x = _x(dtype, (3, 4), seed=7)
+    # NumPy's float16 var rounds intermediates to float16; tracejit keeps them in float32.
+    f16 = np.dtype(dtype) == np.float16
+    for name in ("sum", "prod", "mean", "max", "var"):
+        check_against_numpy(lambda xp, a: getattr(xp, name)(a), x, transcendental=True, reassoc=f16 and name == "var")
+    check_against_numpy(lambda xp, a: xp.sum(a, dtype=np.float32), x, transcendental=True)
+    check_against_numpy(lambda xp, a: xp.mean(a, axis=0, dtype=np.float64), x, transcendental=True)
+
+
+def test_empty_reductions():
+    e = np.zeros((0, 3))
+    for fn in (lambda xp, a: xp.sum(a), lambda xp, a: xp.sum(a, axis=0), lambda xp, a: xp.sum(a, axis=1),
+               lambda xp, a: xp.prod(a, axis=0), lambda xp, a: xp.all(a), lambda xp, a: xp.any(a, axis=1),
+               lambda xp, a: xp.mean(a), lambda xp, a: xp.mean(a, axis=0), lambda xp, a: xp.var(a, axis=0),
+               lambda xp, a: xp.max(a, axis=1), lambda xp, a: xp.max(a, axis=0, initial=-1.0),
+               lambda xp, a: xp.argmax(a, axis=1)):
+        check_against_numpy(fn, e)
+    for name in ("max", "min"):
+        with pytest.raises(ValueError, match="zero-size array"):
+            tracejit.jit(getattr(jnp, name))(e)
+        with pytest.raises(ValueError, match="zero-size array"):
+            getattr(jnp, name)(e)
+    for name in ("argmax", "argmin"):
+        with pytest.raises(ValueError, match="empty"):
+            tracejit.jit(lambda a: getattr(jnp, name)(a, axis=0))(e)
+
+
+def test_nan_and_inf_in_reductions():
+    x = np.array([[1.0, np.nan, 3.0], [np.inf, -np.inf, 2.0], [-0.0, 0.0, -1.0]])
+    for name in ("sum", "prod", "max", "min", "mean", "argmax", "argmin", "nansum", "nanmax", "nanmin",
+                 "nanprod", "nanmean"):
+        check_against_numpy(lambda xp, a: tuple(getattr(xp, name)(a, axis=axis) for axis in (None, 0, 1)), x,
+                            check_zero_sign=False)
+    # NaN wins in max/min and argmax/argmin picks the first NaN.
+    assert np.isnan(tracejit.jit(jnp.max)(x))
+    assert tracejit.jit(jnp.argmin)(x) == 1
+    all_nan = np.full((2, 2), np.nan)
+    check_against_numpy(lambda xp, a: xp.nanmax(a, axis=0), all_nan)
+
+
+def test_signed_zero_max_min():
+    # NumPy's max/min return the first of equal-comparing zeros; the result is zero either way.
+    x = np.array([-0.0, 0.0])
+    check_against_numpy(lambda xp, a: xp.sum(a), x)
+    got = tracejit.jit(jnp.max)(x)
+    assert got == 0.0
+
+
+def test_noncontiguous_inputs():
+    x = _x(np.float64, (6, 4), seed=9)
+    for name, v in views(x).items():
+        for fn in (lambda xp, a: xp.sum(a, axis=0), lambda xp, a: xp.max(a, axis=1), lambda xp, a: xp.argmax(a),
+                   lambda xp, a: xp.mean(a, axis=-1, keepdims=True)):
+            check_against_numpy(fn, v, transcendental=True)
+
+
+def test_scalar_and_size_one():
+    for x in (np.float64(3.5), np.array(2, np.int32), np.ones((1, 1)), np.array([True])):
+        for name in ("sum", "prod", "max", "min", "mean", "all", "any", "argmax"):
+            check_against_numpy(lambda xp, a: getattr(xp, name)(a), x)
+    check_against_numpy(lambda xp, a: xp.sum(a, axis=0), np.float64(3.5))
+    check_against_numpy(lambda xp, a: xp.sum(a, axis=-1, keepdims=True), np.float64(3.5))
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+@pytest.mark.parametrize("dtype", [np.bool_, np.int32, np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_cumulative(name, axis, dtype):
+    check_against_numpy(lambda xp, a: getattr(xp, name)(a, axis=axis), _x(dtype, (3, 4), seed=3),
+                        transcendental=np.dtype(dtype).kind == "f")
+
+
+def test_initial_and_where_errors():
+    x = _x(np.float64, (3, 4))
+    check_against_numpy(lambda xp, a: xp.sum(a, initial=10.0), x, transcendental=True)
+    check_against_numpy(lambda xp, a: xp.max(a, axis=0, initial=2.0), x)
+    with pytest.raises(NotImplementedError, match="where"):
+        tracejit.jit(lambda a: jnp.sum(a, where=a > 0))(x)
+
+
+def test_axis_errors():
+    x = np.ones((2, 3))
+    with pytest.raises(np.exceptions.AxisError):
+        tracejit.jit(lambda a: jnp.sum(a, axis=2))(x)
+    with pytest.raises(ValueError, match="duplicate"):
+        tracejit.jit(lambda a: jnp.sum(a, axis=(0, 0)))(x)
+
+
+def test_large_and_special_values_sum():
+    x = special_values(np.float64)
+    finite = x[np.isfinite(x)]
+    check_against_numpy(lambda xp, a: (xp.max(a), xp.min(a), xp.argmax(a), xp.argmin(a)), finite)
+    ints = special_values(np.int64)
+    check_against_numpy(lambda xp, a: (xp.max(a), xp.min(a), xp.sum(a), xp.argmax(a)), ints)
