@@ -57,13 +57,7 @@ class Node:
     params: tuple = ()          # op: sorted params items
 
     def __repr__(self):
-        if self.kind == "load":
-            return f"load(b{self.buffer})"
-        if self.kind == "const":
-            return f"{self.value!r}"
-        if self.kind == "iota":
-            return "iota"
-        return f"{self.prim.name}({', '.join(map(repr, self.args))})"
+        return format_exprs([self])[-1]
 
 
 @dataclass
@@ -123,10 +117,63 @@ class Kernel:
         return seen
 
     def describe(self) -> str:
+        """Readable, exact text of the kernel (shared sub-expressions are named once)."""
         lines = [f"kernel {self.name} over {list(self.shape)} (outer {self.n_outer}): "
                  f"{', '.join(self.eqn_names)}"]
         for p in self.phases:
             what = f"reduce_{p.reduce_op}" if p.reduce_op else "map"
-            lines.append(f"    {what} -> {', '.join(f'b{b}' for b in p.outputs)}: "
-                         f"{'; '.join(repr(e) for e in p.exprs)}")
+            *lets, result = format_exprs(p.exprs)
+            for let in lets:
+                lines.append(f"      {let}")
+            lines.append(f"    {what} -> {', '.join(f'b{b}' for b in p.outputs)}: {result}")
         return "\n".join(lines)
+
+
+def _map_text(m: IndexMap) -> str:
+    identity = all(t == (i, 1, 0) for i, t in enumerate(m.terms))
+    if identity:
+        return ""
+    return "@[" + ",".join("%d" % o if s < 0 else (f"{o}+" if o else "") + (f"{sc}*" if sc != 1 else "") + f"i{s}"
+                           for s, sc, o in m.terms) + "]"
+
+
+def format_exprs(exprs) -> list:
+    """Text of expressions in linear size: nodes used more than once become ``%n = ...`` lines.
+
+    Returns the let-lines followed by one line with the expressions (``; ``-separated).
+    """
+    uses: dict[int, int] = {}
+    order = []
+    stack = [(e, False) for e in reversed(exprs)]
+    seen = set()
+    while stack:
+        n, expanded = stack.pop()
+        if expanded:
+            order.append(n)
+            continue
+        uses[id(n)] = uses.get(id(n), 0) + 1
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        stack.append((n, True))
+        stack.extend((a, False) for a in reversed(n.args))
+    names: dict[int, str] = {}
+    text: dict[int, str] = {}
+    lets = []
+    for n in order:
+        if n.kind == "load":
+            t = f"load(b{n.buffer}{_map_text(n.map)})"
+        elif n.kind == "const":
+            t = repr(n.value)
+        elif n.kind == "iota":
+            t = f"iota{_map_text(n.map)}:{n.dtype.name}"
+        else:
+            shown = {k: v for k, v in n.params if k not in ("weak_type",)}
+            prm = ("[" + " ".join(f"{k}={getattr(v, 'name', v)}" for k, v in shown.items()) + "]") if shown else ""
+            t = f"{n.prim.name}{prm}({', '.join(text[id(a)] for a in n.args)})"
+        if n.kind == "op" and uses[id(n)] > 1:
+            name = f"%{len(lets)}"
+            lets.append(f"{name} = {t}")
+            t = name
+        text[id(n)] = t
+    return lets + ["; ".join(text[id(e)] for e in exprs)]
