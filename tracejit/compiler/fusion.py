@@ -401,12 +401,31 @@ def _row_space_map(kernel, other):
                 and other.n_outer == kernel.n_outer):
             return tuple(range(len(kernel.shape)))
         return None
-    if tuple(other.shape) != kernel.reduced_shape or len(kernel.shape) != len(kernel.reduced_shape):
+    if len(kernel.shape) != len(kernel.reduced_shape):
         return None
-    return kernel.perm
+    if tuple(other.shape) == kernel.reduced_shape:
+        return kernel.perm
+    return None
 
 
-def _remap_phases(phases, perm):
+def _per_row_map(kernel, other):
+    """For a loop kernel over the *reduced* space (a value per row), the dim mapping into
+    ``kernel``'s outer dims; None if ``other`` is not such a kernel."""
+    if other.is_row_kernel or len(kernel.shape) != len(kernel.reduced_shape):
+        return None
+    xs, keep = kernel.reduced_shape, kernel.perm[:kernel.n_outer]
+    outer = tuple(xs[d] for d in keep)
+    keepdims = tuple(1 if d not in keep else s for d, s in enumerate(xs))
+    shape = tuple(other.shape)
+    if shape == keepdims:
+        # Dim d of `other` is X dim d: kept dims land on their outer position, reduced ones vanish.
+        return {d: (keep.index(d) if d in keep else -1) for d in range(len(xs))}
+    if shape == outer or (not outer and shape == (1,)):
+        return {i: (i if outer else -1) for i in range(len(shape))}
+    return None
+
+
+def _remap_phases(phases, perm, per_row=False):
     memo = {}
 
     def remap(n):
@@ -423,7 +442,8 @@ def _remap_phases(phases, perm):
         memo[id(n)] = new
         return new
     return [Phase(p.reduce_op, [remap(e) for e in p.exprs], list(p.outputs),
-                  [m.permuted(perm) for m in p.out_maps] if p.out_maps else None) for p in phases]
+                  [m.permuted(perm) for m in p.out_maps] if p.out_maps else None, per_row or p.per_row)
+            for p in phases]
 
 
 def _reads_ok_within_row(kernel, phases, written, n_outer, buffers):
@@ -444,7 +464,8 @@ def _reads_ok_within_row(kernel, phases, written, n_outer, buffers):
             # The buffer's leading dims must be exactly this row's outer index.
             if len(shape) < n_outer or any(terms[j] != (j, 1, 0) for j in range(n_outer)):
                 return False
-            if len(shape) > n_outer and any(t != (n_outer + j, 1, 0) for j, t in enumerate(terms[n_outer:])):
+            if len(shape) > n_outer and any(t != (n_outer + j, 1, 0) and not (t == (-1, 0, 0) and shape[n_outer + j] == 1)
+                                            for j, t in enumerate(terms[n_outer:])):
                 return False
     return True
 
@@ -516,9 +537,13 @@ def _find_merge_target(merged, step, produced_at, plan):
             if not k.is_row_kernel:
                 continue
             perm = _row_space_map(k, step)
+            per_row = False
+            if perm is None:
+                perm = _per_row_map(k, step)
+                per_row = perm is not None
             if perm is None:
                 continue
-            phases = _remap_phases(step.phases, perm)
+            phases = _remap_phases(step.phases, perm, per_row)
             if not _reads_ok_within_row(k, phases, own, k.n_outer, plan.buffers):
                 continue
             return k, phases

@@ -38,9 +38,17 @@ class IndexMap:
         return IndexMap(tuple(out))
 
     def permuted(self, perm) -> "IndexMap":
-        """Re-express over an iteration space whose dim ``i`` was old dim ``perm[i]``."""
-        where = {old: new for new, old in enumerate(perm)}
-        return IndexMap(tuple((where[s] if s >= 0 else -1, sc, o) for s, sc, o in self.terms))
+        """Re-express over an iteration space whose dim ``i`` was old dim ``perm[i]``.
+
+        ``perm`` may also be a dict ``old dim -> new dim``; an old dim mapped to -1
+        (a size-1 dim that does not exist in the new space) contributes index 0.
+        """
+        where = perm if isinstance(perm, dict) else {old: new for new, old in enumerate(perm)}
+        out = []
+        for s, sc, o in self.terms:
+            t = where.get(s, -1) if s >= 0 else -1
+            out.append((t, sc, o) if t >= 0 else (-1, 0, o))
+        return IndexMap(tuple(out))
 
 
 @dataclass(eq=False)
@@ -68,6 +76,7 @@ class Phase:
     exprs: list                  # one expression per output
     outputs: list                # buffer ids written (reduction: shape = outer dims)
     out_maps: list = None        # map phases: buffer index as a function of the iteration index
+    per_row: bool = False        # runs once per row (values that depend only on the row index)
 
 
 @dataclass

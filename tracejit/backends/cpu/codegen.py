@@ -331,6 +331,16 @@ class KernelEmitter:
                 off = b.add(base, b.mul(j, ir.Constant(I64, acc.coeffs[-1])))
                 self._store(bid, off, self._eval(e, 1, j, cache))
 
+    def _emit_per_row(self, phase, store_accs, outer_idx, n_row_dims):
+        """A value per row (e.g. 1/sqrt(var + eps)): computed once, before the row's later phases."""
+        zero = ir.Constant(I64, 0)
+        prefix = list(outer_idx) + [zero] * (n_row_dims - 1)
+        nodes = [n for e in phase.exprs for n in _walk(e)]
+        self._set_row_bases(nodes, prefix)
+        cache = {}
+        for e, bid, acc in zip(phase.exprs, phase.outputs, store_accs):
+            self._store(bid, self._store_base(acc, prefix), self._eval(e, 1, zero, cache))
+
     def _identity(self, op, d, lanes):
         if op == "sum":
             return L.const(d, 0, lanes)
@@ -446,6 +456,8 @@ class KernelEmitter:
                             if c:
                                 off = b.add(off, b.mul(iv, ir.Constant(I64, c)))
                         self._store(phase.outputs[0], off, r)
+                    elif phase.per_row:
+                        self._emit_per_row(phase, stores, outer_idx, len(row_shape))
                     else:
                         def body_fn(prefix, phase=phase, stores=stores):
                             self._emit_map(phase, stores, prefix, ir.Constant(I64, 0), ir.Constant(I64, row_shape[-1]))

@@ -13,7 +13,7 @@ from tracejit.core import dtypes
 from tracejit.core.ir import Literal
 from tracejit.core.primitive import ELEMENTWISE, impl_rules
 from tracejit.ops.elementwise import binary_prims, convert_element_type_p
-from tracejit.ops.structural import reshape_p, transpose_p, squeeze_p
+from tracejit.ops.structural import broadcast_in_dim_p, reshape_p, transpose_p, squeeze_p
 from tracejit.compiler.passes.retrace import retrace
 
 
@@ -31,6 +31,16 @@ def _identity_rewrite(eqn, ins):
     if p in (reshape_p, transpose_p, squeeze_p) and hasattr(ins[0], "aval") and ins[0].aval.shape == out_aval.shape \
             and (p is not transpose_p or eqn.params["permutation"] == tuple(range(len(out_aval.shape)))):
         return [ins[0]]
+    if name == "select_n" and _is_lit(ins[0]):
+        # A constant predicate picks its case (as select_n does: clamped index).
+        case = ins[1 + min(max(int(ins[0]), 0), len(ins) - 2)]
+        if hasattr(case, "aval") and case.aval.shape == out_aval.shape:
+            return [case]
+        if _is_lit(case):
+            return [broadcast_in_dim_p.bind(case, shape=out_aval.shape, broadcast_dimensions=())]
+        return None
+    if len(ins) == 2 and name in ("mul", "add") and _is_lit(ins[0]) and hasattr(ins[1], "aval"):
+        ins = [ins[1], ins[0]]      # both are commutative (bitwise, also for floats)
     if len(ins) != 2 or not hasattr(ins[0], "aval") or ins[0].aval.shape != out_aval.shape:
         return None
     x, y = ins
@@ -50,7 +60,28 @@ def _identity_rewrite(eqn, ins):
 
 
 def simplify(program):
+    splats: dict[int, object] = {}   # id(traced value) -> scalar it is a broadcast of
+
+    def as_scalar(v):
+        return splats.get(id(v), v)
+
     def replace(eqn, ins):
+        if eqn.primitive is broadcast_in_dim_p and _is_lit(ins[0]):
+            out = broadcast_in_dim_p.bind(ins[0], **eqn.params)
+            splats[id(out)] = ins[0]
+            return [out]
+        if eqn.primitive.name in ("mul", "div", "sub", "add") and len(ins) == 2:
+            # x * broadcast(1.0) is x too; see through splatted literals of the output's shape.
+            a, b = ins
+            if id(b) in splats and hasattr(a, "aval") and a.aval.shape == eqn.outputs[0].aval.shape:
+                r = _identity_rewrite(eqn, [a, as_scalar(b)])
+                if r is not None:
+                    return r
+            if id(a) in splats and hasattr(b, "aval") and b.aval.shape == eqn.outputs[0].aval.shape \
+                    and eqn.primitive.name in ("mul", "add"):
+                r = _identity_rewrite(eqn, [b, as_scalar(a)])
+                if r is not None:
+                    return r
         if eqn.primitive in ELEMENTWISE and ins and all(_is_lit(a) for a in ins) \
                 and all(v.aval.shape == () for v in eqn.outputs):
             outs = impl_rules[eqn.primitive](*ins, **eqn.params)
@@ -65,5 +96,5 @@ def simplify(program):
 def _might_simplify(eqn):
     if any(isinstance(a, Literal) for a in eqn.inputs):
         return True
-    return eqn.primitive in (convert_element_type_p, reshape_p, transpose_p, squeeze_p)
+    return eqn.primitive in (convert_element_type_p, reshape_p, transpose_p, squeeze_p, broadcast_in_dim_p)
 
