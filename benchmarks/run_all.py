@@ -19,7 +19,11 @@ def main(argv=()):
             continue
         mod = importlib.import_module(f"benchmarks.{name}")
         print(f"\n### {name}: {(mod.__doc__ or '').strip().splitlines()[0]}")
-        mod.main()
+        saved, sys.argv = sys.argv, [name]   # benchmarks with their own flags get defaults
+        try:
+            mod.main()
+        finally:
+            sys.argv = saved
 
 
 if __name__ == "__main__":

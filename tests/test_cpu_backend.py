@@ -335,3 +335,20 @@ def test_layernorm_backward_fuses_into_three_kernels():
     program = tracejit.make_jaxpr(grad)(x, g, b, dy)
     every_intermediate = sum(v.aval.nbytes for e in program.eqns for v in e.outputs)
     assert c.memory_analysis()["temp_size_in_bytes"] < every_intermediate / 4
+
+
+def test_native_loops_match_reference():
+    # Small kernel-only bodies run as one native loop (tracejit/backends/cpu/loops.py).
+    from tracejit.backends.cpu import loops
+    cases = [
+        (lambda x: lax.fori_loop(0, 50, lambda i, v: v * 0.9 + i, x), np.ones(7, np.float32)),
+        (lambda x: lax.while_loop(lambda c: c[0] < 12, lambda c: (c[0] + 1, c[1] * 1.1, c[1]), (0, x, x)),
+         np.linspace(0, 1, 5)),
+        (lambda xs: lax.scan(lambda c, x: (c + x.sum(), c * x), np.float64(0), xs, reverse=True),
+         np.arange(12.0).reshape(4, 3)),
+    ]
+    for fn, x in cases:
+        ref, out = run_both(fn, x)
+        for a, b in zip(tracejit.tree_leaves(ref), tracejit.tree_leaves(out)):
+            np.testing.assert_allclose(b, a, rtol=1e-6)
+    assert any(v[0] is not None for v in loops._cache.values())   # the native path was taken

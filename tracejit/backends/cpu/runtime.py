@@ -111,13 +111,18 @@ _CONTROL_FLOW = {"cond", "while", "scan"}
 def make_numpy_step(step: NumpyStep, buffers):
     rule = impl_rules[step.eqn.primitive]
     if step.eqn.primitive.name in _CONTROL_FLOW:
-        from tracejit.backends.cpu import subprograms
-        subprograms.install()
-        plain = rule
+        from tracejit.backends.cpu import loops, subprograms
+        native = loops.native_loop(step.eqn)
+        if native is not None:
+            def rule(*args, **params):
+                return native(*args)
+        else:
+            subprograms.install()
+            plain = rule
 
-        def rule(*args, **params):
-            with subprograms.compiled_bodies():
-                return plain(*args, **params)
+            def rule(*args, **params):
+                with subprograms.compiled_bodies():
+                    return plain(*args, **params)
     params = step.eqn.params
     ins = step.inputs
     outs = step.outputs
