@@ -26,7 +26,7 @@ import numpy as np
 from tracejit.core import dtypes
 from tracejit.core.ir import Literal, Program, Var
 from tracejit.core.primitive import ELEMENTWISE
-from tracejit.compiler.kernel_ir import IndexMap, Kernel, Node, Phase
+from tracejit.compiler.kernel_ir import IndexMap, Kernel, Node, Phase, walk
 from tracejit.ops.dot import dot_general_p
 from tracejit.ops.elementwise import iota_p
 from tracejit.ops.reductions import reduce_prims
@@ -372,20 +372,8 @@ class Planner:
 
 
 def _op_names(exprs) -> list:
-    """Primitive names of the operations in expressions, each node once, in DAG order."""
-    names, seen, stack = [], set(), list(reversed(exprs))
-    order = []
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        order.append(n)
-        stack.extend(reversed(n.args))
-    for n in reversed(order):
-        if n.kind == "op":
-            names.append(n.prim.name)
-    return names
+    """Primitive names of the operations in expressions, each node once, inputs first."""
+    return [n.prim.name for n in reversed(walk(exprs)) if n.kind == "op"]
 
 
 # --------------------------------------------------------------------------- merging

@@ -112,18 +112,7 @@ class Kernel:
         return [b for p in self.phases for b in p.outputs]
 
     def loads(self):
-        seen = []
-        stack = [e for p in self.phases for e in p.exprs]
-        visited = set()
-        while stack:
-            n = stack.pop()
-            if id(n) in visited:
-                continue
-            visited.add(id(n))
-            if n.kind == "load":
-                seen.append(n)
-            stack.extend(n.args)
-        return seen
+        return [n for n in walk([e for p in self.phases for e in p.exprs]) if n.kind == "load"]
 
     def describe(self) -> str:
         """Readable, exact text of the kernel (shared sub-expressions are named once)."""
@@ -136,6 +125,19 @@ class Kernel:
                 lines.append(f"      {let}")
             lines.append(f"    {what} -> {', '.join(f'b{b}' for b in p.outputs)}: {result}")
         return "\n".join(lines)
+
+
+def walk(exprs) -> list:
+    """Every node reachable from ``exprs``, each once (expression DAGs share nodes)."""
+    out, stack, seen = [], list(exprs), set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        out.append(n)
+        stack.extend(n.args)
+    return out
 
 
 def _map_text(m: IndexMap) -> str:

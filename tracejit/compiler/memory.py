@@ -9,7 +9,7 @@ reads.
 from __future__ import annotations
 
 from tracejit.compiler.fusion import DotStep, NumpyStep, Plan
-from tracejit.compiler.kernel_ir import Kernel
+from tracejit.compiler.kernel_ir import Kernel, walk
 
 ALIGN = 64
 
@@ -89,16 +89,17 @@ def plan_memory(plan: Plan) -> tuple[dict, int]:
 
 
 def _expr_loads(expr) -> list:
-    out, seen, stack = [], set(), [expr]
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        if n.kind == "load":
-            out.append(n)
-        stack.extend(n.args)
-    return out
+    return [n for n in walk([expr]) if n.kind == "load"]
+
+
+def _readers(step) -> dict:
+    """buffer id -> {(phase index, output index)} of the expressions that load it."""
+    readers: dict[int, set] = {}
+    for pi, phase in enumerate(step.phases):
+        for j, e in enumerate(phase.exprs):
+            for n in _expr_loads(e):
+                readers.setdefault(n.buffer, set()).add((pi, j))
+    return readers
 
 
 def in_place_pairs(plan: Plan, first=None, last=None) -> dict:
@@ -114,11 +115,7 @@ def in_place_pairs(plan: Plan, first=None, last=None) -> dict:
     for i, step in enumerate(plan.steps):
         if not isinstance(step, Kernel):
             continue
-        readers: dict[int, set] = {}
-        for pi, phase in enumerate(step.phases):
-            for j, e in enumerate(phase.exprs):
-                for n in _expr_loads(e):
-                    readers.setdefault(n.buffer, set()).add((pi, j))
+        readers = _readers(step)
         for pi, phase in enumerate(step.phases):
             if phase.reduce_op:
                 continue
@@ -156,11 +153,7 @@ def donation_pairs(plan: Plan, donated_inputs) -> dict:
     for i, step in enumerate(plan.steps):
         if not isinstance(step, Kernel):
             continue
-        readers: dict[int, set] = {}
-        for pi, phase in enumerate(step.phases):
-            for j, e in enumerate(phase.exprs):
-                for n in _expr_loads(e):
-                    readers.setdefault(n.buffer, set()).add((pi, j))
+        readers = _readers(step)
         for pi, phase in enumerate(step.phases):
             if phase.reduce_op:
                 continue

@@ -18,7 +18,7 @@ import numpy as np
 from llvmlite import ir
 
 from tracejit.core import dtypes
-from tracejit.compiler.kernel_ir import Kernel
+from tracejit.compiler.kernel_ir import Kernel, walk
 from tracejit.backends.cpu import lowering as L
 
 I64 = ir.IntType(64)
@@ -122,15 +122,7 @@ class KernelLayout:
 
 
 def _walk(e):
-    out, stack, seen = [], [e], set()
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        out.append(n)
-        stack.extend(n.args)
-    return out
+    return walk([e])
 
 
 # --------------------------------------------------------------------------- emitter
