@@ -83,8 +83,8 @@ def main():
     print("   grad shape", grad_fn(xg).shape, "kernels:", len(grad_fn.lower(xg).compile().kernels))
 
     print("\n8. Where to put jit? The advisor measures it:")
-    small = np.random.default_rng(3).standard_normal(200_000).astype(np.float32)
-    print(tracejit.advise(g, small, inner=[f], calls=100))
+    small = np.random.default_rng(3).standard_normal(1_000_000).astype(np.float32)
+    print(tracejit.advise(g, small, inner=[f], calls=1000))
 
     path = os.path.abspath("report_g.html")
     tracejit.report(g, small, path=path)
