@@ -354,3 +354,14 @@ def test_native_loops_match_reference():
         for a, b in zip(tracejit.tree_leaves(ref), tracejit.tree_leaves(out)):
             np.testing.assert_allclose(b, a, rtol=1e-6)
     assert any(v[0] is not None for v in loops._cache.values())   # the native path was taken
+
+
+def test_maximum_minimum_signed_zeros_and_nan_like_numpy():
+    for dt in FLOATS:
+        a = np.array([0., -0., np.nan, 1., np.nan, -0.], dt)
+        b = np.array([-0., 0., 1., np.nan, np.nan, -0.], dt)
+        for fn in (jnp.maximum, jnp.minimum):
+            out = tracejit.jit(fn)(a, b)
+            expected = getattr(np, fn.__name__)(a, b)
+            np.testing.assert_array_equal(np.signbit(out), np.signbit(expected))
+            np.testing.assert_array_equal(np.isnan(out), np.isnan(expected))

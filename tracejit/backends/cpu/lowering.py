@@ -109,8 +109,9 @@ def is_nan(b, x):
 
 def np_maximum(b, x, y, d, is_max=True):
     if _is_float(d):
-        # NumPy: (x >= y || isnan(x)) ? x : y   (and <= for minimum)
-        keep = b.or_(b.fcmp_ordered(">=" if is_max else "<=", x, y), is_nan(b, x))
+        # As NumPy's loops: (x > y || isnan(x)) ? x : y  (< for minimum), so equal values,
+        # e.g. maximum(0.0, -0.0), give the second operand.
+        keep = b.or_(b.fcmp_ordered(">" if is_max else "<", x, y), is_nan(b, x))
         return b.select(keep, x, y)
     if d == dtypes.bool_:
         return b.or_(x, y) if is_max else b.and_(x, y)
