@@ -16,7 +16,7 @@ demo: $(STAMP)
 	$(PY) examples/demo.py
 
 test: $(STAMP)
-	$(PY) -m pytest tests -x -q -p no:cacheprovider
+	$(PY) -m pytest tests -q -p no:cacheprovider
 
 # Benchmarks compare against peers installed with `make peers`; missing peers are skipped.
 # The BLAS benchmark runs with OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset (in that command alone).

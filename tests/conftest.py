@@ -1,8 +1,14 @@
 import os
 
 import pytest
+from hypothesis import settings
 
 import tracejit
+
+# CI explores a fixed, reproducible set of hypothesis examples; local runs explore freely.
+settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture(autouse=True, scope="session")
