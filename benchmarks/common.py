@@ -56,6 +56,14 @@ def jax_cpu():
 
 
 def block(x):
+    """Wait for (JAX's asynchronous) results, including pytrees of them."""
+    if isinstance(x, (list, tuple)):
+        for item in x:
+            block(item)
+        return x
+    if isinstance(x, dict):
+        block(list(x.values()))
+        return x
     return x.block_until_ready() if hasattr(x, "block_until_ready") else x
 
 

@@ -365,3 +365,13 @@ def test_maximum_minimum_signed_zeros_and_nan_like_numpy():
             expected = getattr(np, fn.__name__)(a, b)
             np.testing.assert_array_equal(np.signbit(out), np.signbit(expected))
             np.testing.assert_array_equal(np.isnan(out), np.isnan(expected))
+
+
+def test_column_reductions_vectorize_across_rows():
+    x = np.random.default_rng(9).standard_normal((67, 45)).astype(np.float32)
+    for fn in (lambda a: a.sum(0), lambda a: np.exp(a).max(0) * a[0], lambda a: (a - a.mean(0)).sum(0)):
+        ref, out = run_both(fn, x)
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+    from tracejit.backends.cpu.codegen import KernelEmitter  # noqa: F401
+    c = tracejit.jit(lambda a: a.sum(0)).lower(x).compile()
+    assert c.executable.launches[0].granule > 1      # lanes run along the (contiguous) columns

@@ -88,7 +88,7 @@ class CPUBackend:
                 before_load=lambda meta: mathlib.ensure(meta.get("math", [])))
             compile_ms = dict(compiled.timings)
             for kernel, em, fn_name in emitters:
-                launch = KernelLaunch(kernel, em.layout, em.slots, compiled.address(fn_name))
+                launch = KernelLaunch(kernel, em.layout, em.slots, compiled.address(fn_name), em)
                 launch.module = compiled  # the code lives as long as a launch refers to it
                 launches.append(launch)
         t3 = time.perf_counter()

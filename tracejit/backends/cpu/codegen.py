@@ -139,6 +139,8 @@ class KernelEmitter:
                       [n.dtype.itemsize for p in kernel.phases for e in p.exprs for n in _walk(e)] + [1])
         self.lanes = max(1, vector_bytes // widest)
         self.mask = None
+        self.lane_dim = -1          # the iteration dim that vector lanes run along
+        self.outer_vector = self._outer_vector_ok()
 
     # ------------------------------------------------------------- helpers
     def _alloca(self, t, name=""):
@@ -243,7 +245,7 @@ class KernelEmitter:
         elif node.kind in ("load", "iota"):
             acc = self.layout.access[id(node)]
             base = self.row_base[id(node)]
-            inner = acc.coeffs[-1]
+            inner = acc.coeffs[self.lane_dim]
             if node.kind == "iota":
                 idx = b.add(base, b.mul(j, ir.Constant(I64, inner))) if inner else base
                 v = L.convert(b, idx, dtypes.int64, node.dtype) if node.dtype != dtypes.int64 else idx
@@ -411,6 +413,78 @@ class KernelEmitter:
             self._nest(dims[1:], list(prefix) + [i], body)
 
     # ------------------------------------------------------------- function
+    # ------------------------------------------------------------- column-style row kernels
+    def _outer_vector_ok(self) -> bool:
+        """Reductions along a strided axis (e.g. sum over axis 0 of a C-order matrix)
+        vectorize better across neighbouring rows: lanes take consecutive outer
+        indices, which are contiguous in memory, and each lane accumulates its own row."""
+        lay = self.layout
+        if not self.kernel.is_row_kernel or lay.n_outer != 1 or len(lay.shape) < 2 or self.lanes == 1:
+            return False
+        loads = list(lay.access.values())
+        if not any(a.coeffs[-1] not in (0, 1) for a in loads):
+            return False
+        if any(a.coeffs[0] not in (0, 1) for a in loads):
+            return False
+        return all(a.coeffs[0] == 1 for a in lay.stores)
+
+    def _set_bases_excluding_lanes(self, nodes, idx):
+        """Offsets of accesses with every dim but the lane dim fixed (``idx[0]`` is the lane dim)."""
+        self.row_base = {}
+        for n in nodes:
+            if n.kind in ("load", "iota"):
+                self.row_base[id(n)] = self._offset_excluding_lanes(self.layout.access[id(n)], idx)
+
+    def _offset_excluding_lanes(self, acc, idx):
+        off = ir.Constant(I64, acc.const)
+        for d, (c, iv) in enumerate(zip(acc.coeffs, idx)):
+            if d != 0 and c:
+                off = self.b.add(off, self.b.mul(iv, ir.Constant(I64, c)))
+        return off
+
+    def _emit_outer_block(self, o, phase_stores):
+        b = self.b
+        row_shape = self.layout.shape[1:]
+        for phase, stores in zip(self.kernel.phases, phase_stores):
+            nodes = [n for e in phase.exprs for n in _walk(e)]
+            store = self._masked_store if self.mask is not None else self._store
+            if phase.reduce_op:
+                d = phase.exprs[0].dtype
+                vacc = self._alloca(L.value_type(d, self.lanes), "cacc")
+                b.store(self._identity(phase.reduce_op, d, self.lanes), vacc)
+
+                def body(prefix, phase=phase, nodes=nodes, vacc=vacc, d=d):
+                    self._set_bases_excluding_lanes(nodes, [None] + list(prefix))
+                    v = self._eval(phase.exprs[0], self.lanes, o, {})
+                    b.store(self._combine(phase.reduce_op, b.load(vacc), v, d), vacc)
+                self._nest(row_shape, [], body)
+                base = self._offset_excluding_lanes(stores[0], [None] * len(self.layout.shape))
+                store(phase.outputs[0], b.add(base, o), b.load(vacc))
+            else:
+                def body(prefix, phase=phase, nodes=nodes, stores=stores):
+                    idx = [None] + list(prefix)
+                    self._set_bases_excluding_lanes(nodes, idx)
+                    cache = {}
+                    for e, bid, acc in zip(phase.exprs, phase.outputs, stores):
+                        base = self._offset_excluding_lanes(acc, idx)
+                        store(bid, b.add(base, o), self._eval(e, self.lanes, o, cache))
+                if phase.per_row:
+                    body([ir.Constant(I64, 0)] * len(row_shape))
+                else:
+                    self._nest(row_shape, [], body)
+
+    def _emit_outer_vector(self, begin, end, phase_stores):
+        b = self.b
+        self.lane_dim = 0
+        with self._loop(begin, end, self.lanes, "ob") as o:
+            self._emit_outer_block(o, phase_stores)
+        o = b.load(self.last_counter)
+        with b.if_then(b.icmp_signed("<", o, end)):
+            self.mask = self._tail_mask(o, end, self.lanes)
+            self._emit_outer_block(o, phase_stores)
+            self.mask = None
+        self.lane_dim = -1
+
     def emit(self, name: str) -> str:
         fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR, I64, I64]), name=name)
         fn.args[0].add_attribute("noalias")
@@ -426,7 +500,9 @@ class KernelEmitter:
         lay = self.layout
         store_iter = iter(lay.stores)
         phase_stores = [[next(store_iter) for _ in p.outputs] for p in self.kernel.phases]
-        if lay.elementwise_1d:
+        if self.outer_vector:
+            self._emit_outer_vector(begin, end, phase_stores)
+        elif lay.elementwise_1d:
             phase = self.kernel.phases[0]
             self._emit_map(phase, phase_stores[0], [], begin, end)
         else:

@@ -49,13 +49,15 @@ def thread_pool():
 class KernelLaunch:
     """A compiled kernel plus how to call it."""
 
-    def __init__(self, kernel: Kernel, layout, slots, address: int):
+    def __init__(self, kernel: Kernel, layout, slots, address: int, emitter=None):
         self.kernel = kernel
         self.slots = slots
         self.fn = KERNEL_FN(address)
         self.parallel_size = layout.parallel_size
         self.work = kernel.size
         self.granule = 64 if layout.elementwise_1d else 1
+        if getattr(emitter, "outer_vector", False):
+            self.granule = emitter.lanes     # thread chunks keep whole vector blocks
         self.ptr_array = ctypes.c_void_p * len(slots)
 
     def __call__(self, env):
