@@ -15,7 +15,7 @@ from tracejit.core.avals import ShapedArray
 from tracejit.core.check import check_program
 from tracejit.core.interpret import eval_program
 from tracejit.core.ir import Program
-from tracejit.core.pytree import PyTreeDef, tree_flatten, tree_unflatten
+from tracejit.core.pytree import LEAF, PyTreeDef, tree_flatten, tree_unflatten
 from tracejit.core.trace import EVAL_TRACE, current_trace, trace_flat
 from tracejit.core.tracer import Tracer
 from tracejit.ops.call import call_p
@@ -292,7 +292,8 @@ class Jitted:
         if fast is not None:
             hit = self._fast_cache.get(fast)
             if hit is not None:
-                return tree_unflatten(hit.out_tree, hit.executable(*args))
+                outs = hit.executable(*args)
+                return outs[0] if hit.out_tree is LEAF else tree_unflatten(hit.out_tree, outs)
         sig, leaves = self._signature_of(args, kwargs)
         for leaf in leaves:
             if isinstance(leaf, Tracer):

@@ -178,6 +178,7 @@ class CPUExecutable:
                                if b.kind == "output" and b.id not in self.donated_outputs]
         self._donated_outputs = [(bid, pos, plan.buffers[bid].dtype) for bid, pos in self.donated_outputs.items()]
         self.n_inputs = len(plan.inputs)
+        self._n_buffers = len(plan.buffers)
 
     def _alias_schedule(self, plan):
         # An alias becomes valid once its source exists: after the step that produces the source.
@@ -214,11 +215,16 @@ class CPUExecutable:
         plan = self.plan
         if len(args) != self.n_inputs:
             raise TypeError(f"executable takes {self.n_inputs} arguments, got {len(args)}")
-        try:
-            arena = self._arenas.pop()
-        except IndexError:
-            arena = self._new_arena()
-        env = arena[1].copy()
+        if not self.offsets:
+            # Nothing lives in an arena: skip the pool.
+            env = [None] * self._n_buffers
+            arena = None
+        else:
+            try:
+                arena = self._arenas.pop()
+            except IndexError:
+                arena = self._new_arena()
+            env = arena[1].copy()
         try:
             for bid, a in zip(plan.inputs, args):
                 env[bid] = a if a.flags.c_contiguous else np.ascontiguousarray(a)
@@ -244,7 +250,8 @@ class CPUExecutable:
                     step(env)
             return self._collect(env, args)
         finally:
-            self._arenas.append(arena)
+            if arena is not None:
+                self._arenas.append(arena)
 
     def _collect(self, env, args):
         outs = []
