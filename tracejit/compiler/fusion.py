@@ -37,7 +37,7 @@ _REDUCE_OPS = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min", "r
                "reduce_and": "and", "reduce_or": "or"}
 _EXPENSIVE = {"exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "tanh", "sinh",
               "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erf", "logistic", "pow", "atan2",
-              "cbrt", "div", "floordiv", "rem", "fmod"}
+              "cbrt", "floordiv", "rem", "fmod"}
 
 
 @dataclass

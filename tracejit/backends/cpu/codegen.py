@@ -297,30 +297,55 @@ class KernelEmitter:
         return off
 
     # ------------------------------------------------------------- phases
+    def _invariants(self, nodes, lanes):
+        """Values that do not change along the innermost loop (e.g. a row's mean),
+        computed once before it: returns a cache seeded with them (splatted for vectors).
+
+        LLVM cannot hoist these itself: the loads might alias the loop's stores.
+        """
+        inv: dict[int, bool] = {}
+        order = list(reversed(nodes))      # _walk lists parents first; evaluate children first
+        for n in order:
+            if n.kind == "const":
+                inv[id(n)] = True
+            elif n.kind in ("load", "iota"):
+                inv[id(n)] = self.layout.access[id(n)].coeffs[self.lane_dim] == 0
+            else:
+                inv[id(n)] = all(inv.get(id(a), False) for a in n.args)
+        scalar_cache: dict = {}
+        seeded: dict = {}
+        zero = ir.Constant(I64, 0)
+        for n in order:
+            if n.kind == "op" and inv[id(n)]:
+                v = self._eval(n, 1, zero, scalar_cache)
+                seeded[id(n)] = v if lanes == 1 else L.splat(self.b, v, lanes)
+        return seeded
+
     def _emit_map(self, phase, store_accs, prefix, inner_start, inner_stop):
         nodes = [n for e in phase.exprs for n in _walk(e)]
         self._set_row_bases(nodes, prefix)
         bases = [self._store_base(a, prefix) for a in store_accs]
         b = self.b
         lanes = self.lanes if self._vectorizable(nodes, store_accs) else 1
+        hoisted = self._invariants(nodes, lanes)
         cursor = self._alloca(I64, "j")
         b.store(inner_start, cursor)
         if lanes > 1:
             with self._loop(inner_start, inner_stop, lanes, "vj") as j:
-                cache = {}
+                cache = dict(hoisted)
                 for e, bid, base, acc in zip(phase.exprs, phase.outputs, bases, store_accs):
                     self._store(bid, b.add(base, j), self._eval(e, lanes, j, cache))
             # The remainder runs as one masked vector step: the same code, no scalar copy of the math.
             j = b.load(self.last_counter)
             with b.if_then(b.icmp_signed("<", j, inner_stop)):
                 self.mask = self._tail_mask(j, inner_stop, lanes)
-                cache = {}
+                cache = dict(hoisted)
                 for e, bid, base in zip(phase.exprs, phase.outputs, bases):
                     self._masked_store(bid, b.add(base, j), self._eval(e, lanes, j, cache))
                 self.mask = None
             return
         with self._loop(b.load(cursor), inner_stop, 1, "sj") as j:
-            cache = {}
+            cache = dict(hoisted)
             for e, bid, base, acc in zip(phase.exprs, phase.outputs, bases, store_accs):
                 off = b.add(base, b.mul(j, ir.Constant(I64, acc.coeffs[-1])))
                 self._store(bid, off, self._eval(e, 1, j, cache))
@@ -378,22 +403,25 @@ class KernelEmitter:
 
         def inner(prefix):
             self._set_row_bases(nodes, prefix)
+            hoisted = self._invariants(nodes, lanes)
             cursor = self._alloca(I64, "j")
             b.store(ir.Constant(I64, 0), cursor)
             stop = ir.Constant(I64, row_shape[-1])
             if lanes > 1:
                 with self._loop(ir.Constant(I64, 0), stop, lanes, "rv") as j:
-                    b.store(self._combine(op, b.load(vacc), self._eval(phase.exprs[0], lanes, j, {}), d), vacc)
+                    v = self._eval(phase.exprs[0], lanes, j, dict(hoisted))
+                    b.store(self._combine(op, b.load(vacc), v, d), vacc)
                 j = b.load(self.last_counter)
                 with b.if_then(b.icmp_signed("<", j, stop)):
                     self.mask = self._tail_mask(j, stop, lanes)
-                    v = self._eval(phase.exprs[0], lanes, j, {})
+                    v = self._eval(phase.exprs[0], lanes, j, dict(hoisted))
                     v = b.select(self.mask, v, self._identity(op, d, lanes))
                     b.store(self._combine(op, b.load(vacc), v, d), vacc)
                     self.mask = None
                 return
             with self._loop(b.load(cursor), stop, 1, "rs") as j:
-                b.store(self._combine(op, b.load(sacc), self._eval(phase.exprs[0], 1, j, {}), d), sacc)
+                v = self._eval(phase.exprs[0], 1, j, dict(hoisted))
+                b.store(self._combine(op, b.load(sacc), v, d), sacc)
 
         self._nest(row_shape[:-1], prefix_outer, inner)
         result = b.load(sacc)
