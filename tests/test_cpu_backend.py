@@ -375,3 +375,18 @@ def test_column_reductions_vectorize_across_rows():
     from tracejit.backends.cpu.codegen import KernelEmitter  # noqa: F401
     c = tracejit.jit(lambda a: a.sum(0)).lower(x).compile()
     assert c.executable.launches[0].granule > 1      # lanes run along the (contiguous) columns
+
+
+def test_large_outputs_recycle_memory_after_release():
+    fn = tracejit.jit(lambda x: x * 2.0)
+    x = np.arange(300_000, dtype=np.float64)             # 2.4 MB output: pooled
+    first = fn(x)
+    np.testing.assert_array_equal(first, x * 2)
+    address = first.__array_interface__["data"][0]
+    del first                                              # released: its memory is reused
+    second = fn(x + 1)
+    np.testing.assert_array_equal(second, (x + 1) * 2)
+    assert second.__array_interface__["data"][0] == address
+    third = fn(x)                                          # `second` is alive: new memory
+    assert not np.shares_memory(second, third)
+    np.testing.assert_array_equal(second, (x + 1) * 2)

@@ -11,6 +11,7 @@ import ctypes
 import math
 import os
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -141,6 +142,38 @@ def make_numpy_step(step: NumpyStep, buffers):
     return run
 
 
+# Outputs at least this large are carved from recycled memory (see OutputPool).
+RECYCLE_MIN_BYTES = 1 << 20
+
+
+class OutputPool:
+    """Recycles the memory of large outputs once the caller drops them.
+
+    A fresh multi-megabyte ``np.empty`` comes from ``mmap`` and pays a page
+    fault on first touch of every page, which costs about as much as the
+    kernel's own write. Each large output is a view of a pooled base buffer;
+    when the view is garbage collected, its base returns to the pool.
+    """
+
+    def __init__(self, nbytes: int, keep: int = 2):
+        self.nbytes = nbytes
+        self.keep = keep
+        self.free: list = []
+
+    def take(self, shape, dtype):
+        try:
+            base = self.free.pop()
+        except IndexError:
+            base = np.empty(self.nbytes, np.uint8)
+        out = base.view(dtype).reshape(shape)
+        weakref.finalize(out, self._give_back, base)
+        return out
+
+    def _give_back(self, base):
+        if len(self.free) < self.keep:
+            self.free.append(base)
+
+
 class CPUExecutable:
     """The compiled program: call it with NumPy arrays matching its input avals."""
 
@@ -174,8 +207,8 @@ class CPUExecutable:
         self._out_buffers = [plan.buffers[b] if isinstance(b, int) else None for b in plan.outputs]
         from tracejit.compiler.memory import donation_pairs
         self.donated_outputs = donation_pairs(plan, donated) if donated else {}
-        self._fresh_outputs = [(b.id, b.shape, b.dtype) for b in plan.buffers
-                               if b.kind == "output" and b.id not in self.donated_outputs]
+        self._fresh_outputs = [(b.id, b.shape, b.dtype, OutputPool(b.nbytes) if b.nbytes >= RECYCLE_MIN_BYTES else None)
+                               for b in plan.buffers if b.kind == "output" and b.id not in self.donated_outputs]
         self._donated_outputs = [(bid, pos, plan.buffers[bid].dtype) for bid, pos in self.donated_outputs.items()]
         self.n_inputs = len(plan.inputs)
         self._n_buffers = len(plan.buffers)
@@ -230,8 +263,8 @@ class CPUExecutable:
                 env[bid] = a if a.flags.c_contiguous else np.ascontiguousarray(a)
             for bid, c in zip(plan.consts, self.const_arrays):
                 env[bid] = c
-            for bid, shape, dtype in self._fresh_outputs:
-                env[bid] = np.empty(shape, dtype)
+            for bid, shape, dtype, pool in self._fresh_outputs:
+                env[bid] = np.empty(shape, dtype) if pool is None else pool.take(shape, dtype)
             for bid, pos, dtype in self._donated_outputs:
                 a = args[pos]
                 # A donated argument's memory becomes the output (when it can be written in place).
