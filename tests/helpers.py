@@ -56,6 +56,18 @@ def special_values(dtype) -> np.ndarray:
                          info.max, info.min, info.max // 3], dtype=d)
 
 
+def normal_sample(shape, dtype, rng, int_range=(-5, 6)) -> np.ndarray:
+    """Random array from ``rng``: standard normal floats/complex, integers in ``int_range``."""
+    d = np.dtype(dtype)
+    if d == np.bool_:
+        return rng.random(shape) > 0.5
+    if d.kind in "iu":
+        return rng.integers(*int_range, size=shape).astype(d)
+    if d.kind == "c":
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(d)
+    return rng.standard_normal(shape).astype(d)
+
+
 def sample(shape, dtype, seed=0, low=-5, high=5) -> np.ndarray:
     """Deterministic random array of ``shape`` and ``dtype``."""
     rng = np.random.default_rng(seed)

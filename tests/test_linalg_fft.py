@@ -5,20 +5,14 @@ import pytest
 
 import tracejit
 import tracejit.numpy as jnp
+from helpers import normal_sample
 
 RNG = np.random.default_rng(1)
 LINALG_DTYPES = [np.int64, np.float32, np.float64, np.complex64, np.complex128]
 
 
 def sample(shape, dtype):
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return RNG.random(shape) > 0.5
-    if dtype.kind in "iu":
-        return RNG.integers(-4, 5, size=shape).astype(dtype)
-    if dtype.kind == "c":
-        return (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(dtype)
-    return RNG.standard_normal(shape).astype(dtype)
+    return normal_sample(shape, dtype, RNG, (-4, 5))
 
 
 def well_conditioned(shape, dtype):

@@ -8,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 import tracejit
 import tracejit.numpy as jnp
 from tracejit.core.errors import ConcretizationTypeError
+from helpers import normal_sample
 
 RNG = np.random.default_rng(0)
 DTYPES = [np.bool_, np.int32, np.int64, np.float32, np.float64, np.complex128]
@@ -15,14 +16,7 @@ REAL_DTYPES = [np.bool_, np.int32, np.int64, np.float32, np.float64]
 
 
 def sample(shape, dtype, rng=RNG):
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return rng.random(shape) > 0.5
-    if dtype.kind in "iu":
-        return rng.integers(-5, 6, size=shape).astype(dtype)
-    if dtype.kind == "c":
-        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
-    return rng.standard_normal(shape).astype(dtype)
+    return normal_sample(shape, dtype, rng, (-5, 6))
 
 
 def assert_same(got, want, rtol=1e-6, atol=0.0):
