@@ -33,6 +33,13 @@ def matmul(a, b):
     sa, sb = aval(a).shape, aval(b).shape
     if not sa or not sb:
         raise ValueError("matmul: input operand does not have enough dimensions (scalars are not allowed; use *)")
+    if len(sb) <= 2 and len(sa) >= 2:
+        # Batched activations times a weight matrix: contract directly instead of
+        # broadcasting the weights over the batch (dot_general keeps lhs free dims in order).
+        if sa[-1] != sb[0]:
+            raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension 0 "
+                             f"(size {sb[0]} is different from {sa[-1]}); shapes {sa} @ {sb}")
+        return dot_general(a, b, (((len(sa) - 1,), (0,)), ((), ())))
     a2 = reshape(a, (1,) + sa) if len(sa) == 1 else a
     b2 = reshape(b, sb + (1,)) if len(sb) == 1 else b
     sa2, sb2 = aval(a2).shape, aval(b2).shape
