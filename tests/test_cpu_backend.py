@@ -390,3 +390,12 @@ def test_large_outputs_recycle_memory_after_release():
     third = fn(x)                                          # `second` is alive: new memory
     assert not np.shares_memory(second, third)
     np.testing.assert_array_equal(second, (x + 1) * 2)
+
+
+def test_batched_matmul_by_matrix_does_not_broadcast_the_matrix():
+    rng = np.random.default_rng(11)
+    x, w = rng.standard_normal((4, 16, 32)), rng.standard_normal((32, 24))
+    c = tracejit.jit(lambda x, w: x @ w).lower(x, w).compile()
+    assert not c.kernels                           # one BLAS call, no copy of w per batch
+    assert c.memory_analysis()["temp_size_in_bytes"] == 0
+    np.testing.assert_allclose(c(x, w), x @ w, rtol=1e-12)
