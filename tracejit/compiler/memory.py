@@ -102,6 +102,20 @@ def _readers(step) -> dict:
     return readers
 
 
+def _map_outputs(plan: Plan):
+    """Every map-phase output of every kernel, with what in-place decisions need:
+    ``(step index, step, readers, phase index, output index, buffer, store map, expression)``."""
+    for i, step in enumerate(plan.steps):
+        if not isinstance(step, Kernel):
+            continue
+        readers = _readers(step)
+        for pi, phase in enumerate(step.phases):
+            if phase.reduce_op:
+                continue
+            for j, (out, omap, e) in enumerate(zip(phase.outputs, phase.out_maps, phase.exprs)):
+                yield i, step, readers, pi, j, out, omap, e
+
+
 def in_place_pairs(plan: Plan, first=None, last=None) -> dict:
     """Temporaries a kernel may write over one of its inputs.
 
@@ -112,28 +126,21 @@ def in_place_pairs(plan: Plan, first=None, last=None) -> dict:
     """
     bufs = plan.buffers
     pairs = {}
-    for i, step in enumerate(plan.steps):
-        if not isinstance(step, Kernel):
+    for i, step, readers, pi, j, out, omap, e in _map_outputs(plan):
+        ob = bufs[out]
+        if ob.kind != "temp":
             continue
-        readers = _readers(step)
-        for pi, phase in enumerate(step.phases):
-            if phase.reduce_op:
+        for n in _expr_loads(e):
+            r = n.buffer
+            rb = bufs[r]
+            # Earlier phases finished with this row before this one writes it.
+            others = {(p2, j2) for p2, j2 in readers.get(r, ()) if p2 >= pi and (p2, j2) != (pi, j)}
+            if (others or rb.kind != "temp" or rb.nbytes != ob.nbytes
+                    or rb.shape != ob.shape or last.get(r) != i or r in pairs.values()):
                 continue
-            for j, (out, omap, e) in enumerate(zip(phase.outputs, phase.out_maps, phase.exprs)):
-                ob = bufs[out]
-                if ob.kind != "temp":
-                    continue
-                for n in _expr_loads(e):
-                    r = n.buffer
-                    rb = bufs[r]
-                    # Earlier phases finished with this row before this one writes it.
-                    others = {(p2, j2) for p2, j2 in readers.get(r, ()) if p2 >= pi and (p2, j2) != (pi, j)}
-                    if (others or rb.kind != "temp" or rb.nbytes != ob.nbytes
-                            or rb.shape != ob.shape or last.get(r) != i or r in pairs.values()):
-                        continue
-                    if all(m.map == omap for m in step.loads() if m.buffer == r):
-                        pairs[out] = r
-                        break
+            if all(m.map == omap for m in step.loads() if m.buffer == r):
+                pairs[out] = r
+                break
     return pairs
 
 
@@ -150,24 +157,17 @@ def donation_pairs(plan: Plan, donated_inputs) -> dict:
         for b in step_reads(step):
             last_read[b] = i
     outputs = {b for b in plan.outputs if isinstance(b, int)}
-    for i, step in enumerate(plan.steps):
-        if not isinstance(step, Kernel):
+    for i, step, readers, pi, j, out, omap, e in _map_outputs(plan):
+        ob = bufs[out]
+        if ob.kind != "output" or out in pairs:
             continue
-        readers = _readers(step)
-        for pi, phase in enumerate(step.phases):
-            if phase.reduce_op:
+        for pos in donated_inputs:
+            ib = bufs[plan.inputs[pos]]
+            if (pos in pairs.values() or ib.shape != ob.shape or ib.dtype != ob.dtype
+                    or ib.id in outputs or last_read.get(ib.id, -1) > i
+                    or readers.get(ib.id, {(pi, j)}) != {(pi, j)}):
                 continue
-            for j, (out, omap, e) in enumerate(zip(phase.outputs, phase.out_maps, phase.exprs)):
-                ob = bufs[out]
-                if ob.kind != "output" or out in pairs:
-                    continue
-                for pos in donated_inputs:
-                    ib = bufs[plan.inputs[pos]]
-                    if (pos in pairs.values() or ib.shape != ob.shape or ib.dtype != ob.dtype
-                            or ib.id in outputs or last_read.get(ib.id, -1) > i
-                            or readers.get(ib.id, {(pi, j)}) != {(pi, j)}):
-                        continue
-                    if all(m.map == omap for m in _expr_loads(e) if m.buffer == ib.id):
-                        pairs[out] = pos
-                        break
+            if all(m.map == omap for m in _expr_loads(e) if m.buffer == ib.id):
+                pairs[out] = pos
+                break
     return pairs
