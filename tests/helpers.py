@@ -56,6 +56,22 @@ def special_values(dtype) -> np.ndarray:
                          info.max, info.min, info.max // 3], dtype=d)
 
 
+def assert_close(got, want, rtol=1e-6, atol=0.0):
+    """Same structure, shapes and dtypes; floats/complex within tolerance (NaNs equal), others exact."""
+    if isinstance(want, (tuple, list)):
+        assert isinstance(got, (tuple, list)) and len(got) == len(want), (got, want)
+        for g, w in zip(got, want):
+            assert_close(g, w, rtol, atol)
+        return
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    if want.dtype.kind in "fc":
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
 def normal_sample(shape, dtype, rng, int_range=(-5, 6)) -> np.ndarray:
     """Random array from ``rng``: standard normal floats/complex, integers in ``int_range``."""
     d = np.dtype(dtype)
