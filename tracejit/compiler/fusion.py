@@ -29,6 +29,7 @@ from tracejit.core.primitive import ELEMENTWISE
 from tracejit.compiler.kernel_ir import IndexMap, Kernel, Node, Phase, walk
 from tracejit.ops.dot import dot_general_p
 from tracejit.ops.elementwise import iota_p
+from tracejit.ops.indexing import dynamic_slice_p, dynamic_update_slice_p
 from tracejit.ops.reductions import reduce_prims
 from tracejit.ops.structural import (broadcast_in_dim_p, reshape_p, rev_p, slice_p, squeeze_p,
                                      transpose_p)
@@ -67,6 +68,33 @@ class DotStep:
 
 
 @dataclass
+class WindowStep:
+    """``dynamic_slice`` (``out = operand[window]``) or ``dynamic_update_slice``
+    (``out = operand`` with the window replaced by ``update``): row copies at run-time starts.
+
+    Starts are clamped into range as in XLA. An update whose ``out`` shares
+    memory with ``operand`` (in-place planning, donation, loop carries) writes
+    only the window; otherwise it copies the operand first.
+    """
+
+    kind: str                  # "slice" | "update"
+    out: int
+    operand: int
+    update: int | None
+    starts: list               # buffer id (integer scalar) or ("lit", value) per operand axis
+    window: tuple              # window shape (slice_sizes, or the update's shape)
+
+    def reads(self) -> list:
+        ins = [self.operand] + ([self.update] if self.update is not None else [])
+        return ins + [s for s in self.starts if isinstance(s, int)]
+
+    def describe(self) -> str:
+        starts = ", ".join(f"b{s}" if isinstance(s, int) else repr(s[1]) for s in self.starts)
+        what = "dynamic_slice" if self.kind == "slice" else f"dynamic_update_slice(update b{self.update})"
+        return f"window {what} b{self.operand}[{starts}] {list(self.window)} -> b{self.out}"
+
+
+@dataclass
 class NumpyStep:
     eqn: object
     inputs: list               # buffer id or ("lit", value)
@@ -76,7 +104,7 @@ class NumpyStep:
 @dataclass
 class Plan:
     buffers: list = field(default_factory=list)
-    steps: list = field(default_factory=list)   # Kernel | DotStep | NumpyStep
+    steps: list = field(default_factory=list)   # Kernel | DotStep | WindowStep | NumpyStep
     inputs: list = field(default_factory=list)  # buffer ids of program inputs
     consts: list = field(default_factory=list)
     outputs: list = field(default_factory=list)  # buffer id or ("lit", value)
@@ -159,6 +187,9 @@ class Planner:
             return "reduce"
         if p is dot_general_p and eqn.inputs[0].aval.dtype.kind in "fc":
             return "dot"
+        if p in (dynamic_slice_p, dynamic_update_slice_p):
+            arrays = eqn.inputs[:1] if p is dynamic_slice_p else eqn.inputs[:2]
+            return "window" if all(isinstance(a, Var) for a in arrays) else "numpy"
         return "numpy"
 
     def _fusible_dtype(self, eqn):
@@ -202,9 +233,9 @@ class Planner:
         m.update(id(a) for a in prog.outputs if isinstance(a, Var))
         for e in prog.eqns:
             k = self.kinds[id(e)]
-            if k in ("numpy", "dot", "reduce", "reshape"):
+            if k in ("numpy", "dot", "reduce", "reshape", "window"):
                 m.update(id(v) for v in e.outputs)
-            if k in ("numpy", "dot"):
+            if k in ("numpy", "dot", "window"):
                 m.update(id(a) for a in e.inputs if isinstance(a, Var))
             if k == "reshape":
                 m.add(id(e.inputs[0]))
@@ -334,6 +365,15 @@ class Planner:
             return
         if k == "reduce":
             self._build_reduce(eqn, out_positions)
+            return
+        if k == "window":
+            ins = [("lit", a.val.item()) if isinstance(a, Literal) else self.buffer_of[id(a)] for a in eqn.inputs]
+            out = self._out_buffer(outs[0], out_positions)
+            if eqn.primitive is dynamic_slice_p:
+                step = WindowStep("slice", out, ins[0], None, ins[1:], tuple(eqn.params["slice_sizes"]))
+            else:
+                step = WindowStep("update", out, ins[0], ins[1], ins[2:], eqn.inputs[1].aval.shape)
+            self.plan.steps.append(step)
             return
         for v in outs:
             if id(v) in self.materialized:
@@ -475,7 +515,7 @@ def merge_kernels(plan: Plan) -> None:
         merged.append(step)
         idx = len(merged) - 1
         outs = step.buffers_written() if isinstance(step, Kernel) else (
-            [step.out] if isinstance(step, DotStep) else list(step.outputs))
+            [step.out] if isinstance(step, (DotStep, WindowStep)) else list(step.outputs))
         for b in outs:
             produced_at[b] = idx
     plan.steps[:] = merged
@@ -513,7 +553,7 @@ def _find_merge_target(merged, step, produced_at, plan):
     for ti in range(len(merged) - 1, -1, -1):
         k = merged[ti]
         if not isinstance(k, Kernel):
-            outs = [k.out] if isinstance(k, DotStep) else list(k.outputs)
+            outs = [k.out] if isinstance(k, (DotStep, WindowStep)) else list(k.outputs)
             if any(b in read_ids for b in outs):
                 return None
             continue
@@ -559,6 +599,8 @@ def prune_dead_stores(plan: Plan) -> None:
             read.update(n.buffer for n in step.loads())
         elif isinstance(step, DotStep):
             read.update((step.lhs, step.rhs))
+        elif isinstance(step, WindowStep):
+            read.update(step.reads())
         else:
             read.update(b for b in step.inputs if isinstance(b, int))
     read.update(b for b in plan.outputs if isinstance(b, int))

@@ -8,7 +8,7 @@ reads.
 """
 from __future__ import annotations
 
-from tracejit.compiler.fusion import DotStep, NumpyStep, Plan
+from tracejit.compiler.fusion import DotStep, NumpyStep, Plan, WindowStep
 from tracejit.compiler.kernel_ir import Kernel, walk
 
 ALIGN = 64
@@ -19,13 +19,15 @@ def step_reads(step) -> list:
         return sorted({n.buffer for n in step.loads()})
     if isinstance(step, DotStep):
         return [step.lhs, step.rhs]
+    if isinstance(step, WindowStep):
+        return step.reads()
     return [b for b in step.inputs if isinstance(b, int)]
 
 
 def step_writes(step) -> list:
     if isinstance(step, Kernel):
         return step.buffers_written()
-    if isinstance(step, DotStep):
+    if isinstance(step, (DotStep, WindowStep)):
         return [step.out]
     return list(step.outputs)
 
@@ -141,7 +143,25 @@ def in_place_pairs(plan: Plan, first=None, last=None) -> dict:
             if all(m.map == omap for m in step.loads() if m.buffer == r):
                 pairs[out] = r
                 break
+    for i, step in _window_updates(plan):
+        r = _base(bufs, step.operand)
+        if (bufs[step.out].kind == "temp" and bufs[r].kind == "temp" and bufs[r].nbytes == bufs[step.out].nbytes
+                and last.get(r) == i and r not in pairs.values()
+                and all(_base(bufs, b) != r for b in step.reads()[1:])):
+            pairs[step.out] = r     # only the window is written; the rest of the operand is already there
     return pairs
+
+
+def _base(bufs, b):
+    while bufs[b].kind == "alias":
+        b = bufs[b].alias_of
+    return b
+
+
+def _window_updates(plan: Plan):
+    for i, step in enumerate(plan.steps):
+        if isinstance(step, WindowStep) and step.kind == "update":
+            yield i, step
 
 
 def donation_pairs(plan: Plan, donated_inputs) -> dict:
@@ -155,8 +175,9 @@ def donation_pairs(plan: Plan, donated_inputs) -> dict:
     last_read = {}
     for i, step in enumerate(plan.steps):
         for b in step_reads(step):
-            last_read[b] = i
+            last_read[_base(bufs, b)] = i     # a read through a reshape alias reads the input too
     outputs = {b for b in plan.outputs if isinstance(b, int)}
+    alias_bases = {_base(bufs, b) for b in outputs}
     for i, step, readers, pi, j, out, omap, e in _map_outputs(plan):
         ob = bufs[out]
         if ob.kind != "output" or out in pairs:
@@ -164,10 +185,22 @@ def donation_pairs(plan: Plan, donated_inputs) -> dict:
         for pos in donated_inputs:
             ib = bufs[plan.inputs[pos]]
             if (pos in pairs.values() or ib.shape != ob.shape or ib.dtype != ob.dtype
-                    or ib.id in outputs or last_read.get(ib.id, -1) > i
+                    or ib.id in alias_bases or last_read.get(ib.id, -1) > i
                     or readers.get(ib.id, {(pi, j)}) != {(pi, j)}):
                 continue
             if all(m.map == omap for m in _expr_loads(e) if m.buffer == ib.id):
                 pairs[out] = pos
+                break
+    for i, step in _window_updates(plan):
+        ob = bufs[step.out]
+        if ob.kind != "output" or step.out in pairs:
+            continue
+        r = _base(bufs, step.operand)
+        for pos in donated_inputs:
+            ib = bufs[plan.inputs[pos]]
+            if (ib.id == r and pos not in pairs.values() and ib.nbytes == ob.nbytes and ib.dtype == ob.dtype
+                    and ib.id not in alias_bases and last_read.get(ib.id, -1) <= i
+                    and all(_base(bufs, b) != r for b in step.reads()[1:])):
+                pairs[step.out] = pos
                 break
     return pairs

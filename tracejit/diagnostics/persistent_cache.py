@@ -286,6 +286,8 @@ def program_fingerprint(program, plan=None) -> str:
                     h.update(f"\nload b{n.buffer} {n.map}".encode())
             elif isinstance(s, DotStep):
                 h.update(f"\ndot {s.out} {s.lhs} {s.rhs} {s.lhs_perm} {s.rhs_perm} {s.dimension_numbers}".encode())
+            elif hasattr(s, "window"):
+                h.update(("\n" + s.describe()).encode())
             else:
                 h.update(f"\nnumpy {s.eqn.primitive.name} {s.inputs} {s.outputs}".encode())
     return h.hexdigest()

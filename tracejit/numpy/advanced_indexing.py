@@ -363,8 +363,8 @@ def scatter(x, idx, values, kind, *, mode=None, func=None):
     smode = _scatter_mode(mode)
     xe = reshape(x, parsed.shape) if parsed.shape != orig_shape else x
     entries = parsed.entries
-    if kind != "apply" and _is_static_window(entries, parsed.shape):
-        out = _window_update(xe, entries, _values(x, values), kind)
+    if kind != "apply" and _is_window(entries, parsed.shape):
+        out = _window_update(xe, entries, _values(x, values), kind, smode)
     else:
         plan = _Plan(parsed.shape, entries)
         xt = _permute(xe, plan.x_perm)
@@ -379,30 +379,51 @@ def scatter(x, idx, values, kind, *, mode=None, func=None):
     return reshape(out, orig_shape) if parsed.shape != orig_shape else out
 
 
-def _is_static_window(entries, shape):
+def _is_window(entries, shape):
+    """Ints (static or traced scalars) and unit-stride slices: the update is one rectangular window."""
     for (k, v), n in zip(entries, shape):
-        if k == _ARR or (k == _SLICE and len(range(*v.indices(n))) > 1 and v.indices(n)[2] != 1):
+        if k == _ARR and not (is_tracer(v) and aval(v).ndim == 0):
+            return False
+        if k == _SLICE and len(range(*v.indices(n))) > 1 and v.indices(n)[2] != 1:
             return False
     return True
 
 
-def _window_update(x, entries, v, kind):
-    """Static ints and unit-stride slices: a dynamic_update_slice at constant starts."""
+def _window_update(x, entries, v, kind, mode):
+    """A dynamic_update_slice: static starts, or traced scalar indices.
+
+    A traced index out of range drops the update (JAX's default scatter mode),
+    unless ``mode`` is ``clip``: the window then writes back what it read.
+    The window is written in place when ``x`` is not needed afterwards, which
+    keeps ``x.at[i].set(v)`` in a loop from copying ``x`` each iteration.
+    """
     shape = aval(x).shape
-    starts, sizes, r_shape = [], [], []
+    starts, sizes, r_shape, in_range = [], [], [], []
     for (k, e), n in zip(entries, shape):
         if k == _INT:
             starts.append(e)
             sizes.append(1)
+        elif k == _ARR:
+            i = _normalize(e, n, np.dtype(np.int64))     # int64: ``n`` may not fit a narrower index type
+            starts.append(i)
+            sizes.append(1)
+            in_range.append(U["logical_and"](U["greater_equal"](i, 0), U["less"](i, n)))
         else:
             r = range(*e.indices(n))
             starts.append(r.start if len(r) else 0)
             sizes.append(len(r))
             r_shape.append(len(r))
     v = reshape(_broadcast_values(v, tuple(r_shape), f"x.at[idx].{kind}"), tuple(sizes))
-    if kind != "set":
+    drop = bool(in_range) and mode == "drop"
+    if kind != "set" or drop:
         cur = dynamic_slice_p.bind(x, *starts, slice_sizes=tuple(sizes))
-        v = binary_prims[_COMBINE[kind]].bind(cur, v)
+        if kind != "set":
+            v = binary_prims[_COMBINE[kind]].bind(cur, v)
+        if drop:
+            ok = in_range[0]
+            for r in in_range[1:]:
+                ok = U["logical_and"](ok, r)
+            v = where(ok, v, cur)
     return dynamic_update_slice_p.bind(x, v, *starts)
 
 

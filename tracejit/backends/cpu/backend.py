@@ -6,13 +6,15 @@ import time
 from llvmlite import ir
 
 from tracejit.core import dtypes
-from tracejit.compiler.fusion import Planner
+from tracejit.compiler.fusion import Planner, WindowStep
+from tracejit.compiler.kernel_ir import Kernel
 from tracejit.compiler.memory import plan_memory
 from tracejit.compiler.passes import run_pipeline
 from tracejit.backends import register_backend
 from tracejit.backends.cpu import llvm_engine, lowering, mathlib
 from tracejit.backends.cpu.codegen import KernelEmitter
-from tracejit.backends.cpu.runtime import CPUExecutable, KernelLaunch
+from tracejit.backends.cpu.runtime import CPUExecutable, KernelLaunch, WindowLaunch
+from tracejit.backends.cpu.window import WindowEmitter
 
 _NATIVE_REDUCE = {dtypes.bool_, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8,
                   dtypes.uint16, dtypes.uint32, dtypes.uint64, dtypes.float32, dtypes.float64}
@@ -61,8 +63,8 @@ class CPUBackend:
         module.triple = llvm_engine.triple
         module.data_layout = llvm_engine.target_data_layout
         vb = vector_bytes()
-        emitters = [(k, KernelEmitter(module, k, plan.buffers, vb), f"{_symbol(name)}_k{i}")
-                    for i, k in enumerate(plan.kernels)]
+        emitters = [(k, native_emitter(module, k, plan.buffers, vb), f"{_symbol(name)}_k{i}")
+                    for i, k in enumerate(native_steps(plan))]
         codegen_ms = [0.0]
 
         def build():
@@ -88,7 +90,8 @@ class CPUBackend:
                 before_load=lambda meta: mathlib.ensure(meta.get("math", [])))
             compile_ms = dict(compiled.timings)
             for kernel, em, fn_name in emitters:
-                launch = KernelLaunch(kernel, em.layout, em.slots, compiled.address(fn_name), em)
+                launch_type = WindowLaunch if isinstance(kernel, WindowStep) else KernelLaunch
+                launch = launch_type(kernel, em.layout, em.slots, compiled.address(fn_name), em)
                 launch.module = compiled  # the code lives as long as a launch refers to it
                 launches.append(launch)
         t3 = time.perf_counter()
@@ -99,6 +102,17 @@ class CPUBackend:
         llvm_ir_text = compiled
         return CPUExecutable(program, plan, launches, offsets, arena_bytes, timings, llvm_ir_text,
                              donated=donate_argnums)
+
+
+def native_steps(plan) -> list:
+    """The steps that become LLVM functions: fused kernels and window copies, in plan order."""
+    return [s for s in plan.steps if isinstance(s, (Kernel, WindowStep))]
+
+
+def native_emitter(module, step, buffers, vector_bytes):
+    if isinstance(step, WindowStep):
+        return WindowEmitter(module, step, buffers)
+    return KernelEmitter(module, step, buffers, vector_bytes)
 
 
 def _dump_plan(stage, plan, extra=""):
@@ -115,10 +129,9 @@ def _symbol(name: str) -> str:
 
 def _plan_text(plan) -> str:
     from tracejit.compiler.fusion import DotStep
-    from tracejit.compiler.kernel_ir import Kernel
     out = []
     for s in plan.steps:
-        if isinstance(s, Kernel):
+        if isinstance(s, (Kernel, WindowStep)):
             out.append(s.describe())
         elif isinstance(s, DotStep):
             out.append(f"blas dot_general -> b{s.out}")

@@ -1,10 +1,20 @@
-"""Native loops: ``while`` and ``scan`` whose bodies compile to kernels only.
+"""Native loops: ``while`` and ``scan`` whose bodies compile to native steps only.
 
-The whole loop becomes one LLVM function: each iteration calls the body's
-kernels directly (same module, so LLVM may inline them), then copies the
-new carry into place, all without returning to Python. Bodies that need a
-BLAS or NumPy step fall back to running the compiled body once per
-iteration from Python (``subprograms.py``).
+The whole loop becomes one LLVM function, the *driver*: each iteration calls
+the body's kernels and window copies directly (same module, so LLVM inlines
+them), then moves the new carry into place, all without returning to Python.
+Bodies that need a BLAS or NumPy step fall back to running the compiled body
+once per iteration from Python (``subprograms.py``).
+
+Carries are updated in place where the body allows it: a body output that
+may be written over its own carry (the donation rules of memory planning:
+read only at the element written, nothing reads the old value later) is
+given the carry's memory, so ``x.at[i].set(v)`` in a loop writes one
+window per iteration instead of copying the array. Scan outputs (``ys``)
+are written straight into their row of the stacked result.
+
+Small loops keep their carries, arenas and outputs in the driver's stack
+frame: LLVM then promotes them to registers, and a step costs a few cycles.
 """
 from __future__ import annotations
 
@@ -13,27 +23,44 @@ import ctypes
 import numpy as np
 from llvmlite import ir
 
-from tracejit.compiler.fusion import Planner
+from tracejit.compiler.fusion import Planner, WindowStep
 from tracejit.compiler.kernel_ir import Kernel
-from tracejit.compiler.memory import plan_memory
+from tracejit.compiler.memory import donation_pairs, plan_memory
 from tracejit.compiler.passes import run_pipeline
 from tracejit.backends.cpu import llvm_engine
-from tracejit.backends.cpu.codegen import KernelEmitter
+from tracejit.backends.cpu.runtime import data_address
 
-I8, I64, PTR, VOID = ir.IntType(8), ir.IntType(64), ir.PointerType(), ir.VoidType()
+I1, I8, I64, PTR, VOID = ir.IntType(1), ir.IntType(8), ir.IntType(64), ir.PointerType(), ir.VoidType()
 DRIVER_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)
+# Loops whose carries, arenas and outputs fit in this many bytes keep them on the stack.
+LOCAL_STORAGE_BYTES = 16 << 10
+ALIGN = 64
+
+
+def _round_up(n: int) -> int:
+    return -(-max(n, 1) // ALIGN) * ALIGN
+
+
+def _base(bufs, b):
+    while bufs[b].kind == "alias":
+        b = bufs[b].alias_of
+    return b
 
 
 class _SubPlan:
-    """One sub-program's kernels and where each of its buffers lives."""
+    """One sub-program's native steps and where each of its buffers lives.
 
-    def __init__(self, program, tag, module, vector_bytes):
-        from tracejit.backends.cpu.backend import can_lower, can_reduce
+    ``carry_io`` maps a carry's input position to its output position;
+    ``ys`` lists output positions stacked into scan results.
+    """
+
+    def __init__(self, program, tag, module, vector_bytes, carry_io=None, ys=()):
+        from tracejit.backends.cpu.backend import can_lower, can_reduce, native_emitter, native_steps
         program, _ = run_pipeline(program)
         self.program = program
         plan = Planner(program, can_lower, can_reduce).build()
-        if not all(isinstance(s, Kernel) for s in plan.steps) or program.const_vars:
-            raise NotImplementedError("body needs non-kernel steps")
+        if not all(isinstance(s, (Kernel, WindowStep)) for s in plan.steps) or program.const_vars:
+            raise NotImplementedError("body needs non-native steps")
         if any(not isinstance(o, int) for o in plan.outputs):
             raise NotImplementedError("body returns a literal")
         from tracejit.backends.cpu.runtime import PARALLEL_MIN_WORK
@@ -41,84 +68,115 @@ class _SubPlan:
             # Large bodies gain more from threaded kernels than they lose to per-iteration dispatch.
             raise NotImplementedError("body kernels are large enough to run threaded")
         self.plan = plan
+        bufs = plan.buffers
         self.offsets, self.arena_bytes = plan_memory(plan)
-        outs = [b for b in plan.buffers if b.kind == "output"]
+        once = [o for o in plan.outputs if plan.outputs.count(o) == 1 and bufs[o].kind == "output"]
+        # Outputs written straight over their own carry.
+        self.in_place: dict[int, int] = {}
+        carry_io = carry_io or {}
+        for out_buf, pos in donation_pairs(plan, list(carry_io)).items():
+            if out_buf in once and plan.outputs.index(out_buf) == carry_io[pos]:
+                self.in_place[out_buf] = pos
+        # Outputs written straight into their row of a stacked scan result.
+        self.direct_ys = {plan.outputs[k]: j for j, k in enumerate(ys) if plan.outputs[k] in once}
         self.out_offsets, top = {}, 0
-        for b in outs:
-            self.out_offsets[b.id] = top
-            top += -(-max(b.nbytes, 1) // 64) * 64
+        for b in bufs:
+            if b.kind == "output" and b.id not in self.in_place and b.id not in self.direct_ys:
+                self.out_offsets[b.id] = top
+                top += _round_up(b.nbytes)
         # Outputs that pass an input through are saved here first: the carry copies
         # below would otherwise overwrite an input another output still reads.
         self.pass_offsets = {}
         for k, bid in enumerate(plan.outputs):
-            base_buf = bid
-            while plan.buffers[base_buf].kind == "alias":
-                base_buf = plan.buffers[base_buf].alias_of
-            if plan.buffers[base_buf].kind == "input":
+            if bufs[_base(bufs, bid)].kind == "input":
                 self.pass_offsets[k] = top
-                top += -(-max(plan.buffers[bid].nbytes, 1) // 64) * 64
+                top += _round_up(bufs[bid].nbytes)
         self.out_bytes = top
-        self.emitters = [(KernelEmitter(module, k, plan.buffers, vector_bytes), f"{tag}_{id(self):x}_k{i}")
-                         for i, k in enumerate(plan.kernels)]
+        self.emitters = [(native_emitter(module, s, bufs, vector_bytes), f"{tag}_{id(self):x}_k{i}")
+                         for i, s in enumerate(native_steps(plan))]
         for em, name in self.emitters:
             em.emit(name)
 
 
-class _Slots:
-    """Driver arguments: one pointer per named base (inputs, xs, ys, arenas)."""
+class _Driver:
+    """Builds the driver function: named base pointers, loaded once at entry or kept on the stack."""
 
-    def __init__(self):
-        self.names: list[str] = []
+    def __init__(self, module, local: bool):
+        self.fn = ir.Function(module, ir.FunctionType(VOID, [PTR, I64]), name="loop_driver")
+        self.fn.args[0].add_attribute("noalias")
+        self.entry = self.fn.append_basic_block("entry")
+        self.b = ir.IRBuilder(self.entry)
+        self.local = local
+        self.names: list[str] = []      # pointer arguments, in slot order
+        self.bases: dict[str, ir.Value] = {}
+        self.scratch_bytes: dict[str, int] = {}   # caller-provided working memory, by slot name
 
-    def index(self, name):
-        if name not in self.names:
-            self.names.append(name)
-        return self.names.index(name)
+    def arg(self, name):
+        """A pointer passed in by the caller."""
+        if name not in self.bases:
+            with self.b.goto_block(self.entry):
+                self.names.append(name)
+                p = self.b.gep(self.fn.args[0], [ir.Constant(I64, len(self.names) - 1)], source_etype=PTR)
+                self.bases[name] = self.b.load(p, typ=PTR)
+        return self.bases[name]
+
+    def scratch(self, name, nbytes):
+        """Working memory: a stack slot for small loops, else a caller-provided buffer."""
+        if name not in self.bases:
+            if not self.local:
+                self.scratch_bytes[name] = nbytes
+                return self.arg(name)
+            with self.b.goto_block(self.entry):
+                slot = self.b.alloca(ir.ArrayType(I8, _round_up(nbytes)), name=name)
+                slot.align = ALIGN
+                self.bases[name] = slot
+        return self.bases[name]
 
 
-def _address(b, builder, slots_arg, sub, slots, input_ptr, tag):
+def _address(b, drv, sub, input_ptr, tag, ys_row=None):
     """Pointer to buffer ``b`` of ``sub`` inside the driver (at this iteration)."""
     bufs = sub.plan.buffers
-    while bufs[b].kind == "alias":
-        b = bufs[b].alias_of
+    b = _base(bufs, b)
     buf = bufs[b]
-
-    def base(name):
-        p = builder.gep(slots_arg, [ir.Constant(I64, slots.index(name))], source_etype=PTR)
-        return builder.load(p, typ=PTR)
+    builder = drv.b
     if buf.kind == "input":
         return input_ptr(buf.index)
     if buf.kind == "temp":
-        return builder.gep(base(f"{tag}_arena"), [ir.Constant(I64, sub.offsets.get(b, 0))], source_etype=I8)
+        return builder.gep(drv.scratch(f"{tag}_arena", sub.arena_bytes),
+                           [ir.Constant(I64, sub.offsets.get(b, 0))], source_etype=I8)
     if buf.kind == "output":
-        return builder.gep(base(f"{tag}_out"), [ir.Constant(I64, sub.out_offsets[b])], source_etype=I8)
+        if b in sub.in_place:
+            return input_ptr(sub.in_place[b])
+        if b in sub.direct_ys:
+            return ys_row(sub.direct_ys[b])
+        return builder.gep(drv.scratch(f"{tag}_out", sub.out_bytes), [ir.Constant(I64, sub.out_offsets[b])],
+                           source_etype=I8)
     raise NotImplementedError(f"buffer kind {buf.kind}")
 
 
-def _run_kernels(builder, fn, sub, slots_arg, slots, input_ptr, tag):
+def _run_steps(drv, sub, input_ptr, tag, ys_row=None):
+    builder = drv.b
     for em, name in sub.emitters:
-        kfn = fn.module.globals[name]
-        entry = fn.entry_basic_block
-        with builder.goto_block(entry):
-            builder.position_at_start(entry)
+        kfn = drv.fn.module.globals[name]
+        with builder.goto_block(drv.entry):
             arr = builder.alloca(PTR, size=ir.Constant(I64, max(len(em.slots), 1)))
         for k, b in enumerate(em.slots):
             slot = builder.gep(arr, [ir.Constant(I64, k)], source_etype=PTR)
-            builder.store(_address(b, builder, slots_arg, sub, slots, input_ptr, tag), slot)
+            builder.store(_address(b, drv, sub, input_ptr, tag, ys_row), slot)
         n = em.layout.parallel_size
         if n:
             builder.call(kfn, [arr, ir.Constant(I64, 0), ir.Constant(I64, n)])
 
 
-def _output_sources(builder, slots_arg, sub, slots, input_ptr, tag, sizes):
+def _output_sources(drv, sub, input_ptr, tag, sizes, ys_row=None):
     """Pointers to each output's value after the body ran, passthroughs saved to scratch first."""
     srcs = []
     for k, (bid, nbytes) in enumerate(zip(sub.plan.outputs, sizes)):
-        src = _address(bid, builder, slots_arg, sub, slots, input_ptr, tag)
+        src = _address(bid, drv, sub, input_ptr, tag, ys_row)
         if k in sub.pass_offsets:
-            p = builder.gep(slots_arg, [ir.Constant(I64, slots.index(f"{tag}_out"))], source_etype=PTR)
-            scratch = builder.gep(builder.load(p, typ=PTR), [ir.Constant(I64, sub.pass_offsets[k])], source_etype=I8)
-            _memmove(builder, scratch, src, nbytes)
+            scratch = drv.b.gep(drv.scratch(f"{tag}_out", sub.out_bytes), [ir.Constant(I64, sub.pass_offsets[k])],
+                                source_etype=I8)
+            _memmove(drv.b, scratch, src, nbytes)
             src = scratch
         srcs.append(src)
     return srcs
@@ -127,9 +185,26 @@ def _output_sources(builder, slots_arg, sub, slots, input_ptr, tag, sizes):
 def _memmove(builder, dst, src, nbytes):
     fn = builder.module.globals.get("llvm.memmove.p0.p0.i64")
     if fn is None:
-        fn = ir.Function(builder.module, ir.FunctionType(VOID, [PTR, PTR, I64, ir.IntType(1)]),
-                         name="llvm.memmove.p0.p0.i64")
-    builder.call(fn, [dst, src, ir.Constant(I64, nbytes), ir.Constant(ir.IntType(1), 0)])
+        fn = ir.Function(builder.module, ir.FunctionType(VOID, [PTR, PTR, I64, I1]), name="llvm.memmove.p0.p0.i64")
+    builder.call(fn, [dst, src, ir.Constant(I64, nbytes), ir.Constant(I1, 0)])
+
+
+def _counted_loop(drv, length, body):
+    """``for i in range(length): body(i)`` in the driver."""
+    b = drv.b
+    with b.goto_block(drv.entry):
+        counter = b.alloca(I64)
+    b.store(ir.Constant(I64, 0), counter)
+    head, it, done = (drv.fn.append_basic_block(n) for n in ("loop", "iter", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.load(counter)
+    b.cbranch(b.icmp_signed("<", i, length), it, done)
+    b.position_at_end(it)
+    body(i)
+    b.store(b.add(i, ir.Constant(I64, 1)), counter)
+    b.branch(head)
+    b.position_at_end(done)
 
 
 class NativeLoop:
@@ -143,116 +218,152 @@ class NativeLoop:
         module.triple = llvm_engine.triple
         module.data_layout = llvm_engine.target_data_layout
         vb = vector_bytes()
-        self.slots = _Slots()
-        fn = ir.Function(module, ir.FunctionType(VOID, [PTR, I64]), name="loop_driver")
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
-        slots_arg, length = fn.args
-
-        def base(name):
-            p = b.gep(slots_arg, [ir.Constant(I64, self.slots.index(name))], source_etype=PTR)
-            return b.load(p, typ=PTR)
-
         if kind == "scan":
             prog = params["program"]
-            self.body = _SubPlan(prog, "body", module, vb)
             nc, ncarry = params["num_consts"], params["num_carry"]
-            avals = prog.in_avals
-            self.carry_avals = avals[nc:nc + ncarry]
-            self.x_avals = avals[nc + ncarry:]
+            self.carry_avals = prog.in_avals[nc:nc + ncarry]
+            self.x_avals = prog.in_avals[nc + ncarry:]
             self.y_avals = prog.out_avals[ncarry:]
-            loop_bb, body_bb, end_bb = (fn.append_basic_block(n) for n in ("loop", "iter", "done"))
-            counter = b.alloca(I64)
-            b.store(ir.Constant(I64, 0), counter)
-            b.branch(loop_bb)
-            b.position_at_end(loop_bb)
-            i = b.load(counter)
-            b.cbranch(b.icmp_signed("<", i, length), body_bb, end_bb)
-            b.position_at_end(body_bb)
-            idx = b.sub(b.sub(length, ir.Constant(I64, 1)), i) if params["reverse"] else i
+            self.body = _SubPlan(prog, "body", module, vb, {nc + k: k for k in range(ncarry)},
+                                 ys=range(ncarry, len(prog.out_avals)))
+            subs = [self.body]
+        else:
+            cn, bn = params["cond_nconsts"], params["body_nconsts"]
+            self.carry_avals = params["body_program"].in_avals[bn:]
+            self.cond = _SubPlan(params["cond_program"], "cond", module, vb)
+            self.body = _SubPlan(params["body_program"], "body", module, vb,
+                                 {bn + k: k for k in range(len(self.carry_avals))})
+            subs = [self.cond, self.body]
+        local_bytes = sum(_round_up(a.nbytes) for a in self.carry_avals) + sum(
+            _round_up(s.arena_bytes) + _round_up(s.out_bytes) for s in subs)
+        drv = _Driver(module, local_bytes <= LOCAL_STORAGE_BYTES)
+        self.local = drv.local
+        carries = [self._carry_in(drv, k, a) for k, a in enumerate(self.carry_avals)]
+        if kind == "scan":
+            self._scan_body(drv, carries)
+        else:
+            self._while_body(drv, carries)
+        for k, a in enumerate(self.carry_avals):
+            if self.local:
+                _memmove(drv.b, drv.arg(f"carry{k}"), carries[k], a.nbytes)
+        drv.b.ret_void()
+        self.slot_names = list(drv.names)
+        self.compiled = llvm_engine.compile_ir(module, name=f"{kind}_loop", vectorize=False)
+        self.fn = DRIVER_FN(self.compiled.address("loop_driver"))
+        self._slots_type = ctypes.c_void_p * max(len(self.slot_names), 1)
+        self._scratch = {name: max(n, 1) for name, n in drv.scratch_bytes.items()}
+        self._sources = self._slot_sources()
+        self.length = params["length"] if kind == "scan" else 0
+        if kind != "scan":
+            self.y_avals = []
+        first_init = params["num_consts"] if kind == "scan" else params["cond_nconsts"] + params["body_nconsts"]
+        self._init_checks = [(first_init + k, a) for k, a in enumerate(self.carry_avals)]
+
+    def _carry_in(self, drv, k, aval):
+        """The carry's working memory, holding the initial value."""
+        src = drv.arg(f"init{k}")
+        dst = drv.scratch(f"work{k}", aval.nbytes) if drv.local else drv.arg(f"carry{k}")
+        _memmove(drv.b, dst, src, aval.nbytes)
+        return dst
+
+    def _scan_body(self, drv, carries):
+        p = self.params
+        nc, ncarry = p["num_consts"], p["num_carry"]
+        b = drv.b
+        length = drv.fn.args[1]
+        sub = self.body
+
+        def step(i):
+            idx = b.sub(b.sub(length, ir.Constant(I64, 1)), i) if p["reverse"] else i
 
             def input_ptr(pos):
                 if pos < nc:
-                    return base(f"const{pos}")
+                    return drv.arg(f"const{pos}")
                 if pos < nc + ncarry:
-                    return base(f"carry{pos - nc}")
+                    return carries[pos - nc]
                 j = pos - nc - ncarry
-                return b.gep(base(f"xs{j}"), [b.mul(idx, ir.Constant(I64, self.x_avals[j].nbytes))],
+                return b.gep(drv.arg(f"xs{j}"), [b.mul(idx, ir.Constant(I64, self.x_avals[j].nbytes))],
                              source_etype=I8)
-            _run_kernels(b, fn, self.body, slots_arg, self.slots, input_ptr, "body")
+
+            def ys_row(j):
+                return b.gep(drv.arg(f"ys{j}"), [b.mul(idx, ir.Constant(I64, self.y_avals[j].nbytes))],
+                             source_etype=I8)
+            _run_steps(drv, sub, input_ptr, "body", ys_row)
             sizes = [a.nbytes for a in self.carry_avals] + [y.nbytes for y in self.y_avals]
-            srcs = _output_sources(b, slots_arg, self.body, self.slots, input_ptr, "body", sizes)
-            for k in range(ncarry):
-                _memmove(b, base(f"carry{k}"), srcs[k], self.carry_avals[k].nbytes)
+            srcs = _output_sources(drv, sub, input_ptr, "body", sizes, ys_row)
+            for k, bid in enumerate(sub.plan.outputs[:ncarry]):
+                if bid not in sub.in_place:
+                    _memmove(b, carries[k], srcs[k], self.carry_avals[k].nbytes)
             for j, y in enumerate(self.y_avals):
-                dst = b.gep(base(f"ys{j}"), [b.mul(idx, ir.Constant(I64, y.nbytes))], source_etype=I8)
-                _memmove(b, dst, srcs[ncarry + j], y.nbytes)
-            b.store(b.add(i, ir.Constant(I64, 1)), counter)
-            b.branch(loop_bb)
-            b.position_at_end(end_bb)
-            b.ret_void()
-        else:
-            cn, bn = params["cond_nconsts"], params["body_nconsts"]
-            self.cond = _SubPlan(params["cond_program"], "cond", module, vb)
-            self.body = _SubPlan(params["body_program"], "body", module, vb)
-            self.carry_avals = params["body_program"].in_avals[bn:]
-            loop_bb, body_bb, end_bb = (fn.append_basic_block(n) for n in ("loop", "iter", "done"))
-            b.branch(loop_bb)
-            b.position_at_end(loop_bb)
+                if sub.plan.outputs[ncarry + j] not in sub.direct_ys:
+                    _memmove(b, ys_row(j), srcs[ncarry + j], y.nbytes)
+        _counted_loop(drv, length, step)
 
-            def cond_input(pos):
-                return base(f"cconst{pos}") if pos < cn else base(f"carry{pos - cn}")
+    def _while_body(self, drv, carries):
+        p = self.params
+        cn, bn = p["cond_nconsts"], p["body_nconsts"]
+        b = drv.b
+        head, it, done = (drv.fn.append_basic_block(n) for n in ("loop", "iter", "done"))
+        b.branch(head)
+        b.position_at_end(head)
 
-            def body_input(pos):
-                return base(f"bconst{pos}") if pos < bn else base(f"carry{pos - bn}")
-            _run_kernels(b, fn, self.cond, slots_arg, self.slots, cond_input, "cond")
-            flag_ptr = _address(self.cond.plan.outputs[0], b, slots_arg, self.cond, self.slots, cond_input, "cond")
-            flag = b.load(flag_ptr, typ=I8)
-            b.cbranch(b.icmp_unsigned("!=", flag, ir.Constant(I8, 0)), body_bb, end_bb)
-            b.position_at_end(body_bb)
-            _run_kernels(b, fn, self.body, slots_arg, self.slots, body_input, "body")
-            srcs = _output_sources(b, slots_arg, self.body, self.slots, body_input, "body",
-                                   [a.nbytes for a in self.carry_avals])
-            for k, aval in enumerate(self.carry_avals):
-                _memmove(b, base(f"carry{k}"), srcs[k], aval.nbytes)
-            b.branch(loop_bb)
-            b.position_at_end(end_bb)
-            b.ret_void()
-        self.compiled = llvm_engine.compile_ir(module, name=f"{kind}_loop", vectorize=False)
-        self.fn = DRIVER_FN(self.compiled.address("loop_driver"))
+        def cond_input(pos):
+            return drv.arg(f"cconst{pos}") if pos < cn else carries[pos - cn]
 
-    def __call__(self, *args):
-        arrays: dict[str, np.ndarray] = {}
+        def body_input(pos):
+            return drv.arg(f"bconst{pos}") if pos < bn else carries[pos - bn]
+        _run_steps(drv, self.cond, cond_input, "cond")
+        flag = b.load(_address(self.cond.plan.outputs[0], drv, self.cond, cond_input, "cond"), typ=I8)
+        b.cbranch(b.icmp_unsigned("!=", flag, ir.Constant(I8, 0)), it, done)
+        b.position_at_end(it)
+        _run_steps(drv, self.body, body_input, "body")
+        srcs = _output_sources(drv, self.body, body_input, "body", [a.nbytes for a in self.carry_avals])
+        for k, bid in enumerate(self.body.plan.outputs):
+            if bid not in self.body.in_place:
+                _memmove(b, carries[k], srcs[k], self.carry_avals[k].nbytes)
+        b.branch(head)
+        b.position_at_end(done)
+
+    def _slot_sources(self):
+        """Where each driver argument comes from at call time: ``(kind, index or size)``."""
         p = self.params
         if self.kind == "scan":
-            nc, ncarry, length = p["num_consts"], p["num_carry"], p["length"]
-            consts, carry, xs = args[:nc], args[nc:nc + ncarry], args[nc + ncarry:]
-            for k, c in enumerate(consts):
-                arrays[f"const{k}"] = np.ascontiguousarray(c)
-            for j, x in enumerate(xs):
-                arrays[f"xs{j}"] = np.ascontiguousarray(x)
-            ys = [np.empty((length,) + y.shape, y.dtype) for y in self.y_avals]
-            for j, y in enumerate(ys):
-                arrays[f"ys{j}"] = y
-            subs = [("body", self.body)]
+            nc, ncarry = p["num_consts"], p["num_carry"]
+            arg_pos = {"const": 0, "init": nc, "xs": nc + ncarry}
         else:
             cn, bn = p["cond_nconsts"], p["body_nconsts"]
-            for k, c in enumerate(args[:cn]):
-                arrays[f"cconst{k}"] = np.ascontiguousarray(c)
-            for k, c in enumerate(args[cn:cn + bn]):
-                arrays[f"bconst{k}"] = np.ascontiguousarray(c)
-            carry = args[cn + bn:]
-            length = 0
-            subs = [("cond", self.cond), ("body", self.body)]
-        carries = [np.array(c, dtype=a.dtype, copy=True).reshape(a.shape) for c, a in zip(carry, self.carry_avals)]
-        for k, c in enumerate(carries):
-            arrays[f"carry{k}"] = c
-        for tag, sub in subs:
-            arrays[f"{tag}_arena"] = np.empty(max(sub.arena_bytes, 1), np.uint8)
-            arrays[f"{tag}_out"] = np.empty(max(sub.out_bytes, 1), np.uint8)
-        slots = (ctypes.c_void_p * max(len(self.slots.names), 1))(
-            *[arrays[name].ctypes.data for name in self.slots.names])
-        self.fn(slots, length)
-        return carries + (ys if self.kind == "scan" else [])
+            arg_pos = {"cconst": 0, "bconst": cn, "init": cn + bn}
+        sources = []
+        for name in self.slot_names:
+            head, tail = name.rstrip("0123456789"), name[len(name.rstrip("0123456789")):]
+            if name in self._scratch:
+                sources.append(("scratch", self._scratch[name]))
+            elif head in arg_pos:
+                sources.append(("arg", arg_pos[head] + int(tail)))
+            else:
+                sources.append((head, int(tail)))    # carry / ys
+        return sources
+
+    def __call__(self, *args):
+        ins = [a if type(a) is np.ndarray and a.flags.c_contiguous else np.ascontiguousarray(a) for a in args]
+        for pos, aval in self._init_checks:
+            if ins[pos].dtype != aval.dtype:     # a literal initial value, e.g. a Python int
+                ins[pos] = np.asarray(ins[pos], aval.dtype).reshape(aval.shape)
+        outputs = {"carry": [np.empty(a.shape, a.dtype) for a in self.carry_avals],
+                   "ys": [np.empty((self.length,) + y.shape, y.dtype) for y in self.y_avals]}
+        keep = []
+        ptrs = []
+        for kind, k in self._sources:
+            if kind == "arg":
+                a = ins[k]
+            elif kind == "scratch":
+                a = np.empty(k, np.uint8)
+                keep.append(a)
+            else:
+                a = outputs[kind][k]
+            ptrs.append(data_address(a))
+        self.fn(self._slots_type(*ptrs), self.length)
+        return outputs["carry"] + outputs["ys"]
 
 
 _cache: dict = {}

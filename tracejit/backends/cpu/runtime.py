@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import sys
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from tracejit.core.primitive import impl_rules
-from tracejit.compiler.fusion import DotStep, NumpyStep
+from tracejit.compiler.fusion import DotStep, NumpyStep, WindowStep
 from tracejit.compiler.kernel_ir import Kernel
 from tracejit.ops.dot import _free_dims
 
@@ -28,6 +29,36 @@ PARALLEL_MIN_WORK = 1 << 16
 
 _pool = None
 _pool_lock = threading.Lock()
+
+
+def _probe_data_offset():
+    """Byte offset of the data pointer inside NumPy's array object, checked on live arrays.
+
+    ``a.ctypes.data`` costs about a microsecond (it builds a helper object);
+    reading the pointer field directly costs a tenth of that, and dispatch
+    reads one per kernel argument. Only on CPython, where ``id`` is the
+    object's address; None (use ``a.ctypes.data``) when no offset matches.
+    """
+    if sys.implementation.name != "cpython":
+        return None
+    probes = [np.empty(3), np.zeros((2, 3), np.int8)[1:], np.arange(7.0)[::2], np.empty(0, np.float32)]
+    word = ctypes.sizeof(ctypes.c_void_p)
+    for off in range(2 * word, 6 * word, word):   # after PyObject_HEAD, which differs between builds
+        if all(ctypes.c_void_p.from_address(id(p) + off).value == p.ctypes.data for p in probes):
+            return off
+    return None
+
+
+_DATA_OFFSET = _probe_data_offset()
+
+if _DATA_OFFSET is not None:
+    def data_address(a, _read=ctypes.c_void_p.from_address, _off=_DATA_OFFSET) -> int:
+        """Address of an ndarray's first element."""
+        return _read(id(a) + _off).value
+else:  # pragma: no cover - other interpreters
+    def data_address(a) -> int:
+        """Address of an ndarray's first element."""
+        return a.ctypes.data
 
 
 _CPU_COUNT = os.cpu_count() or 1
@@ -66,7 +97,7 @@ class KernelLaunch:
         if n == 0 or (self.work == 0 and not self.kernel.is_row_kernel):
             # (A reduction over an empty axis still writes its identity for every row.)
             return
-        ptrs = self.ptr_array(*[env[b].ctypes.data for b in self.slots])
+        ptrs = self.ptr_array(*[data_address(env[b]) for b in self.slots])
         if self.work < PARALLEL_MIN_WORK or n < 2:
             self.fn(ptrs, 0, n)
             return
@@ -82,6 +113,19 @@ class KernelLaunch:
         self.fn(ptrs, *bounds[0])
         for f in futures:
             f.result()
+
+
+class WindowLaunch:
+    """A compiled window copy (dynamic_slice / dynamic_update_slice): one call, one thread."""
+
+    def __init__(self, step: WindowStep, layout, slots, address: int, emitter=None):
+        self.kernel = step
+        self.slots = slots
+        self.fn = KERNEL_FN(address)
+        self.ptr_array = ctypes.c_void_p * len(slots)
+
+    def __call__(self, env):
+        self.fn(self.ptr_array(*[data_address(env[b]) for b in self.slots]), 0, 1)
 
 
 def run_dot(step: DotStep, env):
@@ -117,15 +161,13 @@ def make_numpy_step(step: NumpyStep, buffers):
         from tracejit.backends.cpu import loops, subprograms
         native = loops.native_loop(step.eqn)
         if native is not None:
-            def rule(*args, **params):
-                return native(*args)
-        else:
-            subprograms.install()
-            plain = rule
+            return _native_loop_step(native, step)
+        subprograms.install()
+        plain = rule
 
-            def rule(*args, **params):
-                with subprograms.compiled_bodies():
-                    return plain(*args, **params)
+        def rule(*args, **params):
+            with subprograms.compiled_bodies():
+                return plain(*args, **params)
     params = step.eqn.params
     ins = step.inputs
     outs = step.outputs
@@ -139,6 +181,17 @@ def make_numpy_step(step: NumpyStep, buffers):
                 env[bid] = np.ascontiguousarray(np.asarray(r, dtype=buf.dtype))
             else:
                 np.copyto(env[bid], np.reshape(np.asarray(r), buf.shape), casting="unsafe")
+    return run
+
+
+def _native_loop_step(native, step: NumpyStep):
+    """A native loop's results are fresh arrays of the right type: they become the buffers (no copy)."""
+    ins, outs = step.inputs, step.outputs
+
+    def run(env):
+        results = native(*[env[b] if isinstance(b, int) else b[1] for b in ins])
+        for bid, r in zip(outs, results):
+            env[bid] = r
     return run
 
 
@@ -184,7 +237,7 @@ class CPUExecutable:
         self.program = program
         self.plan = plan
         self.launches = launches
-        self.kernels = [l.kernel for l in launches]
+        self.kernels = [l.kernel for l in launches if isinstance(l.kernel, Kernel)]
         self.offsets = offsets
         self.arena_bytes = arena_bytes
         self.timings = timings
@@ -196,7 +249,7 @@ class CPUExecutable:
         launch_of = {id(l.kernel): l for l in launches}
         aliases = [b for b in plan.buffers if b.kind == "alias"]
         for step in plan.steps:
-            if isinstance(step, Kernel):
+            if isinstance(step, (Kernel, WindowStep)):
                 self._steps.append(launch_of[id(step)])
             elif isinstance(step, DotStep):
                 self._steps.append(lambda env, s=step: run_dot(s, env))
@@ -304,7 +357,7 @@ class CPUExecutable:
     def as_text(self, llvm_ir: bool = False) -> str:
         lines = []
         for step in self.plan.steps:
-            if isinstance(step, Kernel):
+            if isinstance(step, (Kernel, WindowStep)):
                 lines.append(step.describe())
             elif isinstance(step, DotStep):
                 lines.append(f"blas dot_general -> b{step.out} (lhs b{step.lhs} perm {step.lhs_perm}, "

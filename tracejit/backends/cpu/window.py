@@ -1,0 +1,140 @@
+"""LLVM IR for a window step: ``dynamic_slice`` / ``dynamic_update_slice`` as row copies.
+
+Same signature as a kernel, ``void f(ptr* buffers, i64 begin, i64 end)``
+(the range is ignored: a window copy is one unit of work), so executables
+and native loops call both alike. Starts are read from their scalar buffers
+at run time and clamped to ``[0, n - size]`` (XLA's rule), so no copy ever
+leaves the operand. Trailing axes that the window covers whole merge into
+one contiguous run, so ``x[i] = row`` is a single ``memcpy``.
+
+An update copies the operand into the output first unless both are the same
+memory (the planner put the output in place: a last-use temporary, a donated
+argument or a loop carry); the check is a pointer comparison at run time.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from llvmlite import ir
+
+from tracejit.compiler.fusion import WindowStep
+from tracejit.backends.cpu.codegen import c_strides
+
+I1, I8, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(64)
+PTR, VOID = ir.PointerType(), ir.VoidType()
+
+
+class WindowLayout:
+    """What a launcher needs: one unit of work, never split across threads."""
+
+    parallel_size = 1
+    elementwise_1d = False
+
+
+def _memcpy(builder, dst, src, nbytes):
+    name = "llvm.memcpy.p0.p0.i64"
+    fn = builder.module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(builder.module, ir.FunctionType(VOID, [PTR, PTR, I64, I1]), name=name)
+    builder.call(fn, [dst, src, nbytes if isinstance(nbytes, ir.Value) else ir.Constant(I64, nbytes),
+                      ir.Constant(I1, 0)])
+
+
+class WindowEmitter:
+    """Emits one :class:`WindowStep` into ``module``."""
+
+    def __init__(self, module: ir.Module, step: WindowStep, buffers, vector_bytes: int = 0):
+        self.module = module
+        self.step = step
+        self.buffers = buffers
+        self.layout = WindowLayout()
+        self.kernel = step
+        self.slots = []
+        for b in [step.out, *step.reads()]:
+            if b not in self.slots:
+                self.slots.append(b)
+
+    def _start(self, b, bases, start, axis_len, size):
+        """Start index on one axis as i64, clamped so the window fits."""
+        if isinstance(start, int):
+            dt = self.buffers[start].dtype
+            raw = b.load(bases[start], typ=ir.IntType(8 * dt.itemsize))
+            if dt.itemsize < 8:
+                raw = b.zext(raw, I64) if dt.kind in "ub" else b.sext(raw, I64)
+            elif dt.kind == "u":
+                # A uint64 above int64's range is past every end: clamp it high, not negative.
+                raw = b.select(b.icmp_signed("<", raw, ir.Constant(I64, 0)), ir.Constant(I64, 2 ** 63 - 1), raw)
+        else:
+            value = int(start[1])
+            raw = ir.Constant(I64, min(max(value, -(2 ** 63)), 2 ** 63 - 1))
+        hi = ir.Constant(I64, axis_len - size)
+        lo = ir.Constant(I64, 0)
+        raw = b.select(b.icmp_signed("<", raw, lo), lo, raw)
+        return b.select(b.icmp_signed(">", raw, hi), hi, raw)
+
+    def emit(self, name: str) -> str:
+        step = self.step
+        fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR, I64, I64]), name=name)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        bases = {}
+        for slot, bid in enumerate(self.slots):
+            p = b.gep(fn.args[0], [ir.Constant(I64, slot)], source_etype=PTR)
+            bases[bid] = b.load(p, typ=PTR)
+        big = self.buffers[step.operand]
+        shape, window = tuple(big.shape), tuple(step.window)
+        itemsize = np.dtype(big.dtype).itemsize
+        if step.kind == "update":
+            same = b.icmp_unsigned("==", bases[step.out], bases[step.operand])
+            with b.if_then(b.not_(same)):
+                _memcpy(b, bases[step.out], bases[step.operand], big.nbytes)
+        if math.prod(window) == 0 or not shape:
+            if not shape and step.kind == "update":
+                _memcpy(b, bases[step.out], bases[step.update], itemsize)
+            elif not shape:
+                _memcpy(b, bases[step.out], bases[step.operand], itemsize)
+            b.ret_void()
+            return name
+        starts = [self._start(b, bases, s, n, w) for s, n, w in zip(step.starts, shape, window)]
+        # Merge trailing axes the window spans whole: one contiguous run per remaining index.
+        k = len(shape)
+        while k > 1 and window[k - 1] == shape[k - 1]:
+            k -= 1
+        run = math.prod(window[k - 1:])
+        strides = c_strides(shape)
+        wstrides = c_strides(window)
+        big_ptr = bases[step.out] if step.kind == "update" else bases[step.operand]
+        small_ptr = bases[step.update] if step.kind == "update" else bases[step.out]
+        base_off = ir.Constant(I64, 0)
+        for d in range(k):
+            base_off = b.add(base_off, b.mul(starts[d], ir.Constant(I64, strides[d])))
+        self._rows(b, fn, window[:k - 1], strides[:k - 1], wstrides[:k - 1], base_off, ir.Constant(I64, 0),
+                   big_ptr, small_ptr, run * itemsize, itemsize, step.kind == "update")
+        b.ret_void()
+        return name
+
+    def _rows(self, b, fn, counts, big_strides, small_strides, big_off, small_off, big_ptr, small_ptr,
+              run_bytes, itemsize, to_big):
+        """Nested loops over the window's leading axes; one memcpy of ``run_bytes`` per row."""
+        if not counts:
+            big_at = b.gep(big_ptr, [b.mul(big_off, ir.Constant(I64, itemsize))], source_etype=I8)
+            small_at = b.gep(small_ptr, [b.mul(small_off, ir.Constant(I64, itemsize))], source_etype=I8)
+            dst, src = (big_at, small_at) if to_big else (small_at, big_at)
+            _memcpy(b, dst, src, run_bytes)
+            return
+        with b.goto_entry_block():
+            counter = b.alloca(I64)
+        b.store(ir.Constant(I64, 0), counter)
+        head, body, done = (fn.append_basic_block(n) for n in ("row_head", "row_body", "row_done"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.load(counter)
+        b.cbranch(b.icmp_signed("<", i, ir.Constant(I64, counts[0])), body, done)
+        b.position_at_end(body)
+        self._rows(b, fn, counts[1:], big_strides[1:], small_strides[1:],
+                   b.add(big_off, b.mul(i, ir.Constant(I64, big_strides[0]))),
+                   b.add(small_off, b.mul(i, ir.Constant(I64, small_strides[0]))),
+                   big_ptr, small_ptr, run_bytes, itemsize, to_big)
+        b.store(b.add(b.load(counter), ir.Constant(I64, 1)), counter)
+        b.branch(head)
+        b.position_at_end(done)
