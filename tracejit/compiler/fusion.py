@@ -193,7 +193,8 @@ class Planner:
         return "numpy"
 
     def _fusible_dtype(self, eqn):
-        return all(v.aval.dtype.kind in "biuf" and v.aval.dtype != dtypes.float16 for v in eqn.outputs)
+        # Complex loads and stores are native too (interleaved parts); float16 is not.
+        return all(v.aval.dtype.kind in "biufc" and v.aval.dtype != dtypes.float16 for v in eqn.outputs)
 
     def _new_buffer(self, aval, kind="temp", **kw) -> int:
         b = Buffer(len(self.plan.buffers), aval.shape, aval.dtype, kind, **kw)

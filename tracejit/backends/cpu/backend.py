@@ -20,6 +20,10 @@ _NATIVE_REDUCE = {dtypes.bool_, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.
                   dtypes.uint16, dtypes.uint32, dtypes.uint64, dtypes.float32, dtypes.float64}
 
 
+# Complex sums accumulate (re, im) vector pairs; see lowering_complex.REDUCE_RULES for the rest.
+_COMPLEX_REDUCE = {"reduce_sum"}
+
+
 def can_lower(eqn) -> bool:
     if len(eqn.outputs) != 1:
         return False
@@ -28,7 +32,8 @@ def can_lower(eqn) -> bool:
 
 
 def can_reduce(eqn) -> bool:
-    return eqn.inputs[0].aval.dtype in _NATIVE_REDUCE
+    d = eqn.inputs[0].aval.dtype
+    return d in _NATIVE_REDUCE or (d.kind == "c" and eqn.primitive.name in _COMPLEX_REDUCE)
 
 
 def vector_bytes() -> int:

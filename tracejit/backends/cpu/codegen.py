@@ -20,6 +20,7 @@ from llvmlite import ir
 from tracejit.core import dtypes
 from tracejit.compiler.kernel_ir import Kernel, walk
 from tracejit.backends.cpu import lowering as L
+from tracejit.backends.cpu import lowering_complex as LC
 
 I64 = ir.IntType(64)
 PTR = ir.PointerType()
@@ -125,6 +126,11 @@ def _walk(e):
     return walk([e])
 
 
+def _lane_bytes(d) -> int:
+    """Bytes of one vector lane: a complex value's parts live in two vectors of its part dtype."""
+    return d.itemsize // 2 if d.kind == "c" else d.itemsize
+
+
 # --------------------------------------------------------------------------- emitter
 
 class KernelEmitter:
@@ -135,8 +141,8 @@ class KernelEmitter:
         self.layout = KernelLayout(kernel, buffers)
         self.slots = sorted({n.buffer for p in kernel.phases for e in p.exprs for n in _walk(e) if n.kind == "load"}
                             | {b for p in kernel.phases for b in p.outputs})
-        widest = max([buffers[b].dtype.itemsize for b in self.slots] +
-                      [n.dtype.itemsize for p in kernel.phases for e in p.exprs for n in _walk(e)] + [1])
+        widest = max([_lane_bytes(buffers[b].dtype) for b in self.slots] +
+                      [_lane_bytes(n.dtype) for p in kernel.phases for e in p.exprs for n in _walk(e)] + [1])
         self.lanes = max(1, vector_bytes // widest)
         self.mask = None
         self.lane_dim = -1          # the iteration dim that vector lanes run along
@@ -176,6 +182,8 @@ class KernelEmitter:
         d = self.buffers[bid].dtype
         mt = L.memory_type(d)
         ptr = self._ptr(bid, offset)
+        if LC.is_complex(d):
+            return LC.load(self.b, ptr, d, lanes)
         if lanes == 1:
             v = self.b.load(ptr, typ=mt)
         else:
@@ -203,6 +211,8 @@ class KernelEmitter:
 
     def _masked_load(self, bid, offset, lanes):
         d = self.buffers[bid].dtype
+        if LC.is_complex(d):
+            return LC.deinterleave(self.b, self._masked_parts_load(bid, offset, 2 * lanes))
         vt = ir.VectorType(L.memory_type(d), lanes)
         fn = self._masked_intrinsic("load", vt)
         zero = ir.Constant(vt, [ir.Constant(vt.element, 0 if isinstance(vt.element, ir.IntType) else 0.0)] * lanes)
@@ -213,11 +223,29 @@ class KernelEmitter:
 
     def _masked_store(self, bid, offset, value):
         d = self.buffers[bid].dtype
+        if LC.is_complex(d):
+            self._masked_parts_store(bid, offset, LC.interleave(self.b, value))
+            return
         lanes = L.lanes_of(value)
         if d == dtypes.bool_:
             value = self.b.zext(value, ir.VectorType(L.memory_type(d), lanes))
         fn = self._masked_intrinsic("store", value.type)
         self.b.call(fn, [value, self._ptr(bid, offset), ir.Constant(ir.IntType(32), d.itemsize), self.mask])
+
+    # A complex element is two parts in memory: the lane mask covers both.
+    def _masked_parts_load(self, bid, offset, n_parts):
+        part = LC.part_dtype(self.buffers[bid].dtype)
+        vt = ir.VectorType(L.scalar_type(part), n_parts)
+        zero = ir.Constant(vt, [ir.Constant(vt.element, 0.0)] * n_parts)
+        return self.b.call(self._masked_intrinsic("load", vt), [
+            self._ptr(bid, offset), ir.Constant(ir.IntType(32), part.itemsize),
+            LC.duplicate_lanes(self.b, self.mask), zero])
+
+    def _masked_parts_store(self, bid, offset, parts):
+        part = LC.part_dtype(self.buffers[bid].dtype)
+        self.b.call(self._masked_intrinsic("store", parts.type), [
+            parts, self._ptr(bid, offset), ir.Constant(ir.IntType(32), part.itemsize),
+            LC.duplicate_lanes(self.b, self.mask)])
 
     def _tail_mask(self, j, stop, lanes):
         ramp = ir.Constant(ir.VectorType(I64, lanes), [ir.Constant(I64, k) for k in range(lanes)])
@@ -226,6 +254,9 @@ class KernelEmitter:
 
     def _store(self, bid, offset, value):
         d = self.buffers[bid].dtype
+        if LC.is_complex(d):
+            LC.store(self.b, self._ptr(bid, offset), d, value)
+            return
         mt = L.memory_type(d)
         lanes = L.lanes_of(value)
         if d == dtypes.bool_:
@@ -378,6 +409,8 @@ class KernelEmitter:
 
     def _combine(self, op, acc, v, d):
         b = self.b
+        if LC.is_complex(d):
+            return LC.REDUCE_RULES[op](b, acc, v, d)
         if op == "sum":
             return b.fadd(acc, v) if d.kind == "f" else (b.or_(acc, v) if d == dtypes.bool_ else b.add(acc, v))
         if op == "prod":
@@ -394,12 +427,8 @@ class KernelEmitter:
         op = phase.reduce_op
         nodes = _walk(phase.exprs[0])
         lanes = self.lanes if self._vectorizable(nodes, []) else 1
-        sacc = self._alloca(L.scalar_type(d), "acc")
-        b.store(self._identity(op, d, 1), sacc)
-        vacc = None
-        if lanes > 1:
-            vacc = self._alloca(L.value_type(d, lanes), "vacc")
-            b.store(self._identity(op, d, lanes), vacc)
+        sacc = self._accumulator(op, d, 1, "acc")
+        vacc = self._accumulator(op, d, lanes, "vacc") if lanes > 1 else None
 
         def inner(prefix):
             self._set_row_bases(nodes, prefix)
@@ -410,28 +439,43 @@ class KernelEmitter:
             if lanes > 1:
                 with self._loop(ir.Constant(I64, 0), stop, lanes, "rv") as j:
                     v = self._eval(phase.exprs[0], lanes, j, dict(hoisted))
-                    b.store(self._combine(op, b.load(vacc), v, d), vacc)
+                    self._set_acc(vacc, self._combine(op, self._get_acc(vacc), v, d))
                 j = b.load(self.last_counter)
                 with b.if_then(b.icmp_signed("<", j, stop)):
                     self.mask = self._tail_mask(j, stop, lanes)
                     v = self._eval(phase.exprs[0], lanes, j, dict(hoisted))
-                    v = b.select(self.mask, v, self._identity(op, d, lanes))
-                    b.store(self._combine(op, b.load(vacc), v, d), vacc)
+                    v = L.select_value(b, self.mask, v, self._identity(op, d, lanes))
+                    self._set_acc(vacc, self._combine(op, self._get_acc(vacc), v, d))
                     self.mask = None
                 return
             with self._loop(b.load(cursor), stop, 1, "rs") as j:
                 v = self._eval(phase.exprs[0], 1, j, dict(hoisted))
-                b.store(self._combine(op, b.load(sacc), v, d), sacc)
+                self._set_acc(sacc, self._combine(op, self._get_acc(sacc), v, d))
 
         self._nest(row_shape[:-1], prefix_outer, inner)
-        result = b.load(sacc)
+        result = self._get_acc(sacc)
         if lanes > 1:
-            v = b.load(vacc)
-            total = b.extract_element(v, ir.Constant(ir.IntType(32), 0))
+            v = self._get_acc(vacc)
+            total = L.extract_lane(b, v, 0)
             for k in range(1, lanes):
-                total = self._combine(op, total, b.extract_element(v, ir.Constant(ir.IntType(32), k)), d)
+                total = self._combine(op, total, L.extract_lane(b, v, k), d)
             result = self._combine(op, total, result, d)
         return result
+
+    # A running reduction lives in stack slots: one per register part (two for complex).
+    def _accumulator(self, op, d, lanes, name):
+        parts = (LC.part_dtype(d),) * 2 if LC.is_complex(d) else (d,)
+        slots = tuple(self._alloca(L.value_type(p, lanes), name) for p in parts)
+        self._set_acc(slots, self._identity(op, d, lanes))
+        return slots
+
+    def _get_acc(self, slots):
+        parts = tuple(self.b.load(s) for s in slots)
+        return parts if len(parts) > 1 else parts[0]
+
+    def _set_acc(self, slots, value):
+        for s, v in zip(slots, value if isinstance(value, tuple) else (value,)):
+            self.b.store(v, s)
 
     def _nest(self, dims, prefix, body):
         if not dims:
@@ -478,16 +522,15 @@ class KernelEmitter:
             store = self._masked_store if self.mask is not None else self._store
             if phase.reduce_op:
                 d = phase.exprs[0].dtype
-                vacc = self._alloca(L.value_type(d, self.lanes), "cacc")
-                b.store(self._identity(phase.reduce_op, d, self.lanes), vacc)
+                vacc = self._accumulator(phase.reduce_op, d, self.lanes, "cacc")
 
                 def body(prefix, phase=phase, nodes=nodes, vacc=vacc, d=d):
                     self._set_bases_excluding_lanes(nodes, [None] + list(prefix))
                     v = self._eval(phase.exprs[0], self.lanes, o, {})
-                    b.store(self._combine(phase.reduce_op, b.load(vacc), v, d), vacc)
+                    self._set_acc(vacc, self._combine(phase.reduce_op, self._get_acc(vacc), v, d))
                 self._nest(row_shape, [], body)
                 base = self._offset_excluding_lanes(stores[0], [None] * len(self.layout.shape))
-                store(phase.outputs[0], b.add(base, o), b.load(vacc))
+                store(phase.outputs[0], b.add(base, o), self._get_acc(vacc))
             else:
                 def body(prefix, phase=phase, nodes=nodes, stores=stores):
                     idx = [None] + list(prefix)

@@ -30,7 +30,9 @@ def scalar_type(dtype: np.dtype) -> ir.Type:
 
 
 def memory_type(dtype: np.dtype) -> ir.Type:
-    """In-memory type of one element (bool is a byte, as in NumPy)."""
+    """In-memory type of one element (bool is a byte, complex a [2 x T] pair, as in NumPy)."""
+    if dtype.kind == "c":
+        return lowering_complex.memory_type(dtype)
     return ir.IntType(8) if dtype == dtypes.bool_ else scalar_type(dtype)
 
 
@@ -40,6 +42,8 @@ def value_type(dtype, lanes: int) -> ir.Type:
 
 
 def const(dtype, value, lanes: int):
+    if dtype.kind == "c":
+        return lowering_complex.const(dtype, value, lanes)
     t = scalar_type(dtype)
     if dtype == dtypes.bool_:
         c = ir.Constant(t, int(bool(value)))
@@ -53,9 +57,25 @@ def const(dtype, value, lanes: int):
 def splat(builder, value, lanes: int):
     if lanes == 1:
         return value
+    if isinstance(value, tuple):      # a complex (re, im) pair
+        return tuple(splat(builder, part, lanes) for part in value)
     vt = ir.VectorType(value.type, lanes)
     v = builder.insert_element(ir.Constant(vt, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
     return builder.shuffle_vector(v, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes))
+
+
+def select_value(builder, cond, x, y):
+    """``cond ? x : y`` for any value, complex (re, im) pairs included."""
+    if isinstance(x, tuple):
+        return tuple(builder.select(cond, xp, yp) for xp, yp in zip(x, y))
+    return builder.select(cond, x, y)
+
+
+def extract_lane(builder, v, k: int):
+    """Lane ``k`` of a vector value (of each part of a complex pair)."""
+    if isinstance(v, tuple):
+        return tuple(extract_lane(builder, part, k) for part in v)
+    return builder.extract_element(v, ir.Constant(ir.IntType(32), k))
 
 
 def lanes_of(v) -> int:
@@ -415,10 +435,19 @@ _FLOAT_ONLY = {"exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sin", "
                "div", "pow", "atan2", "copysign", "hypot", "floor", "ceil", "round", "trunc"}
 
 
+NATIVE_REAL_DTYPES = frozenset({dtypes.bool_, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8,
+                                dtypes.uint16, dtypes.uint32, dtypes.uint64, dtypes.float32, dtypes.float64})
+
+
+def _involves_complex(in_dtypes, out_dtype) -> bool:
+    return out_dtype.kind == "c" or any(d.kind == "c" for d in in_dtypes)
+
+
 def supports(prim_name: str, in_dtypes, out_dtype) -> bool:
     """Whether native code exists for this primitive at these dtypes."""
-    native = {dtypes.bool_, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8,
-              dtypes.uint16, dtypes.uint32, dtypes.uint64, dtypes.float32, dtypes.float64}
+    if _involves_complex(in_dtypes, out_dtype):
+        return lowering_complex.supports(prim_name, in_dtypes, out_dtype)
+    native = NATIVE_REAL_DTYPES
     if any(d not in native for d in in_dtypes) or out_dtype not in native:
         return False
     if prim_name in ("select_n", "convert_element_type", "iota"):
@@ -432,6 +461,8 @@ def supports(prim_name: str, in_dtypes, out_dtype) -> bool:
 
 def emit(b, prim_name, args, in_dtypes, out_dtype, params):
     """Emit one elementwise operation."""
+    if _involves_complex(in_dtypes, out_dtype):
+        return lowering_complex.emit(b, prim_name, args, in_dtypes, out_dtype, params)
     if prim_name == "convert_element_type":
         return convert(b, args[0], in_dtypes[0], out_dtype)
     if prim_name == "select_n":
@@ -446,3 +477,7 @@ def emit(b, prim_name, args, in_dtypes, out_dtype, params):
     if len(args) == 1:
         return UNARY_RULES[prim_name](b, args[0], in_dtypes[0], out_dtype, params)
     return BINARY_RULES[prim_name](b, args[0], args[1], in_dtypes[0], out_dtype, params)
+
+
+# Complex rules build on the real ones above (a cycle resolved at call time).
+from tracejit.backends.cpu import lowering_complex  # noqa: E402
