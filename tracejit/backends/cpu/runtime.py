@@ -129,18 +129,16 @@ class WindowLaunch:
 
 
 def run_dot(step: DotStep, env):
+    from tracejit.backends.cpu import blas
     lhs = env[step.lhs].transpose(step.lhs_perm) if step.lhs_perm != tuple(range(env[step.lhs].ndim)) else env[step.lhs]
     rhs = env[step.rhs].transpose(step.rhs_perm) if step.rhs_perm != tuple(range(env[step.rhs].ndim)) else env[step.rhs]
     out = env[step.out]
     (lc, rc), (lb, rb) = step.dimension_numbers
-    if not lb and len(lc) == 1 and lhs.ndim == 2 and rhs.ndim == 2 and lc == (1,) and rc == (0,):
-        # Transposed views reach BLAS as transpose flags: no copy.
-        np.matmul(lhs, rhs, out=out)
-        return
     if not lb and len(lc) == 1 and lhs.ndim == 2 and rhs.ndim == 2:
+        # Transposed views reach BLAS as transpose flags: no copy.
         a = lhs if lc == (1,) else lhs.T
         bm = rhs if rc == (0,) else rhs.T
-        np.matmul(a, bm, out=out)
+        blas.gemm(a, bm, out)
         return
     lf, rf = _free_dims(lhs.ndim, lc, lb), _free_dims(rhs.ndim, rc, rb)
     b = math.prod(lhs.shape[d] for d in lb)
@@ -149,7 +147,7 @@ def run_dot(step: DotStep, env):
     k = math.prod(lhs.shape[d] for d in lc)
     a3 = np.transpose(lhs, list(lb) + lf + list(lc)).reshape(b, m, k)
     b3 = np.transpose(rhs, list(rb) + list(rc) + rf).reshape(b, k, n)
-    np.matmul(a3, b3, out=out.reshape(b, m, n))
+    blas.gemm(a3, b3, out.reshape(b, m, n))
 
 
 _CONTROL_FLOW = {"cond", "while", "scan"}

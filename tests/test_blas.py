@@ -1,0 +1,117 @@
+"""GEMM providers of dot_general steps (tracejit/backends/cpu/blas.py) against NumPy.
+
+Both providers run on every machine that has them: NumPy's always; MKL where
+the ``mkl`` package is installed (the test extra installs it on x86-64 Linux).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import tracejit
+from tracejit.backends.cpu import blas
+
+PROVIDERS = ["numpy"] + (["mkl"] if blas.PROVIDERS["mkl"]() is not None else [])
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+TOL = {np.dtype(np.float32): 2e-5, np.dtype(np.float64): 1e-12, np.dtype(np.complex64): 2e-5,
+       np.dtype(np.complex128): 1e-12}
+
+
+def _rand(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        v = v + 1j * rng.standard_normal(shape)
+    return v.astype(dtype)
+
+
+def _close(got, want):
+    scale = max(1.0, float(np.max(np.abs(want), initial=0.0)))
+    np.testing.assert_allclose(got, want, rtol=0, atol=TOL[np.dtype(got.dtype)] * scale * 10)
+
+
+@pytest.fixture(params=PROVIDERS)
+def provider(request):
+    saved = tracejit.config.blas
+    tracejit.config.update("blas", request.param)
+    yield blas.provider()
+    tracejit.config.update("blas", saved)
+
+
+def test_mkl_is_used_when_installed():
+    import glob
+    import os
+    import sys
+    installed = glob.glob(os.path.join(sys.prefix, "lib", "libmkl_rt.so*"))
+    assert blas.provider("auto").name == ("mkl" if installed else "numpy")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gemm_views_pass_as_flags(provider, dtype):
+    a, b = _rand((37, 53), dtype), _rand((53, 29), dtype, 1)
+    cases = [(a, b), (np.ascontiguousarray(a.T).T, b), (a, np.ascontiguousarray(b.T).T),
+             (a[::1, :], b[:, :]), (_rand((60, 53), dtype)[5:42], b), (a, _rand((53, 40), dtype)[:, 3:32]),
+             (a[:, ::-1], b[::-1]), (a[::2], b), (np.broadcast_to(a[:1], (37, 53)), b)]
+    for x, y in cases:
+        out = np.empty((x.shape[0], y.shape[1]), dtype)
+        provider.gemm(x, y, out)
+        _close(out, x.astype(np.complex128 if np.dtype(dtype).kind == "c" else np.float64)
+               @ y.astype(np.complex128 if np.dtype(dtype).kind == "c" else np.float64))
+
+
+@pytest.mark.parametrize("shape", [(0, 5, 3), (4, 0, 3), (4, 5, 0), (1, 1, 1), (1, 7, 1), (7, 1, 9)])
+def test_gemm_degenerate_shapes(provider, shape):
+    m, k, n = shape
+    a, b = _rand((m, k), np.float64), _rand((k, n), np.float64, 1)
+    out = np.full((m, n), np.nan)
+    provider.gemm(a, b, out)
+    np.testing.assert_allclose(out, a @ b, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_batched_gemm(provider, dtype):
+    a, b = _rand((3, 9, 11), dtype), _rand((3, 11, 6), dtype, 1)
+    for x, y in [(a, b), (np.ascontiguousarray(a.transpose(0, 2, 1)).transpose(0, 2, 1), b),
+                 (a, np.ascontiguousarray(b.transpose(0, 2, 1)).transpose(0, 2, 1)), (a[:, ::2], b)]:
+        out = np.empty((3, x.shape[1], 6), dtype)
+        provider.gemm(x, y, out)
+        _close(out, np.matmul(x, y))
+
+
+def test_special_values_propagate(provider):
+    a = np.array([[np.nan, 1.0], [np.inf, 0.0], [1e300, 1e300]])
+    b = np.array([[1.0, 0.0], [2.0, 1e10]])
+    out = np.empty((3, 2))
+    provider.gemm(a, b, out)
+    with np.errstate(all="ignore"):
+        want = a @ b
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(out), np.isinf(want))
+
+
+def test_jitted_contractions_with_each_provider(provider):
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((16, 32)).astype(np.float32), rng.standard_normal((32, 24)).astype(np.float32)
+    q, k = rng.standard_normal((2, 4, 8, 16)), rng.standard_normal((2, 4, 8, 16))
+    f = tracejit.jit(lambda x, w: np.maximum(x @ w, 0) @ w.T)
+    _close(f(x, w), np.maximum(x @ w, 0) @ w.T)
+    g = tracejit.jit(lambda q, k: q @ np.swapaxes(k, -1, -2))
+    _close(g(q, k), q @ np.swapaxes(k, -1, -2))
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(m=st.integers(1, 40), k=st.integers(1, 40), n=st.integers(1, 40), ta=st.booleans(), tb=st.booleans(),
+       dtype=st.sampled_from(DTYPES), name=st.sampled_from(PROVIDERS))
+def test_gemm_property(m, k, n, ta, tb, dtype, name):
+    a = _rand((k, m), dtype).T if ta else _rand((m, k), dtype)
+    b = _rand((n, k), dtype, 1).T if tb else _rand((k, n), dtype, 1)
+    out = np.empty((m, n), dtype)
+    blas.provider(name).gemm(a, b, out)
+    _close(out, a.astype(np.complex128) @ b.astype(np.complex128) if np.dtype(dtype).kind == "c"
+           else a.astype(np.float64) @ b.astype(np.float64))
+
+
+def test_unknown_provider_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown BLAS provider 'fastest'"):
+        blas.provider("fastest")
