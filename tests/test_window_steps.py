@@ -279,3 +279,57 @@ def test_native_loops_from_several_threads():
         outs = list(pool.map(lambda j: f(xs[j], np.float64(j)), range(8)))
     for j, out in enumerate(outs):
         np.testing.assert_array_equal(out, xs[j] + j)
+
+
+# --------------------------------------------------------------------------- pad
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_pad_is_a_fill_and_a_block_copy(dtype):
+    x = _values((2, 3, 4), dtype)
+    config = ((1, 0, 0), (0, 2, 0), (3, 1, 0))
+    widths = [(lo, hi) for lo, hi, _ in config]
+    for value in (0, 1, -3):
+        pv = np.asarray(value).astype(dtype)[()]
+        f = tracejit.jit(lambda x: lax.pad(x, pv, config))
+        got = f(x)
+        want = np.pad(x, widths, constant_values=pv)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    g = tracejit.jit(lambda x, v: lax.pad(x, v, config))            # traced padding value
+    np.testing.assert_array_equal(g(x, np.asarray(5).astype(dtype)),
+                                  np.pad(x, widths, constant_values=np.asarray(5).astype(dtype)))
+    steps = _steps(lambda x: lax.pad(x, pv, config), x)
+    assert [s.kind for s in steps if isinstance(s, WindowStep)] == ["pad"]
+    assert not any(isinstance(s, NumpyStep) for s in steps)
+
+
+def test_pad_special_values_and_empty_shapes():
+    x = np.array([np.nan, -0.0, np.inf])
+    np.testing.assert_array_equal(tracejit.jit(lambda x: lax.pad(x, -np.inf, ((2, 1, 0),)))(x),
+                                  np.pad(x, (2, 1), constant_values=-np.inf))
+    np.testing.assert_array_equal(np.signbit(tracejit.jit(lambda x: lax.pad(x, -0.0, ((1, 1, 0),)))(x)),
+                                  np.signbit(np.pad(x, (1, 1), constant_values=-0.0)))
+    e = np.zeros((0, 3))
+    np.testing.assert_array_equal(tracejit.jit(lambda x: lax.pad(x, 7.0, ((1, 2, 0), (0, 1, 0))))(e),
+                                  np.pad(e, ((1, 2), (0, 1)), constant_values=7.0))
+    s = np.float32(2.5)
+    np.testing.assert_array_equal(tracejit.jit(lambda x: jnp.pad(x.reshape(1), 2))(s), np.pad(s.reshape(1), 2))
+
+
+def test_pad_with_cropping_or_interior_stays_correct():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    for config in [((1, -1, 0), (0, 2, 1), (0, 0, 0)), ((0, 0, 2), (1, 1, 0), (-2, 1, 0))]:
+        got = tracejit.jit(lambda x: lax.pad(x, -1.0, config))(x)
+        want = tracejit.jit(lambda x: lax.pad(x, -1.0, config), backend="reference")(x)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_slice_gradients_pad_natively():
+    # d/dx of a sum of disjoint slices (the q/k/v split of attention) is a sum of pads.
+    x = np.random.default_rng(5).standard_normal((4, 9))
+    loss = lambda x: (x[:, :3] ** 2).sum() + (x[:, 3:6] * 2).sum() + jnp.sin(x[:, 6:]).sum()  # noqa: E731
+    g = tracejit.jit(tracejit.grad(loss))
+    want = np.concatenate([2 * x[:, :3], np.full((4, 3), 2.0), np.cos(x[:, 6:])], axis=1)
+    np.testing.assert_allclose(g(x), want, rtol=1e-14)
+    steps = _steps(tracejit.grad(loss), x)
+    assert not any(isinstance(s, NumpyStep) for s in steps)

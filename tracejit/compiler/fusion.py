@@ -31,7 +31,7 @@ from tracejit.ops.dot import dot_general_p
 from tracejit.ops.elementwise import iota_p
 from tracejit.ops.indexing import dynamic_slice_p, dynamic_update_slice_p
 from tracejit.ops.reductions import reduce_prims
-from tracejit.ops.structural import (broadcast_in_dim_p, reshape_p, rev_p, slice_p, squeeze_p,
+from tracejit.ops.structural import (broadcast_in_dim_p, pad_p, reshape_p, rev_p, slice_p, squeeze_p,
                                      transpose_p)
 
 _REDUCE_OPS = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min", "reduce_prod": "prod",
@@ -77,21 +77,23 @@ class WindowStep:
     only the window; otherwise it copies the operand first.
     """
 
-    kind: str                  # "slice" | "update"
+    kind: str                  # "slice" | "update" | "pad"
     out: int
-    operand: int
-    update: int | None
+    operand: int               # pad: the padding value (buffer id or ("lit", value))
+    update: int | None         # pad: the array placed inside
     starts: list               # buffer id (integer scalar) or ("lit", value) per operand axis
     window: tuple              # window shape (slice_sizes, or the update's shape)
 
     def reads(self) -> list:
         ins = [self.operand] + ([self.update] if self.update is not None else [])
-        return ins + [s for s in self.starts if isinstance(s, int)]
+        return [b for b in ins if isinstance(b, int)] + [s for s in self.starts if isinstance(s, int)]
 
     def describe(self) -> str:
         starts = ", ".join(f"b{s}" if isinstance(s, int) else repr(s[1]) for s in self.starts)
-        what = "dynamic_slice" if self.kind == "slice" else f"dynamic_update_slice(update b{self.update})"
-        return f"window {what} b{self.operand}[{starts}] {list(self.window)} -> b{self.out}"
+        operand = f"b{self.operand}" if isinstance(self.operand, int) else repr(self.operand[1])
+        what = {"slice": "dynamic_slice", "update": f"dynamic_update_slice(update b{self.update})",
+                "pad": f"pad(b{self.update}) with"}[self.kind]
+        return f"window {what} {operand}[{starts}] {list(self.window)} -> b{self.out}"
 
 
 @dataclass
@@ -187,6 +189,9 @@ class Planner:
             return "reduce"
         if p is dot_general_p and eqn.inputs[0].aval.dtype.kind in "fc":
             return "dot"
+        if p is pad_p and isinstance(eqn.inputs[0], Var) and all(
+                lo >= 0 and hi >= 0 and interior == 0 for lo, hi, interior in eqn.params["padding_config"]):
+            return "window"     # a fill and one block copy (cropping or interior padding: NumPy)
         if p in (dynamic_slice_p, dynamic_update_slice_p):
             arrays = eqn.inputs[:1] if p is dynamic_slice_p else eqn.inputs[:2]
             return "window" if all(isinstance(a, Var) for a in arrays) else "numpy"
@@ -370,7 +375,10 @@ class Planner:
         if k == "window":
             ins = [("lit", a.val.item()) if isinstance(a, Literal) else self.buffer_of[id(a)] for a in eqn.inputs]
             out = self._out_buffer(outs[0], out_positions)
-            if eqn.primitive is dynamic_slice_p:
+            if eqn.primitive is pad_p:
+                lows = [("lit", lo) for lo, _, _ in eqn.params["padding_config"]]
+                step = WindowStep("pad", out, ins[1], ins[0], lows, eqn.inputs[0].aval.shape)
+            elif eqn.primitive is dynamic_slice_p:
                 step = WindowStep("slice", out, ins[0], None, ins[1:], tuple(eqn.params["slice_sizes"]))
             else:
                 step = WindowStep("update", out, ins[0], ins[1], ins[2:], eqn.inputs[1].aval.shape)

@@ -1,4 +1,4 @@
-"""LLVM IR for a window step: ``dynamic_slice`` / ``dynamic_update_slice`` as row copies.
+"""LLVM IR for a window step: ``dynamic_slice`` / ``dynamic_update_slice`` / ``pad`` as row copies.
 
 Same signature as a kernel, ``void f(ptr* buffers, i64 begin, i64 end)``
 (the range is ignored: a window copy is one unit of work), so executables
@@ -10,6 +10,8 @@ one contiguous run, so ``x[i] = row`` is a single ``memcpy``.
 An update copies the operand into the output first unless both are the same
 memory (the planner put the output in place: a last-use temporary, a donated
 argument or a loop carry); the check is a pointer comparison at run time.
+A pad (no interior padding, no cropping) fills its output with the padding
+value, then copies the operand in at the static low edges.
 """
 from __future__ import annotations
 
@@ -81,15 +83,17 @@ class WindowEmitter:
         for slot, bid in enumerate(self.slots):
             p = b.gep(fn.args[0], [ir.Constant(I64, slot)], source_etype=PTR)
             bases[bid] = b.load(p, typ=PTR)
-        big = self.buffers[step.operand]
+        big = self.buffers[step.out if step.kind == "pad" else step.operand]
         shape, window = tuple(big.shape), tuple(step.window)
         itemsize = np.dtype(big.dtype).itemsize
+        if step.kind == "pad":
+            self._fill(b, fn, bases, big)
         if step.kind == "update":
             same = b.icmp_unsigned("==", bases[step.out], bases[step.operand])
             with b.if_then(b.not_(same)):
                 _memcpy(b, bases[step.out], bases[step.operand], big.nbytes)
         if math.prod(window) == 0 or not shape:
-            if not shape and step.kind == "update":
+            if not shape and step.kind in ("update", "pad"):
                 _memcpy(b, bases[step.out], bases[step.update], itemsize)
             elif not shape:
                 _memcpy(b, bases[step.out], bases[step.operand], itemsize)
@@ -103,15 +107,47 @@ class WindowEmitter:
         run = math.prod(window[k - 1:])
         strides = c_strides(shape)
         wstrides = c_strides(window)
-        big_ptr = bases[step.out] if step.kind == "update" else bases[step.operand]
-        small_ptr = bases[step.update] if step.kind == "update" else bases[step.out]
+        writes_window = step.kind in ("update", "pad")
+        big_ptr = bases[step.out] if writes_window else bases[step.operand]
+        small_ptr = bases[step.update] if writes_window else bases[step.out]
         base_off = ir.Constant(I64, 0)
         for d in range(k):
             base_off = b.add(base_off, b.mul(starts[d], ir.Constant(I64, strides[d])))
         self._rows(b, fn, window[:k - 1], strides[:k - 1], wstrides[:k - 1], base_off, ir.Constant(I64, 0),
-                   big_ptr, small_ptr, run * itemsize, itemsize, step.kind == "update")
+                   big_ptr, small_ptr, run * itemsize, itemsize, writes_window)
         b.ret_void()
         return name
+
+    def _fill(self, b, fn, bases, buf):
+        """Every element of ``buf`` set to the padding value (a memset when its bytes are zero)."""
+        n = math.prod(buf.shape)
+        value = self.step.operand
+        if not n:
+            return
+        if not isinstance(value, int) and not np.asarray(value[1], buf.dtype).tobytes().strip(b"\0"):
+            fill = b.module.globals.get("llvm.memset.p0.i64") or ir.Function(
+                b.module, ir.FunctionType(VOID, [PTR, I8, I64, I1]), name="llvm.memset.p0.i64")
+            b.call(fill, [bases[self.step.out], ir.Constant(I8, 0), ir.Constant(I64, buf.nbytes), ir.Constant(I1, 0)])
+            return
+        element = ir.ArrayType(I8, np.dtype(buf.dtype).itemsize)
+        if isinstance(value, int):
+            scalar = b.load(bases[value], typ=element)
+        else:
+            raw = np.asarray(value[1], buf.dtype).tobytes()
+            scalar = ir.Constant(element, bytearray(raw))
+        with b.goto_entry_block():
+            counter = b.alloca(I64)
+        b.store(ir.Constant(I64, 0), counter)
+        head, body, done = (fn.append_basic_block(n) for n in ("fill_head", "fill_body", "fill_done"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.load(counter)
+        b.cbranch(b.icmp_signed("<", i, ir.Constant(I64, n)), body, done)
+        b.position_at_end(body)
+        b.store(scalar, b.gep(bases[self.step.out], [i], source_etype=element))
+        b.store(b.add(i, ir.Constant(I64, 1)), counter)
+        b.branch(head)
+        b.position_at_end(done)
 
     def _rows(self, b, fn, counts, big_strides, small_strides, big_off, small_off, big_ptr, small_ptr,
               run_bytes, itemsize, to_big):

@@ -12,6 +12,7 @@ import time
 
 from tracejit.compiler.passes.cse import cse
 from tracejit.compiler.passes.dce import dce
+from tracejit.compiler.passes.dot_layout import transpose_dots
 from tracejit.compiler.passes.inline import inline
 from tracejit.compiler.passes.simplify import simplify
 
@@ -19,6 +20,7 @@ PIPELINE = [
     ("inline", inline),        # call equations and decomposable primitives expanded
     ("simplify", simplify),    # constant folding and algebraic identities
     ("cse", cse),              # one equation per distinct (primitive, inputs, params)
+    ("dot_layout", transpose_dots),  # transpose(a @ b) computed as b^T @ a^T (no transposed copy)
     ("dce", dce),              # equations whose results are unused removed
 ]
 # The stages after these turn the program into kernels and buffers, so they are
