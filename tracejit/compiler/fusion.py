@@ -40,6 +40,10 @@ _EXPENSIVE = {"exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sin", "c
               "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erf", "logistic", "pow", "atan2",
               "cbrt", "floordiv", "rem", "fmod"}
 
+_COSTLY = _EXPENSIVE | {"sqrt", "rsqrt", "div"}
+# A costly value broadcast to at least this many times its size is materialized at its own size.
+BROADCAST_MATERIALIZE_FACTOR = 8
+
 
 @dataclass
 class Buffer:
@@ -173,6 +177,7 @@ class Planner:
         self._memo: dict = {}
         self._expr_memo: dict = {}
         self._expensive_memo: dict = {}
+        self._costly_memo: dict = {}
 
     # ----------------------------------------------------------- classification
     def kind(self, eqn) -> str:
@@ -222,6 +227,19 @@ class Planner:
         self._expensive_memo[key] = result
         return result
 
+    def _costly(self, var) -> bool:
+        """Contains a transcendental, sqrt or division before the nearest materialized values."""
+        key = id(var)
+        if key in self._costly_memo:      # memoized: shared sub-DAGs (threefry) would be exponential
+            return self._costly_memo[key]
+        eqn = self.producer.get(key)
+        result = False
+        if eqn is not None and self.kinds[id(eqn)] in ("ew", "struct"):
+            result = eqn.primitive.name in _COSTLY or any(
+                isinstance(a, Var) and id(a) not in self.materialized_so_far and self._costly(a) for a in eqn.inputs)
+        self._costly_memo[key] = result
+        return result
+
     def decide(self):
         prog = self.program
         self.kinds = {id(e): self.kind(e) for e in prog.eqns}
@@ -235,6 +253,7 @@ class Planner:
             if isinstance(a, Var):
                 self.uses[id(a)] = self.uses.get(id(a), 0) + 1
         m = set()
+        self.materialized_so_far = m
         m.update(id(v) for v in prog.in_vars + prog.const_vars)
         m.update(id(a) for a in prog.outputs if isinstance(a, Var))
         for e in prog.eqns:
@@ -258,6 +277,16 @@ class Planner:
                     m.discard(id(a))
                     m.add(id(pe.inputs[0]))
                     self.dot_views[id(a)] = (pe.inputs[0], pe.params["permutation"])
+        # Costly values broadcast over many elements are computed once at their own size: a
+        # per-row statistic (LayerNorm's 1/sqrt(var + eps)) would otherwise be recomputed for
+        # every element of the row, e.g. in a column kernel, which cannot hoist it.
+        for e in prog.eqns:
+            if e.primitive is broadcast_in_dim_p and self.kinds[id(e)] == "struct":
+                src = e.inputs[0]
+                if (isinstance(src, Var) and src.aval.ndim > 0 and id(src) not in m
+                        and e.outputs[0].aval.size >= BROADCAST_MATERIALIZE_FACTOR * max(src.aval.size, 1)
+                        and self._costly(src)):
+                    m.add(id(src))
         # Expensive values with several uses are computed once.
         for e in prog.eqns:
             if self.kinds[id(e)] in ("ew", "struct"):
@@ -557,6 +586,35 @@ def _base_buffer(plan, b):
 
 
 def _find_merge_target(merged, step, produced_at, plan):
+    """The kernel ``step`` joins and the phases it brings (``[]``: it joined a sibling pass), or None.
+
+    A map over a reduction's input space prefers a row kernel that walks that
+    space in memory order: joining a column-style kernel (a reduction along a
+    strided axis) would make the map's own loads and stores strided too.
+    """
+    fallback = None
+    for k, phases in _merge_candidates(merged, step, produced_at, plan):
+        if phases is None:      # a loop kernel over the same space: share its single pass
+            _join_sibling(k, step)
+            return k, []
+        walks_in_order = tuple(k.perm) == tuple(range(len(k.perm)))
+        if step.is_row_kernel or walks_in_order or any(p.per_row for p in phases):
+            return k, phases
+        fallback = fallback or (k, phases)
+    return fallback
+
+
+def _join_sibling(k, step):
+    phase = k.phases[0]
+    own_exprs = dict(zip(phase.outputs, phase.exprs))
+    new = step.phases[0]
+    phase.exprs.extend(_substitute_own(new.exprs, own_exprs))
+    phase.outputs.extend(new.outputs)
+    phase.out_maps.extend(new.out_maps)
+
+
+def _merge_candidates(merged, step, produced_at, plan):
+    """Kernels ``step`` may join, latest first: ``(kernel, phases)``, phases None for a sibling pass."""
     reads = _reads(step)
     read_ids = {b for b, _ in reads} | {_base_buffer(plan, b) for b, _ in reads}
     for ti in range(len(merged) - 1, -1, -1):
@@ -564,7 +622,7 @@ def _find_merge_target(merged, step, produced_at, plan):
         if not isinstance(k, Kernel):
             outs = [k.out] if isinstance(k, (DotStep, WindowStep)) else list(k.outputs)
             if any(b in read_ids for b in outs):
-                return None
+                return
             continue
         own = set(k.buffers_written())
         # Every buffer read must exist before k, or be produced by k itself.
@@ -583,21 +641,14 @@ def _find_merge_target(merged, step, produced_at, plan):
             phases = _remap_phases(step.phases, perm, per_row)
             if not _reads_ok_within_row(k, phases, own, k.n_outer, plan.buffers):
                 continue
-            return k, phases
+            yield k, phases
+            continue
         if tuple(k.shape) != tuple(step.shape) or len(k.phases) != 1:
             continue
         identity = IndexMap.identity(len(step.shape)).terms
         if not all(n.map.terms == identity for b, n in reads if b in own):
             continue
-        # Siblings share one pass: the new outputs join k's single map phase.
-        phase = k.phases[0]
-        own_exprs = dict(zip(phase.outputs, phase.exprs))
-        new = step.phases[0]
-        phase.exprs.extend(_substitute_own(new.exprs, own_exprs))
-        phase.outputs.extend(new.outputs)
-        phase.out_maps.extend(new.out_maps)
-        return k, []
-    return None
+        yield k, None
 
 
 def prune_dead_stores(plan: Plan) -> None:

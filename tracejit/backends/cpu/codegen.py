@@ -53,6 +53,15 @@ def c_strides(shape):
     return tuple(reversed(out))
 
 
+# Vectors side by side in one block of a column-style (outer-vector) kernel.
+OUTER_BLOCK_VECTORS = 4
+
+
+def mathlib_call_needed(node) -> bool:
+    """Whether an op lowers to a math-library helper (compiled per vector width)."""
+    return node.prim.name in L.MATH_HELPER_PRIMS
+
+
 class KernelLayout:
     """The kernel's iteration space after dropping size-1 dims and merging
     adjacent dims that every access walks contiguously."""
@@ -147,6 +156,11 @@ class KernelEmitter:
         self.mask = None
         self.lane_dim = -1          # the iteration dim that vector lanes run along
         self.outer_vector = self._outer_vector_ok()
+        if self.outer_vector and self.layout.shape[0] >= OUTER_BLOCK_VECTORS * self.lanes and not any(
+                n.kind == "op" and mathlib_call_needed(n) for p in kernel.phases for e in p.exprs for n in _walk(e)):
+            # Each step down the strided axis then touches several whole cache lines per array,
+            # not one: far fewer lines in flight per byte, so the strided walk keeps up with memory.
+            self.lanes *= OUTER_BLOCK_VECTORS
 
     # ------------------------------------------------------------- helpers
     def _alloca(self, t, name=""):

@@ -412,10 +412,13 @@ UNARY_RULES = {
 }
 _VEC_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh",
               "atanh": "arctanh"}
+# Primitives lowered to calls of math-library helpers (compiled once per vector type).
+MATH_HELPER_PRIMS = {"pow", "atan2"}
 for _n in ("exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "tanh", "sinh",
            "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sqrt", "cbrt", "logistic", "erf"):
     if _VEC_NAMES.get(_n, _n) in vecmath.SUPPORTED_UNARY:
         UNARY_RULES[_n] = _ew_unary_float(_VEC_NAMES.get(_n, _n))
+        MATH_HELPER_PRIMS.add(_n)
 
 BINARY_RULES = {
     "add": _binary_arith("fadd", "add"), "sub": _binary_arith("fsub", "sub"),
