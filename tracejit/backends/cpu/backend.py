@@ -20,15 +20,15 @@ _NATIVE_REDUCE = {dtypes.bool_, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.
                   dtypes.uint16, dtypes.uint32, dtypes.uint64, dtypes.float32, dtypes.float64}
 
 
-# Complex sums accumulate (re, im) vector pairs; see lowering_complex.REDUCE_RULES for the rest.
-_COMPLEX_REDUCE = {"reduce_sum"}
-
-
 def can_lower(eqn) -> bool:
     if len(eqn.outputs) != 1:
         return False
     in_dtypes = [a.aval.dtype for a in eqn.inputs] or [eqn.outputs[0].aval.dtype]
     return lowering.supports(eqn.primitive.name, in_dtypes, eqn.outputs[0].aval.dtype)
+
+
+# Complex sums accumulate (re, im) vector pairs; see lowering_complex.REDUCE_RULES for the rest.
+_COMPLEX_REDUCE = {"reduce_sum"}
 
 
 def can_reduce(eqn) -> bool:
@@ -77,6 +77,7 @@ class CPUBackend:
             t = time.perf_counter()
             for _, em, fn_name in emitters:
                 em.emit(fn_name)
+            mathlib.outline_cold_calls(module)
             codegen_ms[0] = (time.perf_counter() - t) * 1e3
             return module
 
@@ -90,7 +91,7 @@ class CPUBackend:
             components = {"program": persistent_cache.program_fingerprint(program, plan), "name": name,
                           "vector_bytes": vb}
             compiled, outcome = persistent_cache.compile_module(
-                build, name=name, vectorize=False, components=components,
+                build, name=name, vectorize=False, speed_level=llvm_engine.LIGHT, components=components,
                 extra_metadata=lambda: {"math": mathlib.specs_used(module)},
                 before_load=lambda meta: mathlib.ensure(meta.get("math", [])))
             compile_ms = dict(compiled.timings)

@@ -25,6 +25,8 @@ from tracejit.backends.cpu import lowering_complex as LC
 I64 = ir.IntType(64)
 PTR = ir.PointerType()
 VOID = ir.VoidType()
+# How far ahead vector loops prefetch their streamed inputs (see KernelEmitter._prefetch).
+PREFETCH_BYTES = 2048
 
 
 @dataclass(frozen=True)
@@ -201,12 +203,30 @@ class KernelEmitter:
         if lanes == 1:
             v = self.b.load(ptr, typ=mt)
         else:
+            if self.lane_dim < 0:     # lanes along the inner loop: the stream runs ahead in memory
+                self._prefetch(ptr)
             v = self.b.load(ptr, typ=ir.VectorType(mt, lanes))
             v.align = d.itemsize
         if d == dtypes.bool_:
             zero = ir.Constant(v.type, 0) if lanes == 1 else ir.Constant(v.type, [ir.Constant(mt, 0)] * lanes)
             v = self.b.icmp_unsigned("!=", v, zero)
         return v
+
+    def _prefetch(self, ptr):
+        """Prefetch a streamed input PREFETCH_BYTES ahead of its vector load.
+
+        The hardware prefetchers stop at 4 KiB page boundaries and fall
+        behind when each cache line takes many instructions to consume (a
+        transcendental-heavy loop), so DRAM latency is exposed on every page.
+        Prefetches never fault, so running past the end of the buffer is fine."""
+        fn = self.module.globals.get("llvm.prefetch.p0")
+        if fn is None:
+            i32 = ir.IntType(32)
+            fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR, i32, i32, i32]), name="llvm.prefetch.p0")
+        ahead = self.b.gep(ptr, [ir.Constant(I64, PREFETCH_BYTES)], source_etype=ir.IntType(8))
+        # read, high temporal locality, data cache
+        self.b.call(fn, [ahead, ir.Constant(ir.IntType(32), 0), ir.Constant(ir.IntType(32), 3),
+                         ir.Constant(ir.IntType(32), 1)])
 
     def _masked_intrinsic(self, kind, vt):
         """llvm.masked.load / llvm.masked.store for vector type ``vt``."""

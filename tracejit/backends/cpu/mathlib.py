@@ -1,9 +1,16 @@
-"""The vector math library, compiled once per process and linked by symbol.
+"""How kernels reach the vector math helpers: inlined, or linked by symbol.
 
-Kernels call math helpers (``__tj_vm_sin_v16f32`` ...) as external
-functions. Each helper is compiled on first use in its own small module and
-registered with LLVM's symbol table, so a program's module holds only its
-loops: compiling a kernel no longer recompiles sin's range reduction.
+* Small helpers are inlined into the kernel: sqrt and the native float32
+  kernels of ``vecmath_f32`` (exp, log, sin, tanh, ...: 20-60 vector
+  instructions).  Inlined, their constants stay in registers across loop
+  iterations and no vector registers are spilled around a call, which is
+  worth ~10% of a transcendental-heavy kernel; they cost the kernel's
+  compile only a few milliseconds, less than a separate module would
+  (trig's huge-argument path is never inlined: ``rare_paths``).
+* Every other helper (float64, and float32 functions evaluated in float64
+  lanes) is compiled once per process in its own small module and called as
+  an external function (``__tj_vm_sin_v8f64`` ...), so compiling a program
+  does not recompile e.g. float64 pow or erf.
 """
 from __future__ import annotations
 
@@ -12,10 +19,10 @@ import threading
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from tracejit.backends.cpu import llvm_engine, vecmath
+from tracejit.backends.cpu import llvm_engine, rare_paths, vecmath
+from tracejit.backends.cpu.vecmath_f32 import UNARY32
 
 PREFIX = "__tj_vm_"
-_INLINE = ("__tj_vm_sqrt_",)   # tiny helpers stay inlined
 _compiled: dict[str, object] = {}
 _specs: dict[str, list] = {}     # symbol -> [math name, lanes, element, arity] (JSON-able)
 _lock = threading.Lock()
@@ -24,8 +31,9 @@ _lock = threading.Lock()
 def call(builder: ir.IRBuilder, name: str, args) -> ir.Value:
     """Call math function ``name`` on ``args`` through the shared library."""
     ty = args[0].type
-    symbol = f"{PREFIX}{name}_{vecmath._type_info(ty)[2]}"
-    if symbol.startswith(_INLINE):
+    element, _, suffix = vecmath._type_info(ty)
+    symbol = f"{PREFIX}{name}_{suffix}"
+    if name == "sqrt" or (len(args) == 1 and name in UNARY32 and isinstance(element, ir.FloatType)):
         return (vecmath.emit_unary(builder, name, *args) if len(args) == 1
                 else vecmath.emit_binary(builder, name, *args))
     _ensure_symbol(symbol, name, ty, len(args))
@@ -37,6 +45,61 @@ def call(builder: ir.IRBuilder, name: str, args) -> ir.Value:
     return builder.call(fn, list(args))
 
 
+def outline_cold_calls(module: ir.Module) -> None:
+    """Keep inlined helpers inlined only where they run repeatedly: in loops.
+
+    A helper called outside every loop (a kernel's masked tail step, a
+    once-per-call scalar) calls one shared out-of-line copy instead, compiled
+    without optimization (``optnone``: fast instruction selection and
+    register allocation).  That roughly halves the machine code LLVM
+    generates for a typical kernel, at no measurable run-time cost.  Run
+    after all kernels of ``module`` are emitted, before it is compiled.
+    """
+    kernels = [fn for fn in module.functions if fn.blocks and not fn.name.startswith(PREFIX)]
+    for fn in kernels:
+        successors = {blk: _successors(blk) for blk in fn.blocks}
+        for blk in fn.blocks:
+            calls = [ins for ins in blk.instructions if isinstance(ins, ir.CallInstr)
+                     and getattr(ins.callee, "name", "").startswith(PREFIX) and ins.callee.blocks]
+            if calls and not _in_cycle(blk, successors):
+                for ins in calls:
+                    ins.replace_callee(_cold_copy(module, ins.callee))
+
+
+def _cold_copy(module: ir.Module, helper: ir.Function) -> ir.Function:
+    name = f"{helper.name}.cold"
+    fn = module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(module, helper.function_type, name=name)
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        fn.attributes.add("optnone")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        b.ret(b.call(helper, list(fn.args)))    # the helper is inlined here
+    return fn
+
+
+def _successors(blk) -> list:
+    term = blk.terminator
+    if term is None:
+        return []
+    if isinstance(term, ir.SwitchInstr):
+        return [term.default] + [target for _, target in term.cases]
+    return [op for op in term.operands if isinstance(op, ir.Block)]
+
+
+def _in_cycle(start, successors) -> bool:
+    seen, stack = set(), list(successors[start])
+    while stack:
+        blk = stack.pop()
+        if blk is start:
+            return True
+        if id(blk) not in seen:
+            seen.add(id(blk))
+            stack.extend(successors[blk])
+    return False
+
+
 def _type_from(lanes: int, element: str):
     el = ir.FloatType() if element == "f32" else ir.DoubleType()
     return el if lanes == 1 else ir.VectorType(el, lanes)
@@ -45,12 +108,16 @@ def _type_from(lanes: int, element: str):
 def specs_used(module: ir.Module) -> list:
     """What a module needs from the library (stored with cached object code)."""
     return [[fn.name] + _specs[fn.name] for fn in module.functions
-            if fn.name in _specs and not fn.blocks]
+            if fn.name in _specs and not fn.blocks] + rare_paths.symbols_used(module)
 
 
 def ensure(specs) -> None:
     """Compile and register every library symbol in ``specs`` (from :func:`specs_used`)."""
-    for symbol, name, lanes, element, arity in specs:
+    for spec in specs:
+        if spec[0].startswith(rare_paths.PREFIX):
+            rare_paths.ensure([spec])
+            continue
+        symbol, name, lanes, element, arity = spec
         _ensure_symbol(symbol, name, _type_from(lanes, element), arity)
 
 
@@ -75,6 +142,7 @@ def _ensure_symbol(symbol: str, name: str, ty, arity: int) -> None:
 
         from tracejit.diagnostics import persistent_cache
         compiled, _ = persistent_cache.compile_module(build, name=symbol, vectorize=False,
+                                                      speed_level=llvm_engine.LIGHT,
                                                       components={"math_helper": symbol})
         llvm.add_symbol(symbol, compiled.address(symbol))
         _compiled[symbol] = compiled

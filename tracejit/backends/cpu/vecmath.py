@@ -7,8 +7,9 @@ Design
   a call.  After inlining the code is straight-line (selects instead of
   branches), so the loop vectorizer can widen loops that call the scalar
   helpers, and explicit vector types work for any width.  (Sole exception:
-  explicit-vector sin/cos/tan skip the huge-argument reduction with a
-  uniform branch when no lane needs it.)
+  explicit-vector sin/cos/tan hand huge arguments to the scalar kernel,
+  compiled on first use, behind a uniform branch taken only when some lane
+  needs it: ``rare_lanes``.)
 * float32: exp/exp2/expm1, log/log1p/log2/log10, sin/cos/tan, tanh/sinh/
   cosh, logistic and erf have native float32 kernels (``vecmath_f32``:
   full SIMD width, within ~1-2.5 ulp; huge trig arguments widen per lane to
@@ -39,8 +40,10 @@ from typing import Callable, Dict, Tuple
 
 import llvmlite.ir as ir
 
+from . import rare_paths
+
 __all__ = ["emit_unary", "emit_binary", "SUPPORTED_UNARY", "SUPPORTED_BINARY",
-           "helper_function"]
+           "helper_function", "host_has_avx512f"]
 
 _F64 = ir.DoubleType()
 _F32 = ir.FloatType()
@@ -567,8 +570,10 @@ def _reduce_pio2(F, x):
     Otherwise: Payne-Hanek with the exponent-indexed table of 2/pi bits,
     computing x*2/pi mod 4 with exact fma products and accurate
     double-double additions.  Scalar helpers compute both and select per
-    lane (branch-free, loop-vectorizable); explicit-vector helpers branch
-    around the table path when no lane needs it.
+    lane (branch-free, loop-vectorizable).  Explicit-vector helpers reduce
+    with Cody-Waite only (lanes at or above 2^20 get a harmless wrong value)
+    and their callers replace those lanes with :func:`rare_lanes`: the table
+    path is ~5x the code of the rest and almost never needed.
     """
     b = F.b
     ax = F.abs(x)
@@ -590,26 +595,7 @@ def _reduce_pio2(F, x):
         rl = F.sel(small, crl, prl)
         qq = F.sel(small, n, q)
     else:
-        # Explicit vector: huge arguments are rare and the table path is ~5x
-        # the cost of the rest, so skip it unless some lane needs it.
-        b = F.b
-        nl = F.n
-        red = f"llvm.vector.reduce.or.v{nl}i1"
-        fn = F.m.globals.get(red)
-        if fn is None:
-            fn = ir.Function(F.m, ir.FunctionType(_I1, [ir.VectorType(_I1, nl)]), name=red)
-        any_large = b.call(fn, [b.not_(small)])
-        pre = b.block
-        with b.if_then(any_large, likely=False):
-            prh, prl, q = _payne_hanek(F, x, small)
-            s_rh = F.sel(small, crh, prh)
-            s_rl = F.sel(small, crl, prl)
-            s_q = F.sel(small, n, q)
-            ph_blk = b.block
-        rh, rl, qq = b.phi(F.ty), b.phi(F.ty), b.phi(F.ty)
-        for phi, a, c in ((rh, s_rh, crh), (rl, s_rl, crl), (qq, s_q, n)):
-            phi.add_incoming(a, ph_blk)
-            phi.add_incoming(c, pre)
+        rh, rl, qq = crh, crl, n
     qi = F.b.and_(F.to_int(qq), F.ci(3))
     return rh, rl, qi
 
@@ -676,13 +662,40 @@ def _trig_finish(F, x, fin, res):
     return F.sel(fin, res, F.add(x, _NAN))  # inf -> nan, nan -> nan
 
 
+def _huge_trig_lanes(F, name, x, fin, res):
+    """Explicit vectors: lanes beyond the Cody-Waite range take the complete
+    scalar kernel (Payne-Hanek), see _reduce_pio2."""
+    if F.n is None:
+        return res
+    return rare_lanes(F, name, x, F.and_(fin, F.not_(F.lt(F.abs(x), _CW_LIMIT))), res)
+
+
+def rare_lanes(F, name, x, rare, res):
+    """``res`` with the lanes in mask ``rare`` replaced by ``name(x)`` from the
+    complete scalar kernel, compiled on its first call (``rare_paths``), behind
+    a branch taken only when some lane needs it.  Explicit vectors only."""
+    b = F.b
+    red = f"llvm.vector.reduce.or.v{F.n}i1"
+    fn = F.m.globals.get(red)
+    if fn is None:
+        fn = ir.Function(F.m, ir.FunctionType(_I1, [ir.VectorType(_I1, F.n)]), name=red)
+    pre = b.block
+    with b.if_then(b.call(fn, [rare]), likely=False):
+        slow = F.sel(rare, rare_paths.call(b, name, F.sel(rare, x, 0.0)), res)
+        slow_blk = b.block
+    out = b.phi(F.ty)
+    out.add_incoming(slow, slow_blk)
+    out.add_incoming(res, pre)
+    return out
+
+
 def _k_sin(F, x):
     fin, sn, cs, qi, odd = _trig_prep(F, x)
     b = F.b
     v = F.sel(odd, cs, sn)
     neg = b.icmp_unsigned("!=", b.and_(qi, F.ci(2)), F.ci(0))
     v = F.sel(neg, F.neg(v), v)
-    return _trig_finish(F, x, fin, v)
+    return _huge_trig_lanes(F, "sin", x, fin, _trig_finish(F, x, fin, v))
 
 
 def _k_cos(F, x):
@@ -692,13 +705,13 @@ def _k_cos(F, x):
     neg = b.icmp_unsigned("!=", b.and_(b.add(qi, F.ci(1)), F.ci(2)), F.ci(0))
     v = F.sel(neg, F.neg(v), v)
     v = F.sel(fin, v, F.add(x, _NAN))
-    return v
+    return _huge_trig_lanes(F, "cos", x, fin, v)
 
 
 def _k_tan(F, x):
     fin, sn, cs, qi, odd = _trig_prep(F, x)
     v = F.sel(odd, F.neg(F.div(cs, sn)), F.div(sn, cs))
-    return _trig_finish(F, x, fin, v)
+    return _huge_trig_lanes(F, "tan", x, fin, _trig_finish(F, x, fin, v))
 
 
 # ---- hyperbolic ---------------------------------------------------------------
@@ -1073,6 +1086,12 @@ def helper_function(module: ir.Module, name: str, ty, arity: int) -> ir.Function
         F = _F(b, ty)
         b.ret(table[name](F, *args))
     return fn
+
+
+def host_has_avx512f() -> bool:
+    """Whether helpers may use AVX-512 instructions (code is compiled for the host CPU)."""
+    from . import llvm_engine
+    return "+avx512f" in llvm_engine.host_cpu_features().split(",")
 
 
 def _f32_kernels():

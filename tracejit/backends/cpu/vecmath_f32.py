@@ -14,7 +14,8 @@ in two exact steps so gradual underflow is a single correct rounding.
 The only code not in float32 is the huge-argument trig path (|x| >= 2^17),
 which widens the affected lanes to the float64 kernel (exact Payne-Hanek
 reduction).  Explicit-vector helpers take it behind a uniform "any lane"
-branch; scalar helpers compute both and select, so loops stay vectorizable.
+branch, through a slow path compiled on its first call (``rare_paths``);
+scalar helpers compute both and select, so loops stay vectorizable.
 
 Polynomials (ascending powers): sin, cos, tan, tanh and sinh are the classic
 Cephes single-precision minimax sets; exp, the log(1+f) tail and erf/erfc are
@@ -108,21 +109,27 @@ _ERFC_Q2 = (0.17244434356689453, -0.05060211569070816, 0.014313101768493652,
 def _exp_core(F, x, lo=-104.0, hi=89.0, xlo=None):
     """exp(x) = p * 2^n, p in ~[0.7, 1.42], n in [lo, hi]*log2(e); returns
     (p, n, em) with em = p - 1 before the final rounding.  NaN lanes stay
-    NaN (callers select them away)."""
-    xc = F.clamp(x, lo, hi)
+    NaN (callers select them away).  Below ``lo`` exp(x) rounds to 0: those
+    lanes get p = 0 (em = -1) from exp(0), so scaling them stays out of the
+    subnormal range, where every vector would take a microcode assist (a
+    softmax over a masked row: 7x slower)."""
+    gone = F.lt(x, lo)
+    xc = F.clamp(F.sel(gone, 0.0, x), lo, hi)
     n = F.rint(F.mul(xc, _LOG2E))
     r = F.fma(F.neg(n), _LN2_HI, xc)  # exact
     r = F.fma(F.neg(n), _LN2_LO, r)
     if xlo is not None:
-        r = F.add(r, xlo)
+        r = F.add(r, F.sel(gone, 0.0, xlo))
     em = F.fma(F.mul(r, r), F.poly(r, _EXP_P), r)
-    return F.add(em, 1.0), n, em
+    return F.sel(gone, 0.0, F.add(em, 1.0)), n, F.sel(gone, -1.0, em)
 
 
 def _scale(F, p, n):
     """p * 2^n for integral n in [-252, 254]: two exact power-of-two factors,
     so gradual underflow is a single rounding (cheaper than ``F.scale``).
     NaN n (NaN lanes) gives an arbitrary value."""
+    if _has_scalef(F):
+        return _scalef(F, p, n)
     b = F.b
     ni = F.to_int(n)
     n1 = b.ashr(ni, F.ci(1))
@@ -132,8 +139,45 @@ def _scale(F, p, n):
     return F.mul(F.mul(p, s1), s2)
 
 
+_ZMM_LANES = 16
+
+
+def _has_scalef(F) -> bool:
+    zmms = (F.n or 0) // _ZMM_LANES
+    return zmms >= 1 and F.n % _ZMM_LANES == 0 and zmms & (zmms - 1) == 0 and _vm.host_has_avx512f()
+
+
+def _scalef(F, p, n):
+    """AVX-512 ``vscalefps``: p * 2^floor(n) with one rounding (gradual
+    underflow and overflow included) in one instruction instead of nine;
+    NaN in n or p gives NaN.  Wider vectors are done 16 lanes at a time."""
+    b = F.b
+    zmm = ir.VectorType(F.el, _ZMM_LANES)
+    name = "llvm.x86.avx512.mask.scalef.ps.512"
+    fn = F.m.globals.get(name)
+    if fn is None:
+        i16, i32 = ir.IntType(16), ir.IntType(32)
+        fn = ir.Function(F.m, ir.FunctionType(zmm, [zmm, zmm, zmm, i16, i32]), name=name)
+    # all lanes, rounding as MXCSR says (4 = _MM_FROUND_CUR_DIRECTION)
+    all_lanes, current_rounding = ir.Constant(ir.IntType(16), -1), ir.Constant(ir.IntType(32), 4)
+    if F.n == _ZMM_LANES:
+        return b.call(fn, [p, n, p, all_lanes, current_rounding])
+    parts = []
+    for start in range(0, F.n, _ZMM_LANES):
+        lanes = ir.Constant(ir.VectorType(ir.IntType(32), _ZMM_LANES), list(range(start, start + _ZMM_LANES)))
+        ps, ns = (b.shuffle_vector(v, ir.Constant(F.ty, ir.Undefined), lanes) for v in (p, n))
+        parts.append(b.call(fn, [ps, ns, ps, all_lanes, current_rounding]))
+    while len(parts) > 1:   # concatenate pairwise: shufflevector joins two equal halves
+        width = parts[0].type.count
+        join = ir.Constant(ir.VectorType(ir.IntType(32), 2 * width), list(range(2 * width)))
+        parts = [b.shuffle_vector(parts[i], parts[i + 1], join) for i in range(0, len(parts), 2)]
+    return parts[0]
+
+
 def _k_exp(F, x):
     p, n, _ = _exp_core(F, x)
+    if _has_scalef(F):
+        return _scalef(F, p, n)   # NaN x -> NaN n -> NaN
     return F.sel(F.isnan(x), x, _scale(F, p, n))
 
 
@@ -258,7 +302,10 @@ def _reduce(F, x):
     pe = F.fma(n, _P2, F.neg(p))
     # Fast2Sum is exact here: r1 is a multiple of 2^-24 and |p| < 2^-7, so r1
     # is a multiple of ulp(p) (Dekker's condition, with r1's exponent >= p's).
-    rh, e = F.fast_two_sum(r1, F.neg(p))
+    # Written as a difference, the same values as fast_two_sum(r1, -p) with
+    # no negation left for the code generator to materialize.
+    rh = F.sub(r1, p)
+    e = F.sub(F.sub(r1, rh), p)
     rl = F.fma(nn, _P4, F.fma(nn, _P3, F.sub(e, pe)))
     qi = F.b.and_(F.to_int(n), F.ci(3))
     return rh, rl, qi
@@ -312,20 +359,9 @@ def _trig(F, name, x):
     if F.n is None:
         # scalar helper: branch-free, so loops calling it stay vectorizable
         return F.sel(large, _wide(F, name, F.sel(large, x, 0.0)), res)
-    b = F.b
-    red = f"llvm.vector.reduce.or.v{F.n}i1"
-    fn = F.m.globals.get(red)
-    if fn is None:
-        fn = ir.Function(F.m, ir.FunctionType(ir.IntType(1), [ir.VectorType(ir.IntType(1), F.n)]),
-                         name=red)
-    pre = b.block
-    with b.if_then(b.call(fn, [large]), likely=False):
-        slow = F.sel(large, _wide(F, name, F.sel(large, x, 0.0)), res)
-        slow_blk = b.block
-    out = b.phi(F.ty)
-    out.add_incoming(slow, slow_blk)
-    out.add_incoming(res, pre)
-    return out
+    # Compiled on first use: the float64 reduction is ~10x the code of the
+    # rest and almost never needed.
+    return _vm.rare_lanes(F, name, x, large, res)
 
 
 def _k_sin(F, x):
