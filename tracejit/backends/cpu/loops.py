@@ -29,6 +29,7 @@ from tracejit.compiler.memory import donation_pairs, plan_memory
 from tracejit.compiler.passes import run_pipeline
 from tracejit.backends.cpu import llvm_engine
 from tracejit.backends.cpu.runtime import data_address
+from tracejit.backends.cpu.window import counted_loop
 
 I1, I8, I64, PTR, VOID = ir.IntType(1), ir.IntType(8), ir.IntType(64), ir.PointerType(), ir.VoidType()
 DRIVER_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)
@@ -189,24 +190,6 @@ def _memmove(builder, dst, src, nbytes):
     builder.call(fn, [dst, src, ir.Constant(I64, nbytes), ir.Constant(I1, 0)])
 
 
-def _counted_loop(drv, length, body):
-    """``for i in range(length): body(i)`` in the driver."""
-    b = drv.b
-    with b.goto_block(drv.entry):
-        counter = b.alloca(I64)
-    b.store(ir.Constant(I64, 0), counter)
-    head, it, done = (drv.fn.append_basic_block(n) for n in ("loop", "iter", "done"))
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.load(counter)
-    b.cbranch(b.icmp_signed("<", i, length), it, done)
-    b.position_at_end(it)
-    body(i)
-    b.store(b.add(i, ir.Constant(I64, 1)), counter)
-    b.branch(head)
-    b.position_at_end(done)
-
-
 class NativeLoop:
     """A compiled ``while`` or ``scan``; called with the primitive's operands."""
 
@@ -297,7 +280,7 @@ class NativeLoop:
             for j, y in enumerate(self.y_avals):
                 if sub.plan.outputs[ncarry + j] not in sub.direct_ys:
                     _memmove(b, ys_row(j), srcs[ncarry + j], y.nbytes)
-        _counted_loop(drv, length, step)
+        counted_loop(b, length, step, "step")
 
     def _while_body(self, drv, carries):
         p = self.params

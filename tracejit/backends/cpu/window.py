@@ -27,6 +27,24 @@ I1, I8, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(64)
 PTR, VOID = ir.PointerType(), ir.VoidType()
 
 
+def counted_loop(b: ir.IRBuilder, count, body, name: str = "loop") -> None:
+    """``for i in range(count): body(i)`` at the builder's position (counter on the entry block's stack)."""
+    with b.goto_entry_block():
+        counter = b.alloca(I64)
+    b.store(ir.Constant(I64, 0), counter)
+    fn = b.function
+    head, it, done = (fn.append_basic_block(f"{name}_{n}") for n in ("head", "body", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.load(counter)
+    b.cbranch(b.icmp_signed("<", i, count if isinstance(count, ir.Value) else ir.Constant(I64, count)), it, done)
+    b.position_at_end(it)
+    body(i)
+    b.store(b.add(i, ir.Constant(I64, 1)), counter)
+    b.branch(head)
+    b.position_at_end(done)
+
+
 class WindowLayout:
     """What a launcher needs: one unit of work, never split across threads."""
 
@@ -87,7 +105,7 @@ class WindowEmitter:
         shape, window = tuple(big.shape), tuple(step.window)
         itemsize = np.dtype(big.dtype).itemsize
         if step.kind == "pad":
-            self._fill(b, fn, bases, big)
+            self._fill(b, bases, big)
         if step.kind == "update":
             same = b.icmp_unsigned("==", bases[step.out], bases[step.operand])
             with b.if_then(b.not_(same)):
@@ -113,12 +131,12 @@ class WindowEmitter:
         base_off = ir.Constant(I64, 0)
         for d in range(k):
             base_off = b.add(base_off, b.mul(starts[d], ir.Constant(I64, strides[d])))
-        self._rows(b, fn, window[:k - 1], strides[:k - 1], wstrides[:k - 1], base_off, ir.Constant(I64, 0),
+        self._rows(b, window[:k - 1], strides[:k - 1], wstrides[:k - 1], base_off, ir.Constant(I64, 0),
                    big_ptr, small_ptr, run * itemsize, itemsize, writes_window)
         b.ret_void()
         return name
 
-    def _fill(self, b, fn, bases, buf):
+    def _fill(self, b, bases, buf):
         """Every element of ``buf`` set to the padding value (a memset when its bytes are zero)."""
         n = math.prod(buf.shape)
         value = self.step.operand
@@ -135,21 +153,10 @@ class WindowEmitter:
         else:
             raw = np.asarray(value[1], buf.dtype).tobytes()
             scalar = ir.Constant(element, bytearray(raw))
-        with b.goto_entry_block():
-            counter = b.alloca(I64)
-        b.store(ir.Constant(I64, 0), counter)
-        head, body, done = (fn.append_basic_block(n) for n in ("fill_head", "fill_body", "fill_done"))
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.load(counter)
-        b.cbranch(b.icmp_signed("<", i, ir.Constant(I64, n)), body, done)
-        b.position_at_end(body)
-        b.store(scalar, b.gep(bases[self.step.out], [i], source_etype=element))
-        b.store(b.add(i, ir.Constant(I64, 1)), counter)
-        b.branch(head)
-        b.position_at_end(done)
+        out = bases[self.step.out]
+        counted_loop(b, n, lambda i: b.store(scalar, b.gep(out, [i], source_etype=element)), "fill")
 
-    def _rows(self, b, fn, counts, big_strides, small_strides, big_off, small_off, big_ptr, small_ptr,
+    def _rows(self, b, counts, big_strides, small_strides, big_off, small_off, big_ptr, small_ptr,
               run_bytes, itemsize, to_big):
         """Nested loops over the window's leading axes; one memcpy of ``run_bytes`` per row."""
         if not counts:
@@ -158,19 +165,8 @@ class WindowEmitter:
             dst, src = (big_at, small_at) if to_big else (small_at, big_at)
             _memcpy(b, dst, src, run_bytes)
             return
-        with b.goto_entry_block():
-            counter = b.alloca(I64)
-        b.store(ir.Constant(I64, 0), counter)
-        head, body, done = (fn.append_basic_block(n) for n in ("row_head", "row_body", "row_done"))
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.load(counter)
-        b.cbranch(b.icmp_signed("<", i, ir.Constant(I64, counts[0])), body, done)
-        b.position_at_end(body)
-        self._rows(b, fn, counts[1:], big_strides[1:], small_strides[1:],
-                   b.add(big_off, b.mul(i, ir.Constant(I64, big_strides[0]))),
-                   b.add(small_off, b.mul(i, ir.Constant(I64, small_strides[0]))),
-                   big_ptr, small_ptr, run_bytes, itemsize, to_big)
-        b.store(b.add(b.load(counter), ir.Constant(I64, 1)), counter)
-        b.branch(head)
-        b.position_at_end(done)
+        counted_loop(b, counts[0], lambda i: self._rows(
+            b, counts[1:], big_strides[1:], small_strides[1:],
+            b.add(big_off, b.mul(i, ir.Constant(I64, big_strides[0]))),
+            b.add(small_off, b.mul(i, ir.Constant(I64, small_strides[0]))),
+            big_ptr, small_ptr, run_bytes, itemsize, to_big), "row")
