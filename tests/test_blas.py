@@ -115,3 +115,50 @@ def test_gemm_property(m, k, n, ta, tb, dtype, name):
 def test_unknown_provider_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown BLAS provider 'fastest'"):
         blas.provider("fastest")
+
+
+AXPY_CASES = [
+    ("sgd", lambda w, x, g: w - 0.01 * (x.T @ g), True),
+    ("plus", lambda w, x, g: w + x.T @ g, True),
+    ("plus-left", lambda w, x, g: (x.T @ g) * 3.0 + w, True),
+    ("minus", lambda w, x, g: w - x.T @ g, True),
+    ("reversed-minus", lambda w, x, g: x.T @ g - w, False),
+    ("broadcast-c", lambda w, x, g: w[0] + x.T @ g, False),
+    ("product-reused", lambda w, x, g: (w - x.T @ g, (x.T @ g).sum()), False),
+]
+
+
+@pytest.mark.parametrize("name,fn,folds", AXPY_CASES, ids=[c[0] for c in AXPY_CASES])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_axpy_epilogues_fold_into_the_product(provider, name, fn, folds, dtype):
+    from tracejit.compiler.fusion import DotStep
+    rng = np.random.default_rng(7)
+    w, x, g = (rng.standard_normal(s).astype(dtype) for s in [(24, 16), (40, 24), (40, 16)])
+    c = tracejit.jit(fn).lower(w, x, g).compile()
+    dots = [s for s in c.executable.plan.steps if isinstance(s, DotStep)]
+    assert any(d.accumulate is not None for d in dots) == folds
+    if folds:
+        assert not c.kernels                    # no kernel reads the product back
+    w_before = w.copy()
+    want = tracejit.jit(fn, backend="reference")(w, x, g)
+    got = c(w, x, g)
+    np.testing.assert_array_equal(w, w_before)          # the accumulation works on a copy
+    for a, b in zip(tracejit.tree_leaves(got), tracejit.tree_leaves(want)):
+        _close(np.asarray(a), np.asarray(b))
+
+
+def test_sgd_step_parameters_update_in_one_call_each():
+    from tracejit.compiler.fusion import DotStep
+    rng = np.random.default_rng(3)
+    w1, w2 = rng.standard_normal((32, 64)).astype(np.float32), rng.standard_normal((64, 8)).astype(np.float32)
+    x = rng.standard_normal((16, 32)).astype(np.float32)
+
+    def loss(p, x):
+        return (np.maximum(x @ p[0], 0) @ p[1]).sum()
+
+    def step(p, x):
+        return [w - 0.1 * gw for w, gw in zip(p, tracejit.grad(loss)(p, x))]
+    c = tracejit.jit(step).lower([w1, w2], x).compile()
+    assert sum(d.accumulate is not None for d in c.executable.plan.steps if isinstance(d, DotStep)) == 2
+    for a, b in zip(c([w1, w2], x), tracejit.jit(step, backend="reference")([w1, w2], x)):
+        _close(a, b)

@@ -18,7 +18,7 @@ def step_reads(step) -> list:
     if isinstance(step, Kernel):
         return sorted({n.buffer for n in step.loads()})
     if isinstance(step, DotStep):
-        return [step.lhs, step.rhs]
+        return [step.lhs, step.rhs] + ([step.accumulate[0]] if step.accumulate else [])
     if isinstance(step, WindowStep):
         return step.reads()
     return [b for b in step.inputs if isinstance(b, int)]

@@ -285,7 +285,8 @@ def program_fingerprint(program, plan=None) -> str:
                 for n in s.loads():  # describe() omits the index maps of loads
                     h.update(f"\nload b{n.buffer} {n.map}".encode())
             elif isinstance(s, DotStep):
-                h.update(f"\ndot {s.out} {s.lhs} {s.rhs} {s.lhs_perm} {s.rhs_perm} {s.dimension_numbers}".encode())
+                h.update(f"\ndot {s.out} {s.lhs} {s.rhs} {s.lhs_perm} {s.rhs_perm} {s.dimension_numbers} "
+                         f"{s.accumulate}".encode())
             elif hasattr(s, "window"):
                 h.update(("\n" + s.describe()).encode())
             else:

@@ -43,9 +43,16 @@ class NumpyBLAS:
 
     name = "numpy"
 
-    def gemm(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    def gemm(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float = 1.0, beta: float = 0.0) -> None:
         with np.errstate(all="ignore"):     # compiled code raises no floating-point warnings either
-            np.matmul(a, b, out=out)
+            if alpha == 1.0 and beta == 0.0:
+                np.matmul(a, b, out=out)
+                return
+            product = np.multiply(np.matmul(a, b), out.dtype.type(alpha))
+            if beta == 0.0:
+                out[...] = product
+            else:
+                np.add(out, product, out=out)
 
 
 class MKL:
@@ -76,29 +83,31 @@ class MKL:
         self._complex_consts = {np.dtype(np.complex64): (np.array([1, 0], np.float32), np.zeros(2, np.float32)),
                                 np.dtype(np.complex128): (np.array([1, 0], np.float64), np.zeros(2, np.float64))}
 
-    def _scalars(self, dtype):
+    def _scalars(self, dtype, alpha=1.0, beta=0.0):
         if dtype.kind == "f":
-            return 1.0, 0.0
-        one, zero = self._complex_consts[dtype]
+            return alpha, beta
+        one, zero = self._complex_consts[dtype]     # complex products are never scaled here
         return data_address(one), data_address(zero)
 
-    def gemm(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-        """``out[...] = a @ b`` for 2-D or equally batched 3-D operands of one dtype."""
+    def gemm(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float = 1.0, beta: float = 0.0) -> None:
+        """``out[...] = alpha * (a @ b) + beta * out`` for 2-D or equally batched 3-D operands of one dtype."""
         fn = self.fns.get(out.dtype)
-        if fn is None or a.dtype != out.dtype or b.dtype != out.dtype or not out.flags.c_contiguous:
-            return NumpyBLAS.gemm(self, a, b, out)
+        scaled = (alpha, beta) != (1.0, 0.0)
+        if (fn is None or a.dtype != out.dtype or b.dtype != out.dtype or not out.flags.c_contiguous
+                or (scaled and out.dtype.kind != "f")):
+            return NumpyBLAS.gemm(self, a, b, out, alpha, beta)
         if out.ndim == 3:
-            return self._batched(a, b, out)
+            return self._batched(a, b, out, alpha, beta)
         m, n = out.shape
         k = a.shape[1]
         ta, tb = _operand(a), _operand(b)
         if ta is None or tb is None or 0 in (m, n, k) or max(m, n, k) >= 2 ** 31:
-            return NumpyBLAS.gemm(self, a, b, out)
-        alpha, beta = self._scalars(out.dtype)
+            return NumpyBLAS.gemm(self, a, b, out, alpha, beta)
+        alpha, beta = self._scalars(out.dtype, alpha, beta)
         fn(ROW_MAJOR, ta[0], tb[0], m, n, k, alpha, data_address(a), ta[1], data_address(b), tb[1], beta,
            data_address(out), max(n, 1))
 
-    def _batched(self, a, b, out):
+    def _batched(self, a, b, out, alpha, beta):
         fb = self.batched.get(out.dtype)
         nb, m, n = out.shape
         k = a.shape[2]
@@ -106,13 +115,15 @@ class MKL:
         item = out.itemsize
         if (fb is None or ta is None or tb is None or 0 in (nb, m, n, k) or a.strides[0] % item
                 or b.strides[0] % item or max(m, n, k, nb) >= 2 ** 31):
-            return NumpyBLAS.gemm(self, a, b, out)
-        alpha, beta = self._scalars(out.dtype)
+            return NumpyBLAS.gemm(self, a, b, out, alpha, beta)
+        alpha, beta = self._scalars(out.dtype, alpha, beta)
         fb(ROW_MAJOR, ta[0], tb[0], m, n, k, alpha, data_address(a), ta[1], a.strides[0] // item,
            data_address(b), tb[1], b.strides[0] // item, beta, data_address(out), max(n, 1), m * n, nb)
 
 
 def _load_mkl():
+    from tracejit.backends.cpu.parallel import quiet_spinning
+    quiet_spinning()            # MKL's threads are the OpenMP runtime's threads
     candidates = []
     for prefix in dict.fromkeys([sys.prefix, sys.base_prefix, os.environ.get("CONDA_PREFIX", "")]):
         if prefix:
@@ -150,6 +161,7 @@ def provider(name: str | None = None):
     return p
 
 
-def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    """``out[...] = a @ b`` (2-D, or 3-D with a shared batch axis) with the configured provider."""
-    provider().gemm(a, b, out)
+def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float = 1.0, beta: float = 0.0) -> None:
+    """``out[...] = alpha * (a @ b) + beta * out`` (2-D, or 3-D with a shared batch axis) with the
+    configured provider; ``beta`` is 0 or 1."""
+    provider().gemm(a, b, out, alpha, beta)

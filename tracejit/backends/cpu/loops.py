@@ -35,6 +35,8 @@ I1, I8, I64, PTR, VOID = ir.IntType(1), ir.IntType(8), ir.IntType(64), ir.Pointe
 DRIVER_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)
 # Loops whose carries, arenas and outputs fit in this many bytes keep them on the stack.
 LOCAL_STORAGE_BYTES = 16 << 10
+# Bodies with a kernel this large run per iteration from Python, each kernel threaded.
+THREADED_BODY_WORK = 1 << 16
 ALIGN = 64
 
 
@@ -64,8 +66,7 @@ class _SubPlan:
             raise NotImplementedError("body needs non-native steps")
         if any(not isinstance(o, int) for o in plan.outputs):
             raise NotImplementedError("body returns a literal")
-        from tracejit.backends.cpu.runtime import PARALLEL_MIN_WORK
-        if any(k.size >= PARALLEL_MIN_WORK for k in plan.kernels):
+        if any(k.size >= THREADED_BODY_WORK for k in plan.kernels):
             # Large bodies gain more from threaded kernels than they lose to per-iteration dispatch.
             raise NotImplementedError("body kernels are large enough to run threaded")
         self.plan = plan

@@ -17,15 +17,19 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from tracejit.backends.cpu import parallel
 from tracejit.core.primitive import impl_rules
 from tracejit.compiler.fusion import DotStep, NumpyStep, WindowStep
-from tracejit.compiler.kernel_ir import Kernel
+from tracejit.compiler.kernel_ir import Kernel, walk
 from tracejit.ops.dot import _free_dims
 
 KERNEL_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 # Below this many elements of work a kernel runs on the calling thread: a
-# thread hand-off costs more than it saves.
-PARALLEL_MIN_WORK = 1 << 16
+# thread hand-off costs more than it saves. An OpenMP fork/join (parallel.py)
+# costs a few microseconds; Python's pool 100 or more.
+OPENMP_MIN_WORK = 1 << 17
+OPENMP_MIN_WORK_MATH = 1 << 14      # kernels calling transcendental helpers: ~10x the work per element
+PARALLEL_MIN_WORK = 1 << 20
 
 _pool = None
 _pool_lock = threading.Lock()
@@ -85,6 +89,10 @@ class KernelLaunch:
         self.kernel = kernel
         self.slots = slots
         self.fn = KERNEL_FN(address)
+        self.address = address
+        from tracejit.backends.cpu.codegen import mathlib_call_needed
+        math = any(n.kind == "op" and mathlib_call_needed(n) for n in walk([e for p in kernel.phases for e in p.exprs]))
+        self.openmp_min_work = OPENMP_MIN_WORK_MATH if math else OPENMP_MIN_WORK
         self.parallel_size = layout.parallel_size
         self.work = kernel.size
         self.granule = 64 if layout.elementwise_1d else 1
@@ -98,11 +106,13 @@ class KernelLaunch:
             # (A reduction over an empty axis still writes its identity for every row.)
             return
         ptrs = self.ptr_array(*[data_address(env[b]) for b in self.slots])
-        if self.work < PARALLEL_MIN_WORK or n < 2:
-            self.fn(ptrs, 0, n)
-            return
-        threads = num_threads()
-        if threads == 1:
+        threads = num_threads() if n >= 2 else 1
+        if threads > 1 and self.work >= self.openmp_min_work:
+            team = parallel.runner(threads)
+            if team is not None:
+                team.run(self.address, ptrs, n, self.granule)
+                return
+        if self.work < PARALLEL_MIN_WORK or threads == 1:
             self.fn(ptrs, 0, n)
             return
         chunks = min(threads, n)
@@ -130,6 +140,17 @@ class WindowLaunch:
 
 def run_dot(step: DotStep, env):
     from tracejit.backends.cpu import blas
+    beta, alpha = 0.0, 1.0
+    if step.accumulate is not None:
+        c, alpha = step.accumulate
+        out = env[step.out]
+        if not np.shares_memory(out, env[c]):
+            np.copyto(out, env[c])
+        beta = 1.0
+    _contract(step, env, blas, alpha, beta)
+
+
+def _contract(step, env, blas, alpha, beta):
     lhs = env[step.lhs].transpose(step.lhs_perm) if step.lhs_perm != tuple(range(env[step.lhs].ndim)) else env[step.lhs]
     rhs = env[step.rhs].transpose(step.rhs_perm) if step.rhs_perm != tuple(range(env[step.rhs].ndim)) else env[step.rhs]
     out = env[step.out]
@@ -138,7 +159,7 @@ def run_dot(step: DotStep, env):
         # Transposed views reach BLAS as transpose flags: no copy.
         a = lhs if lc == (1,) else lhs.T
         bm = rhs if rc == (0,) else rhs.T
-        blas.gemm(a, bm, out)
+        blas.gemm(a, bm, out, alpha, beta)
         return
     lf, rf = _free_dims(lhs.ndim, lc, lb), _free_dims(rhs.ndim, rc, rb)
     b = math.prod(lhs.shape[d] for d in lb)
@@ -147,7 +168,7 @@ def run_dot(step: DotStep, env):
     k = math.prod(lhs.shape[d] for d in lc)
     a3 = np.transpose(lhs, list(lb) + lf + list(lc)).reshape(b, m, k)
     b3 = np.transpose(rhs, list(rb) + list(rc) + rf).reshape(b, k, n)
-    blas.gemm(a3, b3, out.reshape(b, m, n))
+    blas.gemm(a3, b3, out.reshape(b, m, n), alpha, beta)
 
 
 _CONTROL_FLOW = {"cond", "while", "scan"}
@@ -358,8 +379,10 @@ class CPUExecutable:
             if isinstance(step, (Kernel, WindowStep)):
                 lines.append(step.describe())
             elif isinstance(step, DotStep):
+                acc = (f", accumulated into b{step.accumulate[0]} with alpha {step.accumulate[1]:g}"
+                       if step.accumulate else "")
                 lines.append(f"blas dot_general -> b{step.out} (lhs b{step.lhs} perm {step.lhs_perm}, "
-                             f"rhs b{step.rhs} perm {step.rhs_perm})")
+                             f"rhs b{step.rhs} perm {step.rhs_perm}){acc}")
             else:
                 lines.append(f"numpy {step.eqn.primitive.name} -> {', '.join(f'b{b}' for b in step.outputs)}")
         text = "\n".join(lines)

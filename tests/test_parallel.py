@@ -1,0 +1,76 @@
+"""Kernels split over an OpenMP team (tracejit/backends/cpu/parallel.py) give the same results as one thread."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import tracejit
+from tracejit.backends.cpu import parallel
+
+
+@pytest.fixture
+def threads():
+    saved = tracejit.config.num_threads
+
+    def use(n):
+        tracejit.config.update("num_threads", n)
+    yield use
+    tracejit.config.update("num_threads", saved)
+
+
+def test_an_openmp_runtime_is_found_here():
+    # libgomp comes with gcc, libiomp5 with the mkl extra: one of them is on every machine we test on.
+    team = parallel.runner(2)
+    assert team is not None and team.threads == 2
+
+
+CASES = [
+    ("map", lambda a: np.sin(a) * 2 + a, (1 << 17) + 3),
+    ("map-large", lambda a: np.maximum(a, 0) - a, (1 << 19) + 17),
+    ("rows", lambda a: np.exp(a - a.max(-1, keepdims=True)).sum(-1), (1031, 257)),
+    ("columns", lambda a: (a * 3).sum(0), (4099, 67)),
+    ("layernorm", lambda a: (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-5),
+     (2049, 129)),
+]
+
+
+@pytest.mark.parametrize("name,fn,shape", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_threaded_kernels_match_one_thread(threads, name, fn, shape, dtype):
+    x = np.random.default_rng(1).standard_normal(shape).astype(dtype)
+    threads(1)
+    one = tracejit.jit(fn)(x)
+    threads(2)
+    f = tracejit.jit(fn)
+    launches = f.lower(x).compile().executable.launches
+    assert any(l.work >= l.openmp_min_work for l in launches)     # the OpenMP path is taken
+    np.testing.assert_array_equal(f(x), one)
+
+
+def test_many_python_threads_share_the_team():
+    f = tracejit.jit(lambda a, k: np.tanh(a * k) + k)
+    xs = [np.random.default_rng(j).standard_normal(1 << 18).astype(np.float32) for j in range(6)]
+    want = [np.tanh(x * np.float32(j)) + np.float32(j) for j, x in enumerate(xs)]
+    with ThreadPoolExecutor(6) as pool:
+        for _ in range(3):
+            outs = list(pool.map(lambda j: f(xs[j], np.float32(j)), range(6)))
+            for got, w in zip(outs, want):
+                np.testing.assert_allclose(got, w, rtol=2e-6, atol=1e-6)
+
+
+def test_without_openmp_the_python_pool_is_used():
+    code = ("import numpy as np, tracejit\n"
+            "from tracejit.backends.cpu import parallel\n"
+            "x = np.arange(1 << 21, dtype=np.float64)\n"
+            "out = tracejit.jit(lambda a: np.sqrt(a) + 1)(x)\n"
+            "assert parallel.runner(2) is None\n"
+            "assert np.array_equal(out, np.sqrt(x) + 1)\n"
+            "print('ok')\n")
+    env = dict(os.environ, TRACEJIT_OPENMP="0", TRACEJIT_NUM_THREADS="2")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
