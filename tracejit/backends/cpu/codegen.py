@@ -55,6 +55,8 @@ def c_strides(shape):
     return tuple(reversed(out))
 
 
+# Ranges handed to 1-D elementwise kernels (thread chunks) are multiples of this many elements.
+ELEMENTWISE_GRANULE = 64
 # Vectors side by side in one block of a column-style (outer-vector) kernel.
 OUTER_BLOCK_VECTORS = 4
 
@@ -400,6 +402,8 @@ class KernelEmitter:
                 cache = dict(hoisted)
                 for e, bid, base, acc in zip(phase.exprs, phase.outputs, bases, store_accs):
                     self._store(bid, b.add(base, j), self._eval(e, lanes, j, cache))
+            if self._tail_never_runs(inner_start, inner_stop, lanes):
+                return
             # The remainder runs as one masked vector step: the same code, no scalar copy of the math.
             j = b.load(self.last_counter)
             with b.if_then(b.icmp_signed("<", j, inner_stop)):
@@ -414,6 +418,15 @@ class KernelEmitter:
             for e, bid, base, acc in zip(phase.exprs, phase.outputs, bases, store_accs):
                 off = b.add(base, b.mul(j, ir.Constant(I64, acc.coeffs[-1])))
                 self._store(bid, off, self._eval(e, 1, j, cache))
+
+    def _tail_never_runs(self, start, stop, lanes) -> bool:
+        """Whether every range this loop gets is whole vectors (then no tail code is emitted:
+        with inlined math a tail is a second copy of the kernel body to compile)."""
+        if isinstance(start, ir.Constant) and isinstance(stop, ir.Constant):
+            return (stop.constant - start.constant) % lanes == 0
+        # Thread chunks of 1-D kernels are multiples of ELEMENTWISE_GRANULE, the last ends at the size.
+        return (self.layout.elementwise_1d and self.layout.parallel_size % lanes == 0
+                and ELEMENTWISE_GRANULE % lanes == 0)
 
     def _emit_per_row(self, phase, store_accs, outer_idx, n_row_dims):
         """A value per row (e.g. 1/sqrt(var + eps)): computed once, before the row's later phases."""

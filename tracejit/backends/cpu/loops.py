@@ -236,10 +236,12 @@ class NativeLoop:
         self.fn = DRIVER_FN(self.compiled.address("loop_driver"))
         self._slots_type = ctypes.c_void_p * max(len(self.slot_names), 1)
         self._scratch = {name: max(n, 1) for name, n in drv.scratch_bytes.items()}
-        self._sources = self._slot_sources()
         self.length = params["length"] if kind == "scan" else 0
         if kind != "scan":
             self.y_avals = []
+        self._sources = self._slot_sources()
+        self._result_specs = [(a.shape, a.dtype) for a in self.carry_avals] + [
+            ((self.length,) + y.shape, y.dtype) for y in self.y_avals]
         first_init = params["num_consts"] if kind == "scan" else params["cond_nconsts"] + params["body_nconsts"]
         self._init_checks = [(first_init + k, a) for k, a in enumerate(self.carry_avals)]
 
@@ -318,14 +320,16 @@ class NativeLoop:
             cn, bn = p["cond_nconsts"], p["body_nconsts"]
             arg_pos = {"cconst": 0, "bconst": cn, "init": cn + bn}
         sources = []
+        scratch = list(self._scratch)
+        n_carry = len(self.carry_avals)
         for name in self.slot_names:
             head, tail = name.rstrip("0123456789"), name[len(name.rstrip("0123456789")):]
             if name in self._scratch:
-                sources.append(("scratch", self._scratch[name]))
+                sources.append(("scratch", scratch.index(name)))
             elif head in arg_pos:
                 sources.append(("arg", arg_pos[head] + int(tail)))
-            else:
-                sources.append((head, int(tail)))    # carry / ys
+            else:                                   # results: carries, then stacked ys
+                sources.append(("out", int(tail) + (n_carry if head == "ys" else 0)))
         return sources
 
     def __call__(self, *args):
@@ -333,21 +337,11 @@ class NativeLoop:
         for pos, aval in self._init_checks:
             if ins[pos].dtype != aval.dtype:     # a literal initial value, e.g. a Python int
                 ins[pos] = np.asarray(ins[pos], aval.dtype).reshape(aval.shape)
-        outputs = {"carry": [np.empty(a.shape, a.dtype) for a in self.carry_avals],
-                   "ys": [np.empty((self.length,) + y.shape, y.dtype) for y in self.y_avals]}
-        keep = []
-        ptrs = []
-        for kind, k in self._sources:
-            if kind == "arg":
-                a = ins[k]
-            elif kind == "scratch":
-                a = np.empty(k, np.uint8)
-                keep.append(a)
-            else:
-                a = outputs[kind][k]
-            ptrs.append(data_address(a))
-        self.fn(self._slots_type(*ptrs), self.length)
-        return outputs["carry"] + outputs["ys"]
+        results = [np.empty(shape, dtype) for shape, dtype in self._result_specs]
+        # Scratch arrays live in `arrays` until the call returns.
+        arrays = {"arg": ins, "out": results, "scratch": [np.empty(n, np.uint8) for n in self._scratch.values()]}
+        self.fn(self._slots_type(*[data_address(arrays[kind][k]) for kind, k in self._sources]), self.length)
+        return results
 
 
 _cache: dict = {}

@@ -90,12 +90,12 @@ class KernelLaunch:
         self.slots = slots
         self.fn = KERNEL_FN(address)
         self.address = address
-        from tracejit.backends.cpu.codegen import mathlib_call_needed
+        from tracejit.backends.cpu.codegen import ELEMENTWISE_GRANULE, mathlib_call_needed
         math = any(n.kind == "op" and mathlib_call_needed(n) for n in walk([e for p in kernel.phases for e in p.exprs]))
         self.openmp_min_work = OPENMP_MIN_WORK_MATH if math else OPENMP_MIN_WORK
         self.parallel_size = layout.parallel_size
         self.work = kernel.size
-        self.granule = 64 if layout.elementwise_1d else 1
+        self.granule = ELEMENTWISE_GRANULE if layout.elementwise_1d else 1
         if getattr(emitter, "outer_vector", False):
             self.granule = emitter.lanes     # thread chunks keep whole vector blocks
         self.ptr_array = ctypes.c_void_p * len(slots)
@@ -211,6 +211,7 @@ def _native_loop_step(native, step: NumpyStep):
         results = native(*[env[b] if isinstance(b, int) else b[1] for b in ins])
         for bid, r in zip(outs, results):
             env[bid] = r
+    run.allocates = set(outs)      # the executable need not allocate these outputs itself
     return run
 
 
@@ -279,8 +280,10 @@ class CPUExecutable:
         self._out_buffers = [plan.buffers[b] if isinstance(b, int) else None for b in plan.outputs]
         from tracejit.compiler.memory import donation_pairs
         self.donated_outputs = donation_pairs(plan, donated) if donated else {}
+        allocated_by_steps = set().union(*[getattr(s, "allocates", set()) for s in self._steps])
         self._fresh_outputs = [(b.id, b.shape, b.dtype, OutputPool(b.nbytes) if b.nbytes >= RECYCLE_MIN_BYTES else None)
-                               for b in plan.buffers if b.kind == "output" and b.id not in self.donated_outputs]
+                               for b in plan.buffers if b.kind == "output" and b.id not in self.donated_outputs
+                               and b.id not in allocated_by_steps]
         self._donated_outputs = [(bid, pos, plan.buffers[bid].dtype) for bid, pos in self.donated_outputs.items()]
         self.n_inputs = len(plan.inputs)
         self._n_buffers = len(plan.buffers)
