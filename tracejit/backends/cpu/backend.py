@@ -11,7 +11,7 @@ from tracejit.compiler.kernel_ir import Kernel
 from tracejit.compiler.memory import plan_memory
 from tracejit.compiler.passes import run_pipeline
 from tracejit.backends import register_backend
-from tracejit.backends.cpu import llvm_engine, lowering, mathlib
+from tracejit.backends.cpu import llvm_engine, lowering, mathlib, parallel
 from tracejit.backends.cpu.codegen import KernelEmitter
 from tracejit.backends.cpu.runtime import CPUExecutable, KernelLaunch, WindowLaunch
 from tracejit.backends.cpu.window import WindowEmitter
@@ -71,12 +71,15 @@ class CPUBackend:
         emitters = [(k, native_emitter(module, k, plan.buffers, vb), f"{_symbol(name)}_k{i}")
                     for i, k in enumerate(native_steps(plan))]
         codegen_ms = [0.0]
+        team = parallel.runtime()      # loaded (and its symbols registered) before any object code
 
         def build():
             # Runs only when the persistent cache has no object code for this program.
             t = time.perf_counter()
             for _, em, fn_name in emitters:
                 em.emit(fn_name)
+            if team is not None and any(isinstance(k, Kernel) for k, _, _ in emitters):
+                parallel.emit_trampoline(module, team)
             mathlib.outline_cold_calls(module)
             codegen_ms[0] = (time.perf_counter() - t) * 1e3
             return module
@@ -89,16 +92,18 @@ class CPUBackend:
         if emitters:
             from tracejit.diagnostics import persistent_cache
             components = {"program": persistent_cache.program_fingerprint(program, plan), "name": name,
-                          "vector_bytes": vb}
+                          "vector_bytes": vb, "openmp": team.kind if team is not None else None}
             compiled, outcome = persistent_cache.compile_module(
                 build, name=name, vectorize=False, speed_level=llvm_engine.LIGHT, components=components,
                 extra_metadata=lambda: {"math": mathlib.specs_used(module)},
                 before_load=lambda meta: mathlib.ensure(meta.get("math", [])))
             compile_ms = dict(compiled.timings)
+            trampoline = _address_or_none(compiled, parallel.TRAMPOLINE) if team is not None else None
             for kernel, em, fn_name in emitters:
                 launch_type = WindowLaunch if isinstance(kernel, WindowStep) else KernelLaunch
                 launch = launch_type(kernel, em.layout, em.slots, compiled.address(fn_name), em)
                 launch.module = compiled  # the code lives as long as a launch refers to it
+                launch.team = (team, trampoline) if trampoline else None
                 launches.append(launch)
         t3 = time.perf_counter()
         timings = {"passes_ms": (t1 - t0) * 1e3, "codegen_ms": codegen_ms[0],
@@ -108,6 +113,13 @@ class CPUBackend:
         llvm_ir_text = compiled
         return CPUExecutable(program, plan, launches, offsets, arena_bytes, timings, llvm_ir_text,
                              donated=donate_argnums)
+
+
+def _address_or_none(compiled, symbol):
+    try:
+        return compiled.address(symbol)
+    except KeyError:
+        return None
 
 
 def native_steps(plan) -> list:

@@ -8,13 +8,15 @@ fork/join costs a few microseconds: mid-sized kernels then gain from
 threads too.
 
 ``GOMP_parallel(fn, data, nthreads, flags)`` runs ``fn(data)`` on every thread
-of a team. ``fn`` is a small JIT-compiled trampoline: it reads the kernel's
-address, its buffer table and its range from ``data``, takes this thread's
-static share of the range (whole ``granule`` blocks) and calls the kernel.
+of a team. ``fn`` is a small trampoline compiled into each kernel module: it
+reads the kernel's address, its buffer table and its range from ``data``,
+takes this thread's static share of the range (whole ``granule`` blocks) and
+calls the kernel.
 
 The runtime is Intel's ``libiomp5`` when MKL brought it (MKL's BLAS threads
 are then the same threads: nothing oversubscribes the cores), else GNU
-``libgomp``; with neither, kernels use the Python pool.
+``libgomp``; with neither, kernels use the Python pool. ``TRACEJIT_OPENMP``:
+``1`` (default, the first that loads), ``iomp5``, ``gomp``, or ``0`` (off).
 """
 from __future__ import annotations
 
@@ -37,14 +39,20 @@ class LaunchData(ctypes.Structure):
                 ("granule", ctypes.c_int64)]
 
 
-def _trampoline_ir(thread_num_symbol: str, num_threads_symbol: str) -> ir.Module:
-    from tracejit.backends.cpu import llvm_engine
-    module = ir.Module(name="tracejit_parallel")
-    module.triple = llvm_engine.triple
-    module.data_layout = llvm_engine.target_data_layout
-    thread_num = ir.Function(module, ir.FunctionType(I32, []), name=thread_num_symbol)
-    num_threads = ir.Function(module, ir.FunctionType(I32, []), name=num_threads_symbol)
-    fn = ir.Function(module, ir.FunctionType(VOID, [PTR]), name="tracejit_parallel_body")
+TRAMPOLINE = "tracejit_parallel_body"
+
+
+def emit_trampoline(module: ir.Module, runtime: "OpenMPRuntime") -> str:
+    """Add ``void tracejit_parallel_body(LaunchData*)`` to ``module`` (once); returns its name.
+
+    It lives in each kernel module, compiled with the kernels: a module of its
+    own would cost a JIT engine (milliseconds) on the first threaded call.
+    """
+    if TRAMPOLINE in module.globals:
+        return TRAMPOLINE
+    thread_num = ir.Function(module, ir.FunctionType(I32, []), name=runtime.thread_num_symbol)
+    num_threads = ir.Function(module, ir.FunctionType(I32, []), name=runtime.num_threads_symbol)
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR]), name=TRAMPOLINE)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     data = fn.args[0]
 
@@ -64,7 +72,7 @@ def _trampoline_ir(thread_num_symbol: str, num_threads_symbol: str) -> ir.Module
     with b.if_then(b.icmp_signed("<", lo, hi)):
         b.call(kernel, [slots, lo, hi])
     b.ret_void()
-    return module
+    return TRAMPOLINE
 
 
 def _runtime_libraries():
@@ -76,62 +84,64 @@ def _runtime_libraries():
     return paths
 
 
-class OpenMPRunner:
-    """Runs ``kernel(slots, begin, end)`` over ``[0, total)`` split across an OpenMP team."""
+class OpenMPRuntime:
+    """An OpenMP runtime library: ``GOMP_parallel`` plus the thread queries the trampoline calls."""
 
-    def __init__(self, lib: ctypes.CDLL, threads: int):
+    def __init__(self, lib: ctypes.CDLL, kind: str):
         from llvmlite import binding as llvm
-        from tracejit.backends.cpu import llvm_engine
-        self.lib = lib
-        self.threads = threads
+        self.lib, self.kind = lib, kind
         self.parallel = lib.GOMP_parallel
         self.parallel.restype = None
         self.parallel.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint]
-        # The trampoline must ask *this* runtime for its thread number: register its functions
-        # under private names (the library was loaded RTLD_LOCAL, so LLVM cannot find them itself).
-        tag = f"{abs(hash(lib._name)):x}"
-        names = (f"tracejit_omp_thread_num_{tag}", f"tracejit_omp_num_threads_{tag}")
-        for name, sym in zip(names, ("omp_get_thread_num", "omp_get_num_threads")):
+        # The trampoline must ask *this* runtime for its thread number: its functions are registered
+        # under names of our own (the library is loaded RTLD_LOCAL, so LLVM cannot find them itself).
+        self.thread_num_symbol = f"tracejit_omp_thread_num_{kind}"
+        self.num_threads_symbol = f"tracejit_omp_num_threads_{kind}"
+        for name, sym in ((self.thread_num_symbol, "omp_get_thread_num"),
+                          (self.num_threads_symbol, "omp_get_num_threads")):
             llvm.add_symbol(name, ctypes.cast(getattr(lib, sym), ctypes.c_void_p).value)
-        self.compiled = llvm_engine.compile_ir(_trampoline_ir(*names), name="tracejit_parallel")
-        self.body = self.compiled.address("tracejit_parallel_body")
 
-    def run(self, kernel_address: int, slots, total: int, granule: int) -> None:
+    def run(self, trampoline: int, kernel_address: int, slots, total: int, granule: int, threads: int) -> None:
+        """``kernel(slots, begin, end)`` over ``[0, total)``, split in ``granule`` blocks over a team."""
         data = LaunchData(kernel_address, ctypes.cast(slots, ctypes.c_void_p), total, granule)
-        team = min(self.threads, -(-total // granule))
-        self.parallel(self.body, ctypes.addressof(data), team, 0)
+        self.parallel(trampoline, ctypes.addressof(data), min(threads, -(-total // granule)), 0)
 
 
-_runners: dict = {}
+_runtime: list = []
 _lock = threading.Lock()
 
 
-def runner(threads: int):
-    """The process's OpenMP runner for ``threads`` threads, or None (use the Python pool)."""
-    try:
-        return _runners[threads]
-    except KeyError:
-        pass
-    with _lock:
-        if threads not in _runners:
-            _runners[threads] = _make(threads)
-    return _runners[threads]
+def runtime():
+    """The process's OpenMP runtime, or None (kernels then use the Python pool)."""
+    if not _runtime:
+        with _lock:
+            if not _runtime:
+                _runtime.append(_load())
+    return _runtime[0]
 
 
 def quiet_spinning() -> None:
-    """Idle OpenMP workers spin 1 ms (Intel's default: 200 ms), then sleep: kernels of one call
-    reuse hot workers, but between calls they leave the cores to other threads and libraries.
-    Must run before the runtime loads; a value the user set wins."""
+    """Runtime settings, made before the runtime loads (a value the user set wins):
+
+    * idle workers spin 1 ms (Intel's default: 200 ms), then sleep: kernels of one call reuse hot
+      workers, but between calls the cores are left to other threads and libraries;
+    * no thread pinning: on shared machines and virtual machines the OS places threads better
+      than a fixed binding of the team to cores.
+    """
     os.environ.setdefault("KMP_BLOCKTIME", "1")
+    os.environ.setdefault("KMP_AFFINITY", "disabled")
 
 
-def _make(threads):
-    if os.environ.get("TRACEJIT_OPENMP", "1").strip().lower() in ("0", "off", "false", "no"):
+def _load():
+    choice = os.environ.get("TRACEJIT_OPENMP", "1").strip().lower()
+    if choice in ("0", "off", "false", "no"):
         return None
     quiet_spinning()
     for path in _runtime_libraries():
+        if choice in ("gomp", "iomp5") and choice not in path:
+            continue
         try:
-            return OpenMPRunner(ctypes.CDLL(path), threads)
+            return OpenMPRuntime(ctypes.CDLL(path), "iomp5" if "iomp5" in path else "gomp")
         except (OSError, AttributeError):
             continue
     return None

@@ -17,7 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from tracejit.backends.cpu import parallel
 from tracejit.core.primitive import impl_rules
 from tracejit.compiler.fusion import DotStep, NumpyStep, WindowStep
 from tracejit.compiler.kernel_ir import Kernel, walk
@@ -90,6 +89,7 @@ class KernelLaunch:
         self.slots = slots
         self.fn = KERNEL_FN(address)
         self.address = address
+        self.team = None          # (OpenMP runtime, trampoline address) when its module has one
         from tracejit.backends.cpu.codegen import ELEMENTWISE_GRANULE, mathlib_call_needed
         math = any(n.kind == "op" and mathlib_call_needed(n) for n in walk([e for p in kernel.phases for e in p.exprs]))
         self.openmp_min_work = OPENMP_MIN_WORK_MATH if math else OPENMP_MIN_WORK
@@ -107,11 +107,10 @@ class KernelLaunch:
             return
         ptrs = self.ptr_array(*[data_address(env[b]) for b in self.slots])
         threads = num_threads() if n >= 2 else 1
-        if threads > 1 and self.work >= self.openmp_min_work:
-            team = parallel.runner(threads)
-            if team is not None:
-                team.run(self.address, ptrs, n, self.granule)
-                return
+        if threads > 1 and self.work >= self.openmp_min_work and self.team is not None:
+            runtime, trampoline = self.team
+            runtime.run(trampoline, self.address, ptrs, n, self.granule, threads)
+            return
         if self.work < PARALLEL_MIN_WORK or threads == 1:
             self.fn(ptrs, 0, n)
             return
