@@ -57,8 +57,10 @@ def c_strides(shape):
 
 # Ranges handed to 1-D elementwise kernels (thread chunks) are multiples of this many elements.
 ELEMENTWISE_GRANULE = 64
-# Registers per step of float32 map kernels that call transcendental helpers.
-MATH_MAP_VECTORS = 2
+# Registers per step of float32 map kernels that call transcendental helpers (half as many
+# when a kernel makes more than FEW_MATH_CALLS calls: compile time grows with both).
+MATH_MAP_VECTORS = 4
+FEW_MATH_CALLS = 4
 # Vectors side by side in one block of a column-style (outer-vector) kernel.
 OUTER_BLOCK_VECTORS = 4
 
@@ -162,12 +164,12 @@ class KernelEmitter:
         self.mask = None
         self.lane_dim = -1          # the iteration dim that vector lanes run along
         self.outer_vector = self._outer_vector_ok()
-        if (not kernel.is_row_kernel and widest == 4 and MATH_MAP_VECTORS > 1 and self.lanes > 1
-                and any(n.kind == "op" and mathlib_call_needed(n) for p in kernel.phases for e in p.exprs
-                        for n in _walk(e))):
-            # float32 maps calling transcendentals: two registers per step give the out-of-order
-            # core two independent polynomial chains to overlap.
-            self.lanes *= MATH_MAP_VECTORS
+        math_calls = sum(1 for p in kernel.phases for e in p.exprs for n in _walk(e)
+                         if n.kind == "op" and mathlib_call_needed(n))
+        if not kernel.is_row_kernel and widest == 4 and self.lanes > 1 and math_calls:
+            # float32 maps calling transcendentals: several registers per step give the out-of-order
+            # core independent polynomial chains to overlap; fewer when there is much code to compile.
+            self.lanes *= MATH_MAP_VECTORS if math_calls <= FEW_MATH_CALLS else MATH_MAP_VECTORS // 2
         if self.outer_vector and self.layout.shape[0] >= OUTER_BLOCK_VECTORS * self.lanes and not any(
                 n.kind == "op" and mathlib_call_needed(n) for p in kernel.phases for e in p.exprs for n in _walk(e)):
             # Each step down the strided axis then touches several whole cache lines per array,
