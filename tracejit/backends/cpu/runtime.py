@@ -106,8 +106,11 @@ class KernelLaunch:
             # (A reduction over an empty axis still writes its identity for every row.)
             return
         ptrs = self.ptr_array(*[data_address(env[b]) for b in self.slots])
-        threads = num_threads() if n >= 2 else 1
-        if threads > 1 and self.work >= self.openmp_min_work and self.team is not None:
+        if self.work < self.openmp_min_work or n < 2:    # the common case for small inputs: no lookups
+            self.fn(ptrs, 0, n)
+            return
+        threads = num_threads()
+        if threads > 1 and self.team is not None:
             runtime, trampoline = self.team
             runtime.run(trampoline, self.address, ptrs, n, self.granule, threads)
             return
