@@ -337,6 +337,10 @@ class NativeLoop:
         for pos, aval in self._init_checks:
             if ins[pos].dtype != aval.dtype:     # a literal initial value, e.g. a Python int
                 ins[pos] = np.asarray(ins[pos], aval.dtype).reshape(aval.shape)
+        return self.run_prepared(ins)
+
+    def run_prepared(self, ins):
+        """Run with operands already C-contiguous arrays of the operand types (an executable's buffers)."""
         results = [np.empty(shape, dtype) for shape, dtype in self._result_specs]
         # Scratch arrays live in `arrays` until the call returns.
         arrays = {"arg": ins, "out": results, "scratch": [np.empty(n, np.uint8) for n in self._scratch.values()]}

@@ -206,11 +206,17 @@ def make_numpy_step(step: NumpyStep, buffers):
 
 
 def _native_loop_step(native, step: NumpyStep):
-    """A native loop's results are fresh arrays of the right type: they become the buffers (no copy)."""
-    ins, outs = step.inputs, step.outputs
+    """A native loop's results are fresh arrays of the right type: they become the buffers (no copy).
+
+    Its operands are buffers of the plan (C-contiguous, of the operand's dtype) or literals,
+    made arrays of the operand's type once here, so the call skips every check."""
+    outs = step.outputs
+    fixed = [None if isinstance(b, int) else np.asarray(b[1], a.aval.dtype).reshape(a.aval.shape)
+             for b, a in zip(step.inputs, step.eqn.inputs)]
+    sources = [(b, f) for b, f in zip(step.inputs, fixed)]
 
     def run(env):
-        results = native(*[env[b] if isinstance(b, int) else b[1] for b in ins])
+        results = native.run_prepared([env[b] if f is None else f for b, f in sources])
         for bid, r in zip(outs, results):
             env[bid] = r
     run.allocates = set(outs)      # the executable need not allocate these outputs itself
