@@ -13,8 +13,16 @@ import time
 import numpy as np
 
 
+SETTLE_SECONDS = 0.3
+
+
 def median_time(fn, *, repeat: int = 7, warmup: int = 1, min_time: float = 0.0) -> float:
-    """Median wall time of ``fn()`` in seconds over ``repeat`` runs (after warm-up)."""
+    """Median wall time of ``fn()`` in seconds over ``repeat`` runs (after warm-up).
+
+    Starts with a short pause: idle worker threads of the peer measured before (OpenBLAS's and
+    OpenMP's spin for a while after their last call) would otherwise share the cores with this one.
+    """
+    time.sleep(SETTLE_SECONDS)
     for _ in range(warmup):
         fn()
     times = []
