@@ -92,3 +92,48 @@ def test_threaded_kernels_load_from_the_persistent_cache(tmp_path):
         assert r.returncode == 0, r.stderr
         outcomes.append(r.stdout.strip().splitlines()[-1])
     assert outcomes[1] == "persistent-hit", outcomes
+
+
+@pytest.mark.parametrize("choice", ["iomp5", "gomp"])
+def test_forked_children_run_threaded_kernels(choice, tmp_path):
+    # A parent that used the team forks; the child must not hang in its first parallel region.
+    code = ("import multiprocessing as mp, numpy as np, tracejit\n"
+            "from tracejit.backends.cpu import parallel\n"
+            "f = tracejit.jit(lambda a: np.sin(a) + 1)\n"
+            "x = np.linspace(0, 1, 1 << 20)\n"
+            "want = np.sin(x) + 1\n"
+            "assert np.allclose(f(x), want)\n"
+            "def child(q):\n"
+            "    q.put(bool(np.allclose(f(x), want)))\n"
+            "ctx = mp.get_context('fork')\n"
+            "q = ctx.Queue()\n"
+            "p = ctx.Process(target=child, args=(q,))\n"
+            "p.start()\n"
+            "ok = q.get(timeout=60)\n"
+            "p.join(60)\n"
+            "print(parallel.runtime().kind if parallel.runtime() else None, ok)\n")
+    env = dict(os.environ, TRACEJIT_OPENMP=choice, TRACEJIT_NUM_THREADS="2",
+               TRACEJIT_CACHE_DIR=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stderr
+    kind, ok = r.stdout.split()
+    assert ok == "True"
+    assert kind in (choice, "None")     # iomp5 is absent where MKL is not installed
+
+
+def test_forked_children_after_the_python_pool():
+    code = ("import multiprocessing as mp, numpy as np, tracejit\n"
+            "f = tracejit.jit(lambda a: np.sqrt(a) * 2)\n"
+            "x = np.arange(1 << 21, dtype=np.float64)\n"
+            "assert np.allclose(f(x), np.sqrt(x) * 2)\n"
+            "def child(q):\n"
+            "    q.put(bool(np.allclose(f(x), np.sqrt(x) * 2)))\n"
+            "ctx = mp.get_context('fork')\n"
+            "q = ctx.Queue()\n"
+            "p = ctx.Process(target=child, args=(q,))\n"
+            "p.start()\n"
+            "print(q.get(timeout=60))\n"
+            "p.join(60)\n")
+    env = dict(os.environ, TRACEJIT_OPENMP="0", TRACEJIT_NUM_THREADS="2")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0 and r.stdout.strip() == "True", r.stderr

@@ -90,6 +90,7 @@ class OpenMPRuntime:
     def __init__(self, lib: ctypes.CDLL, kind: str):
         from llvmlite import binding as llvm
         self.lib, self.kind = lib, kind
+        self.usable = True
         self.parallel = lib.GOMP_parallel
         self.parallel.restype = None
         self.parallel.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint]
@@ -121,15 +122,22 @@ def runtime():
 
 
 def quiet_spinning() -> None:
-    """Runtime settings, made before the runtime loads (a value the user set wins):
-
-    * idle workers spin 1 ms (Intel's default: 200 ms), then sleep: kernels of one call reuse hot
-      workers, but between calls the cores are left to other threads and libraries;
-    * no thread pinning: on shared machines and virtual machines the OS places threads better
-      than a fixed binding of the team to cores.
-    """
+    """Idle OpenMP workers spin 1 ms (Intel's default: 200 ms), then sleep: kernels of one call
+    reuse hot workers, but between calls the cores are left to other threads and libraries.
+    Set before the runtime loads; a value the user set wins. (``KMP_AFFINITY=disabled`` is not
+    set: with it, Intel's runtime aborts in a forked child.)"""
     os.environ.setdefault("KMP_BLOCKTIME", "1")
-    os.environ.setdefault("KMP_AFFINITY", "disabled")
+
+
+def _after_fork_in_child() -> None:
+    # GNU libgomp's team does not survive fork(): a child that forks a parallel region after
+    # the parent used one can hang. Intel's runtime re-initializes itself in the child.
+    if _runtime and _runtime[0] is not None and _runtime[0].kind == "gomp":
+        _runtime[0].usable = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _load():

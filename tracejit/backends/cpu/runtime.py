@@ -72,6 +72,16 @@ def num_threads() -> int:
     return max(1, config.num_threads or _CPU_COUNT)
 
 
+def _forget_pool_in_child() -> None:
+    # A forked child has none of the pool's threads: work submitted to it would never run.
+    global _pool
+    _pool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def thread_pool():
     global _pool
     if _pool is None:
@@ -110,7 +120,7 @@ class KernelLaunch:
             self.fn(ptrs, 0, n)
             return
         threads = num_threads()
-        if threads > 1 and self.team is not None:
+        if threads > 1 and self.team is not None and self.team[0].usable:
             runtime, trampoline = self.team
             runtime.run(trampoline, self.address, ptrs, n, self.granule, threads)
             return
