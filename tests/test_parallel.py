@@ -63,6 +63,14 @@ def test_many_python_threads_share_the_team():
                 np.testing.assert_allclose(got, w, rtol=2e-6, atol=1e-6)
 
 
+def _run_python(code: str, **env) -> list:
+    """Run ``code`` in a fresh interpreter with extra environment variables; its stdout lines."""
+    r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, **env), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip().splitlines()
+
+
 def test_without_openmp_the_python_pool_is_used():
     code = ("import numpy as np, tracejit\n"
             "from tracejit.backends.cpu import parallel\n"
@@ -71,9 +79,7 @@ def test_without_openmp_the_python_pool_is_used():
             "assert parallel.runtime() is None\n"
             "assert np.array_equal(out, np.sqrt(x) + 1)\n"
             "print('ok')\n")
-    env = dict(os.environ, TRACEJIT_OPENMP="0", TRACEJIT_NUM_THREADS="2")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+    assert _run_python(code, TRACEJIT_OPENMP="0", TRACEJIT_NUM_THREADS="2") == ["ok"]
 
 
 def test_threaded_kernels_load_from_the_persistent_cache(tmp_path):
@@ -85,23 +91,20 @@ def test_threaded_kernels_load_from_the_persistent_cache(tmp_path):
             "assert c.executable.launches[0].team is not None\n"
             "assert np.allclose(out, np.tanh(x) * 2, rtol=1e-6, atol=1e-6)\n"
             "print(c.timings['cache'])\n")
-    env = dict(os.environ, TRACEJIT_CACHE_DIR=str(tmp_path / "cache"), TRACEJIT_NUM_THREADS="2")
-    outcomes = []
-    for _ in range(2):
-        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, r.stderr
-        outcomes.append(r.stdout.strip().splitlines()[-1])
+    outcomes = [_run_python(code, TRACEJIT_CACHE_DIR=str(tmp_path / "cache"), TRACEJIT_NUM_THREADS="2")[-1]
+                for _ in range(2)]
     assert outcomes[1] == "persistent-hit", outcomes
 
 
-@pytest.mark.parametrize("choice", ["iomp5", "gomp"])
-def test_forked_children_run_threaded_kernels(choice, tmp_path):
-    # A parent that used the team forks; the child must not hang in its first parallel region.
+def _fork_after_use(expression: str, size_expr: str, **env) -> tuple:
+    """A parent checks ``jit(lambda a: expression)`` on ``np.arange(size)/size`` against NumPy and forks;
+    the child runs it again. Returns (the parent's OpenMP runtime kind or 'None', whether the child's
+    result matched NumPy's)."""
     code = ("import multiprocessing as mp, numpy as np, tracejit\n"
             "from tracejit.backends.cpu import parallel\n"
-            "f = tracejit.jit(lambda a: np.sin(a) + 1)\n"
-            "x = np.linspace(0, 1, 1 << 20)\n"
-            "want = np.sin(x) + 1\n"
+            f"f = tracejit.jit(lambda a: {expression})\n"
+            f"x = np.arange({size_expr}, dtype=np.float64) / ({size_expr})\n"
+            f"want = (lambda a: {expression})(x)\n"        # NumPy's result
             "assert np.allclose(f(x), want)\n"
             "def child(q):\n"
             "    q.put(bool(np.allclose(f(x), want)))\n"
@@ -112,28 +115,19 @@ def test_forked_children_run_threaded_kernels(choice, tmp_path):
             "ok = q.get(timeout=60)\n"
             "p.join(60)\n"
             "print(parallel.runtime().kind if parallel.runtime() else None, ok)\n")
-    env = dict(os.environ, TRACEJIT_OPENMP=choice, TRACEJIT_NUM_THREADS="2",
-               TRACEJIT_CACHE_DIR=str(tmp_path / "cache"))
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=240)
-    assert r.returncode == 0, r.stderr
-    kind, ok = r.stdout.split()
+    kind, ok = _run_python(code, TRACEJIT_NUM_THREADS="2", **env)[-1].split()
+    return kind, ok
+
+
+@pytest.mark.parametrize("choice", ["iomp5", "gomp"])
+def test_forked_children_run_threaded_kernels(choice, tmp_path):
+    # A parent that used the team forks; the child must not hang in its first parallel region.
+    kind, ok = _fork_after_use("np.sin(a) + 1", "1 << 20", TRACEJIT_OPENMP=choice,
+                               TRACEJIT_CACHE_DIR=str(tmp_path / "cache"))
     assert ok == "True"
     assert kind in (choice, "None")     # iomp5 is absent where MKL is not installed
 
 
 def test_forked_children_after_the_python_pool():
-    code = ("import multiprocessing as mp, numpy as np, tracejit\n"
-            "f = tracejit.jit(lambda a: np.sqrt(a) * 2)\n"
-            "x = np.arange(1 << 21, dtype=np.float64)\n"
-            "assert np.allclose(f(x), np.sqrt(x) * 2)\n"
-            "def child(q):\n"
-            "    q.put(bool(np.allclose(f(x), np.sqrt(x) * 2)))\n"
-            "ctx = mp.get_context('fork')\n"
-            "q = ctx.Queue()\n"
-            "p = ctx.Process(target=child, args=(q,))\n"
-            "p.start()\n"
-            "print(q.get(timeout=60))\n"
-            "p.join(60)\n")
-    env = dict(os.environ, TRACEJIT_OPENMP="0", TRACEJIT_NUM_THREADS="2")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=240)
-    assert r.returncode == 0 and r.stdout.strip() == "True", r.stderr
+    kind, ok = _fork_after_use("np.sqrt(a) * 2", "1 << 21", TRACEJIT_OPENMP="0")
+    assert (kind, ok) == ("None", "True")

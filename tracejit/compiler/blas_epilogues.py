@@ -6,9 +6,8 @@ back, and the product is never stored on its own.
 """
 from __future__ import annotations
 
-from tracejit.compiler.fusion import DotStep, Plan, WindowStep
+from tracejit.compiler.fusion import DotStep, Plan, step_reads, step_writes
 from tracejit.compiler.kernel_ir import IndexMap, Kernel
-from tracejit.compiler.memory import step_reads
 
 
 def _scaled_load(node, buffer):
@@ -48,12 +47,7 @@ def fold_axpy_into_products(plan: Plan) -> None:
         for b in set(step_reads(step)):
             readers[b] = readers.get(b, 0) + 1
     outputs = {b for b in plan.outputs if isinstance(b, int)}
-    written_at = {}
-    for i, step in enumerate(plan.steps):
-        outs = step.buffers_written() if isinstance(step, Kernel) else (
-            [step.out] if isinstance(step, (DotStep, WindowStep)) else list(step.outputs))
-        for b in outs:
-            written_at[b] = i
+    written_at = {b: i for i, step in enumerate(plan.steps) for b in step_writes(step)}
     for i, step in enumerate(list(plan.steps)):
         if not isinstance(step, DotStep) or step.accumulate is not None or readers.get(step.out) != 1 \
                 or step.out in outputs or plan.buffers[step.out].kind != "temp" \

@@ -71,11 +71,17 @@ class DotStep:
     dimension_numbers: tuple
     accumulate: tuple = None   # (buffer c, alpha): out = c + alpha * (lhs . rhs), BLAS's beta = 1
 
+    def describe(self) -> str:
+        acc = f", accumulated into b{self.accumulate[0]} with alpha {self.accumulate[1]:g}" if self.accumulate else ""
+        return (f"blas dot_general -> b{self.out} (lhs b{self.lhs} perm {self.lhs_perm}, "
+                f"rhs b{self.rhs} perm {self.rhs_perm}){acc}")
+
 
 @dataclass
 class WindowStep:
-    """``dynamic_slice`` (``out = operand[window]``) or ``dynamic_update_slice``
-    (``out = operand`` with the window replaced by ``update``): row copies at run-time starts.
+    """``dynamic_slice`` (``out = operand[window]``), ``dynamic_update_slice``
+    (``out = operand`` with the window replaced by ``update``) or ``pad`` (``out`` filled
+    with the padding value, ``update`` placed at static starts): row copies.
 
     Starts are clamped into range as in XLA. An update whose ``out`` shares
     memory with ``operand`` (in-place planning, donation, loop carries) writes
@@ -106,6 +112,29 @@ class NumpyStep:
     eqn: object
     inputs: list               # buffer id or ("lit", value)
     outputs: list
+
+    def describe(self) -> str:
+        return f"numpy {self.eqn.primitive.name} -> {', '.join(f'b{b}' for b in self.outputs)}"
+
+
+def step_reads(step) -> list:
+    """Buffers a step reads."""
+    if isinstance(step, Kernel):
+        return sorted({n.buffer for n in step.loads()})
+    if isinstance(step, DotStep):
+        return [step.lhs, step.rhs] + ([step.accumulate[0]] if step.accumulate else [])
+    if isinstance(step, WindowStep):
+        return step.reads()
+    return [b for b in step.inputs if isinstance(b, int)]
+
+
+def step_writes(step) -> list:
+    """Buffers a step writes."""
+    if isinstance(step, Kernel):
+        return step.buffers_written()
+    if isinstance(step, (DotStep, WindowStep)):
+        return [step.out]
+    return list(step.outputs)
 
 
 @dataclass
@@ -237,7 +266,7 @@ class Planner:
         result = False
         if eqn is not None and self.kinds[id(eqn)] in ("ew", "struct"):
             result = eqn.primitive.name in _COSTLY or any(
-                isinstance(a, Var) and id(a) not in self.materialized_so_far and self._costly(a) for a in eqn.inputs)
+                isinstance(a, Var) and id(a) not in self.materialized and self._costly(a) for a in eqn.inputs)
         self._costly_memo[key] = result
         return result
 
@@ -254,7 +283,7 @@ class Planner:
             if isinstance(a, Var):
                 self.uses[id(a)] = self.uses.get(id(a), 0) + 1
         m = set()
-        self.materialized_so_far = m
+        self.materialized = m     # grows below; the cost checks look at what is materialized so far
         m.update(id(v) for v in prog.in_vars + prog.const_vars)
         m.update(id(a) for a in prog.outputs if isinstance(a, Var))
         for e in prog.eqns:
@@ -265,7 +294,6 @@ class Planner:
                 m.update(id(a) for a in e.inputs if isinstance(a, Var))
             if k == "reshape":
                 m.add(id(e.inputs[0]))
-        self.materialized = m
         # Dot operands that are transposes of materialized buffers stay views (BLAS flags).
         self.dot_views: dict[int, tuple] = {}
         for e in prog.eqns:
@@ -554,11 +582,8 @@ def merge_kernels(plan: Plan) -> None:
                     produced_at[b] = merged.index(k)
                 continue
         merged.append(step)
-        idx = len(merged) - 1
-        outs = step.buffers_written() if isinstance(step, Kernel) else (
-            [step.out] if isinstance(step, (DotStep, WindowStep)) else list(step.outputs))
-        for b in outs:
-            produced_at[b] = idx
+        for b in step_writes(step):
+            produced_at[b] = len(merged) - 1
     plan.steps[:] = merged
 
 
@@ -582,9 +607,10 @@ def _substitute_own(exprs, own_exprs):
     return [sub(e) for e in exprs]
 
 
-def _base_buffer(plan, b):
-    while plan.buffers[b].kind == "alias":
-        b = plan.buffers[b].alias_of
+def base_buffer(buffers, b):
+    """The buffer whose memory ``b`` is: itself, or what its chain of reshape aliases points at."""
+    while buffers[b].kind == "alias":
+        b = buffers[b].alias_of
     return b
 
 
@@ -619,12 +645,11 @@ def _join_sibling(k, step):
 def _merge_candidates(merged, step, produced_at, plan):
     """Kernels ``step`` may join, latest first: ``(kernel, phases)``, phases None for a sibling pass."""
     reads = _reads(step)
-    read_ids = {b for b, _ in reads} | {_base_buffer(plan, b) for b, _ in reads}
+    read_ids = {b for b, _ in reads} | {base_buffer(plan.buffers, b) for b, _ in reads}
     for ti in range(len(merged) - 1, -1, -1):
         k = merged[ti]
         if not isinstance(k, Kernel):
-            outs = [k.out] if isinstance(k, (DotStep, WindowStep)) else list(k.outputs)
-            if any(b in read_ids for b in outs):
+            if any(b in read_ids for b in step_writes(k)):
                 return
             continue
         own = set(k.buffers_written())
@@ -658,14 +683,7 @@ def prune_dead_stores(plan: Plan) -> None:
     """Drop kernel outputs that are temporaries nobody reads (merging computed them in registers)."""
     read: set[int] = set()
     for step in plan.steps:
-        if isinstance(step, Kernel):
-            read.update(n.buffer for n in step.loads())
-        elif isinstance(step, DotStep):
-            read.update((step.lhs, step.rhs) + ((step.accumulate[0],) if step.accumulate else ()))
-        elif isinstance(step, WindowStep):
-            read.update(step.reads())
-        else:
-            read.update(b for b in step.inputs if isinstance(b, int))
+        read.update(step_reads(step))
     read.update(b for b in plan.outputs if isinstance(b, int))
     for b in plan.buffers:
         if b.kind == "alias":

@@ -8,28 +8,10 @@ reads.
 """
 from __future__ import annotations
 
-from tracejit.compiler.fusion import DotStep, NumpyStep, Plan, WindowStep
+from tracejit.compiler.fusion import Plan, WindowStep, base_buffer, step_reads, step_writes  # noqa: F401
 from tracejit.compiler.kernel_ir import Kernel, walk
 
 ALIGN = 64
-
-
-def step_reads(step) -> list:
-    if isinstance(step, Kernel):
-        return sorted({n.buffer for n in step.loads()})
-    if isinstance(step, DotStep):
-        return [step.lhs, step.rhs] + ([step.accumulate[0]] if step.accumulate else [])
-    if isinstance(step, WindowStep):
-        return step.reads()
-    return [b for b in step.inputs if isinstance(b, int)]
-
-
-def step_writes(step) -> list:
-    if isinstance(step, Kernel):
-        return step.buffers_written()
-    if isinstance(step, (DotStep, WindowStep)):
-        return [step.out]
-    return list(step.outputs)
 
 
 def plan_memory(plan: Plan) -> tuple[dict, int]:
@@ -38,9 +20,7 @@ def plan_memory(plan: Plan) -> tuple[dict, int]:
     root = {}
 
     def base(b):
-        while bufs[b].kind == "alias":
-            b = bufs[b].alias_of
-        return b
+        return base_buffer(bufs, b)
 
     first, last = {}, {}
     for i, step in enumerate(plan.steps):
@@ -144,18 +124,12 @@ def in_place_pairs(plan: Plan, first=None, last=None) -> dict:
                 pairs[out] = r
                 break
     for i, step in _window_updates(plan):
-        r = _base(bufs, step.operand)
+        r = base_buffer(bufs, step.operand)
         if (bufs[step.out].kind == "temp" and bufs[r].kind == "temp" and bufs[r].nbytes == bufs[step.out].nbytes
                 and last.get(r) == i and r not in pairs.values()
-                and all(_base(bufs, b) != r for b in step.reads()[1:])):
+                and all(base_buffer(bufs, b) != r for b in step.reads()[1:])):
             pairs[step.out] = r     # only the window is written; the rest of the operand is already there
     return pairs
-
-
-def _base(bufs, b):
-    while bufs[b].kind == "alias":
-        b = bufs[b].alias_of
-    return b
 
 
 def _window_updates(plan: Plan):
@@ -175,9 +149,9 @@ def donation_pairs(plan: Plan, donated_inputs) -> dict:
     last_read = {}
     for i, step in enumerate(plan.steps):
         for b in step_reads(step):
-            last_read[_base(bufs, b)] = i     # a read through a reshape alias reads the input too
+            last_read[base_buffer(bufs, b)] = i     # a read through a reshape alias reads the input too
     outputs = {b for b in plan.outputs if isinstance(b, int)}
-    alias_bases = {_base(bufs, b) for b in outputs}
+    alias_bases = {base_buffer(bufs, b) for b in outputs}
     for i, step, readers, pi, j, out, omap, e in _map_outputs(plan):
         ob = bufs[out]
         if ob.kind != "output" or out in pairs:
@@ -195,12 +169,12 @@ def donation_pairs(plan: Plan, donated_inputs) -> dict:
         ob = bufs[step.out]
         if ob.kind != "output" or step.out in pairs:
             continue
-        r = _base(bufs, step.operand)
+        r = base_buffer(bufs, step.operand)
         for pos in donated_inputs:
             ib = bufs[plan.inputs[pos]]
             if (ib.id == r and pos not in pairs.values() and ib.nbytes == ob.nbytes and ib.dtype == ob.dtype
                     and ib.id not in alias_bases and last_read.get(ib.id, -1) <= i
-                    and all(_base(bufs, b) != r for b in step.reads()[1:])):
+                    and all(base_buffer(bufs, b) != r for b in step.reads()[1:])):
                 pairs[step.out] = pos
                 break
     return pairs

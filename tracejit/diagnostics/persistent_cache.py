@@ -275,7 +275,7 @@ def program_fingerprint(program, plan=None) -> str:
         h.update(f"\nconst {a.dtype.str}{a.shape}".encode())
         h.update(a.tobytes())
     if plan is not None:
-        from tracejit.compiler.fusion import DotStep
+        from tracejit.compiler.fusion import DotStep, WindowStep
         from tracejit.compiler.kernel_ir import Kernel
         for b in plan.buffers:
             h.update(f"\nbuffer {b.id} {b.shape} {b.dtype.str} {b.kind} {b.alias_of} {b.index}".encode())
@@ -287,7 +287,7 @@ def program_fingerprint(program, plan=None) -> str:
             elif isinstance(s, DotStep):
                 h.update(f"\ndot {s.out} {s.lhs} {s.rhs} {s.lhs_perm} {s.rhs_perm} {s.dimension_numbers} "
                          f"{s.accumulate}".encode())
-            elif hasattr(s, "window"):
+            elif isinstance(s, WindowStep):
                 h.update(("\n" + s.describe()).encode())
             else:
                 h.update(f"\nnumpy {s.eqn.primitive.name} {s.inputs} {s.outputs}".encode())

@@ -146,16 +146,7 @@ def _symbol(name: str) -> str:
 
 
 def _plan_text(plan) -> str:
-    from tracejit.compiler.fusion import DotStep
-    out = []
-    for s in plan.steps:
-        if isinstance(s, (Kernel, WindowStep)):
-            out.append(s.describe())
-        elif isinstance(s, DotStep):
-            out.append(f"blas dot_general -> b{s.out}")
-        else:
-            out.append(f"numpy {s.eqn.primitive.name}")
-    return "\n".join(out)
+    return "\n".join(s.describe() for s in plan.steps)
 
 
 BACKEND = CPUBackend()

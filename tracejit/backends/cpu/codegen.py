@@ -164,14 +164,14 @@ class KernelEmitter:
         self.mask = None
         self.lane_dim = -1          # the iteration dim that vector lanes run along
         self.outer_vector = self._outer_vector_ok()
-        math_calls = sum(1 for p in kernel.phases for e in p.exprs for n in _walk(e)
-                         if n.kind == "op" and mathlib_call_needed(n))
-        if not kernel.is_row_kernel and widest == 4 and self.lanes > 1 and math_calls:
+        # Calls of math-library helpers (the launcher also uses this to choose when to go threaded).
+        self.math_calls = sum(1 for p in kernel.phases for e in p.exprs for n in _walk(e)
+                              if n.kind == "op" and mathlib_call_needed(n))
+        if not kernel.is_row_kernel and widest == 4 and self.lanes > 1 and self.math_calls:
             # float32 maps calling transcendentals: several registers per step give the out-of-order
             # core independent polynomial chains to overlap; fewer when there is much code to compile.
-            self.lanes *= MATH_MAP_VECTORS if math_calls <= FEW_MATH_CALLS else MATH_MAP_VECTORS // 2
-        if self.outer_vector and self.layout.shape[0] >= OUTER_BLOCK_VECTORS * self.lanes and not any(
-                n.kind == "op" and mathlib_call_needed(n) for p in kernel.phases for e in p.exprs for n in _walk(e)):
+            self.lanes *= MATH_MAP_VECTORS if self.math_calls <= FEW_MATH_CALLS else MATH_MAP_VECTORS // 2
+        if self.outer_vector and self.layout.shape[0] >= OUTER_BLOCK_VECTORS * self.lanes and not self.math_calls:
             # Each step down the strided axis then touches several whole cache lines per array,
             # not one: far fewer lines in flight per byte, so the strided walk keeps up with memory.
             self.lanes *= OUTER_BLOCK_VECTORS

@@ -23,15 +23,15 @@ import ctypes
 import numpy as np
 from llvmlite import ir
 
-from tracejit.compiler.fusion import Planner, WindowStep
+from tracejit.compiler.fusion import Planner, WindowStep, base_buffer
 from tracejit.compiler.kernel_ir import Kernel
 from tracejit.compiler.memory import donation_pairs, plan_memory
 from tracejit.compiler.passes import run_pipeline
 from tracejit.backends.cpu import llvm_engine
 from tracejit.backends.cpu.runtime import data_address
-from tracejit.backends.cpu.window import counted_loop
+from tracejit.backends.cpu.window import copy_bytes, counted_loop
 
-I1, I8, I64, PTR, VOID = ir.IntType(1), ir.IntType(8), ir.IntType(64), ir.PointerType(), ir.VoidType()
+I8, I64, PTR, VOID = ir.IntType(8), ir.IntType(64), ir.PointerType(), ir.VoidType()
 DRIVER_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)
 # Loops whose carries, arenas and outputs fit in this many bytes keep them on the stack.
 LOCAL_STORAGE_BYTES = 16 << 10
@@ -42,12 +42,6 @@ ALIGN = 64
 
 def _round_up(n: int) -> int:
     return -(-max(n, 1) // ALIGN) * ALIGN
-
-
-def _base(bufs, b):
-    while bufs[b].kind == "alias":
-        b = bufs[b].alias_of
-    return b
 
 
 class _SubPlan:
@@ -90,7 +84,7 @@ class _SubPlan:
         # below would otherwise overwrite an input another output still reads.
         self.pass_offsets = {}
         for k, bid in enumerate(plan.outputs):
-            if bufs[_base(bufs, bid)].kind == "input":
+            if bufs[base_buffer(bufs, bid)].kind == "input":
                 self.pass_offsets[k] = top
                 top += _round_up(bufs[bid].nbytes)
         self.out_bytes = top
@@ -138,7 +132,7 @@ class _Driver:
 def _address(b, drv, sub, input_ptr, tag, ys_row=None):
     """Pointer to buffer ``b`` of ``sub`` inside the driver (at this iteration)."""
     bufs = sub.plan.buffers
-    b = _base(bufs, b)
+    b = base_buffer(bufs, b)
     buf = bufs[b]
     builder = drv.b
     if buf.kind == "input":
@@ -185,10 +179,7 @@ def _output_sources(drv, sub, input_ptr, tag, sizes, ys_row=None):
 
 
 def _memmove(builder, dst, src, nbytes):
-    fn = builder.module.globals.get("llvm.memmove.p0.p0.i64")
-    if fn is None:
-        fn = ir.Function(builder.module, ir.FunctionType(VOID, [PTR, PTR, I64, I1]), name="llvm.memmove.p0.p0.i64")
-    builder.call(fn, [dst, src, ir.Constant(I64, nbytes), ir.Constant(I1, 0)])
+    copy_bytes(builder, dst, src, nbytes, overlap=True)
 
 
 class NativeLoop:
@@ -227,8 +218,8 @@ class NativeLoop:
             self._scan_body(drv, carries)
         else:
             self._while_body(drv, carries)
-        for k, a in enumerate(self.carry_avals):
-            if self.local:
+        if self.local:
+            for k, a in enumerate(self.carry_avals):
                 _memmove(drv.b, drv.arg(f"carry{k}"), carries[k], a.nbytes)
         drv.b.ret_void()
         self.slot_names = list(drv.names)
@@ -239,11 +230,11 @@ class NativeLoop:
         self.length = params["length"] if kind == "scan" else 0
         if kind != "scan":
             self.y_avals = []
+        self._arg_positions = self._first_operand_positions()
         self._sources = self._slot_sources()
         self._result_specs = [(a.shape, a.dtype) for a in self.carry_avals] + [
             ((self.length,) + y.shape, y.dtype) for y in self.y_avals]
-        first_init = params["num_consts"] if kind == "scan" else params["cond_nconsts"] + params["body_nconsts"]
-        self._init_checks = [(first_init + k, a) for k, a in enumerate(self.carry_avals)]
+        self._init_checks = [(self._arg_positions["init"] + k, a) for k, a in enumerate(self.carry_avals)]
 
     def _carry_in(self, drv, k, aval):
         """The carry's working memory, holding the initial value."""
@@ -277,9 +268,7 @@ class NativeLoop:
             _run_steps(drv, sub, input_ptr, "body", ys_row)
             sizes = [a.nbytes for a in self.carry_avals] + [y.nbytes for y in self.y_avals]
             srcs = _output_sources(drv, sub, input_ptr, "body", sizes, ys_row)
-            for k, bid in enumerate(sub.plan.outputs[:ncarry]):
-                if bid not in sub.in_place:
-                    _memmove(b, carries[k], srcs[k], self.carry_avals[k].nbytes)
+            self._store_carries(b, sub, carries, srcs)
             for j, y in enumerate(self.y_avals):
                 if sub.plan.outputs[ncarry + j] not in sub.direct_ys:
                     _memmove(b, ys_row(j), srcs[ncarry + j], y.nbytes)
@@ -304,21 +293,28 @@ class NativeLoop:
         b.position_at_end(it)
         _run_steps(drv, self.body, body_input, "body")
         srcs = _output_sources(drv, self.body, body_input, "body", [a.nbytes for a in self.carry_avals])
-        for k, bid in enumerate(self.body.plan.outputs):
-            if bid not in self.body.in_place:
-                _memmove(b, carries[k], srcs[k], self.carry_avals[k].nbytes)
+        self._store_carries(b, self.body, carries, srcs)
         b.branch(head)
         b.position_at_end(done)
 
-    def _slot_sources(self):
-        """Where each driver argument comes from at call time: ``(kind, index or size)``."""
+    def _first_operand_positions(self) -> dict:
+        """Position of the first operand of each group (driver argument name prefix)."""
         p = self.params
         if self.kind == "scan":
             nc, ncarry = p["num_consts"], p["num_carry"]
-            arg_pos = {"const": 0, "init": nc, "xs": nc + ncarry}
-        else:
-            cn, bn = p["cond_nconsts"], p["body_nconsts"]
-            arg_pos = {"cconst": 0, "bconst": cn, "init": cn + bn}
+            return {"const": 0, "init": nc, "xs": nc + ncarry}
+        cn, bn = p["cond_nconsts"], p["body_nconsts"]
+        return {"cconst": 0, "bconst": cn, "init": cn + bn}
+
+    def _store_carries(self, b, sub, carries, srcs):
+        """The body's new carries into place; those written in place already are."""
+        for k, aval in enumerate(self.carry_avals):
+            if sub.plan.outputs[k] not in sub.in_place:
+                _memmove(b, carries[k], srcs[k], aval.nbytes)
+
+    def _slot_sources(self):
+        """Where each driver argument comes from at call time: ``(kind, index or size)``."""
+        arg_pos = self._arg_positions
         sources = []
         scratch = list(self._scratch)
         n_carry = len(self.carry_avals)

@@ -17,9 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from tracejit.backends.cpu.codegen import ELEMENTWISE_GRANULE
 from tracejit.core.primitive import impl_rules
 from tracejit.compiler.fusion import DotStep, NumpyStep, WindowStep
-from tracejit.compiler.kernel_ir import Kernel, walk
+from tracejit.compiler.kernel_ir import Kernel
 from tracejit.ops.dot import _free_dims
 
 KERNEL_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
@@ -94,19 +95,17 @@ def thread_pool():
 class KernelLaunch:
     """A compiled kernel plus how to call it."""
 
-    def __init__(self, kernel: Kernel, layout, slots, address: int, emitter=None):
+    def __init__(self, kernel: Kernel, layout, slots, address: int, emitter):
         self.kernel = kernel
         self.slots = slots
         self.fn = KERNEL_FN(address)
         self.address = address
         self.team = None          # (OpenMP runtime, trampoline address) when its module has one
-        from tracejit.backends.cpu.codegen import ELEMENTWISE_GRANULE, mathlib_call_needed
-        math = any(n.kind == "op" and mathlib_call_needed(n) for n in walk([e for p in kernel.phases for e in p.exprs]))
-        self.openmp_min_work = OPENMP_MIN_WORK_MATH if math else OPENMP_MIN_WORK
+        self.openmp_min_work = OPENMP_MIN_WORK_MATH if emitter.math_calls else OPENMP_MIN_WORK
         self.parallel_size = layout.parallel_size
         self.work = kernel.size
         self.granule = ELEMENTWISE_GRANULE if layout.elementwise_1d else 1
-        if getattr(emitter, "outer_vector", False):
+        if emitter.outer_vector:
             self.granule = emitter.lanes     # thread chunks keep whole vector blocks
         self.ptr_array = ctypes.c_void_p * len(slots)
 
@@ -151,21 +150,16 @@ class WindowLaunch:
 
 
 def run_dot(step: DotStep, env):
-    from tracejit.backends.cpu import blas
-    beta, alpha = 0.0, 1.0
+    from tracejit.backends.cpu import blas   # (blas imports this module)
+    alpha, beta = 1.0, 0.0
+    out = env[step.out]
     if step.accumulate is not None:
         c, alpha = step.accumulate
-        out = env[step.out]
         if not np.shares_memory(out, env[c]):
             np.copyto(out, env[c])
         beta = 1.0
-    _contract(step, env, blas, alpha, beta)
-
-
-def _contract(step, env, blas, alpha, beta):
     lhs = env[step.lhs].transpose(step.lhs_perm) if step.lhs_perm != tuple(range(env[step.lhs].ndim)) else env[step.lhs]
     rhs = env[step.rhs].transpose(step.rhs_perm) if step.rhs_perm != tuple(range(env[step.rhs].ndim)) else env[step.rhs]
-    out = env[step.out]
     (lc, rc), (lb, rb) = step.dimension_numbers
     if not lb and len(lc) == 1 and lhs.ndim == 2 and rhs.ndim == 2:
         # Transposed views reach BLAS as transpose flags: no copy.
@@ -221,9 +215,8 @@ def _native_loop_step(native, step: NumpyStep):
     Its operands are buffers of the plan (C-contiguous, of the operand's dtype) or literals,
     made arrays of the operand's type once here, so the call skips every check."""
     outs = step.outputs
-    fixed = [None if isinstance(b, int) else np.asarray(b[1], a.aval.dtype).reshape(a.aval.shape)
-             for b, a in zip(step.inputs, step.eqn.inputs)]
-    sources = [(b, f) for b, f in zip(step.inputs, fixed)]
+    sources = [(b, None if isinstance(b, int) else np.asarray(b[1], a.aval.dtype).reshape(a.aval.shape))
+               for b, a in zip(step.inputs, step.eqn.inputs)]
 
     def run(env):
         results = native.run_prepared([env[b] if f is None else f for b, f in sources])
@@ -395,18 +388,7 @@ class CPUExecutable:
 
     # ------------------------------------------------------------- inspection
     def as_text(self, llvm_ir: bool = False) -> str:
-        lines = []
-        for step in self.plan.steps:
-            if isinstance(step, (Kernel, WindowStep)):
-                lines.append(step.describe())
-            elif isinstance(step, DotStep):
-                acc = (f", accumulated into b{step.accumulate[0]} with alpha {step.accumulate[1]:g}"
-                       if step.accumulate else "")
-                lines.append(f"blas dot_general -> b{step.out} (lhs b{step.lhs} perm {step.lhs_perm}, "
-                             f"rhs b{step.rhs} perm {step.rhs_perm}){acc}")
-            else:
-                lines.append(f"numpy {step.eqn.primitive.name} -> {', '.join(f'b{b}' for b in step.outputs)}")
-        text = "\n".join(lines)
+        text = "\n".join(step.describe() for step in self.plan.steps)
         if llvm_ir:
             module = self.llvm_ir
             ir_text = getattr(module, "llvm_ir", module)

@@ -52,13 +52,13 @@ class WindowLayout:
     elementwise_1d = False
 
 
-def _memcpy(builder, dst, src, nbytes):
-    name = "llvm.memcpy.p0.p0.i64"
+def copy_bytes(builder, dst, src, nbytes: int, overlap: bool = False):
+    """``llvm.memcpy`` (or ``llvm.memmove`` when the ranges may overlap) of ``nbytes`` bytes."""
+    name = f"llvm.{'memmove' if overlap else 'memcpy'}.p0.p0.i64"
     fn = builder.module.globals.get(name)
     if fn is None:
         fn = ir.Function(builder.module, ir.FunctionType(VOID, [PTR, PTR, I64, I1]), name=name)
-    builder.call(fn, [dst, src, nbytes if isinstance(nbytes, ir.Value) else ir.Constant(I64, nbytes),
-                      ir.Constant(I1, 0)])
+    builder.call(fn, [dst, src, ir.Constant(I64, nbytes), ir.Constant(I1, 0)])
 
 
 class WindowEmitter:
@@ -109,30 +109,25 @@ class WindowEmitter:
         if step.kind == "update":
             same = b.icmp_unsigned("==", bases[step.out], bases[step.operand])
             with b.if_then(b.not_(same)):
-                _memcpy(b, bases[step.out], bases[step.operand], big.nbytes)
-        if math.prod(window) == 0 or not shape:
-            if not shape and step.kind in ("update", "pad"):
-                _memcpy(b, bases[step.out], bases[step.update], itemsize)
-            elif not shape:
-                _memcpy(b, bases[step.out], bases[step.operand], itemsize)
-            b.ret_void()
-            return name
-        starts = [self._start(b, bases, s, n, w) for s, n, w in zip(step.starts, shape, window)]
-        # Merge trailing axes the window spans whole: one contiguous run per remaining index.
-        k = len(shape)
-        while k > 1 and window[k - 1] == shape[k - 1]:
-            k -= 1
-        run = math.prod(window[k - 1:])
-        strides = c_strides(shape)
-        wstrides = c_strides(window)
+                copy_bytes(b, bases[step.out], bases[step.operand], big.nbytes)
         writes_window = step.kind in ("update", "pad")
         big_ptr = bases[step.out] if writes_window else bases[step.operand]
         small_ptr = bases[step.update] if writes_window else bases[step.out]
-        base_off = ir.Constant(I64, 0)
-        for d in range(k):
-            base_off = b.add(base_off, b.mul(starts[d], ir.Constant(I64, strides[d])))
-        self._rows(b, window[:k - 1], strides[:k - 1], wstrides[:k - 1], base_off, ir.Constant(I64, 0),
-                   big_ptr, small_ptr, run * itemsize, itemsize, writes_window)
+        if not shape:       # a 0-d operand: the window is its one element
+            copy_bytes(b, *((big_ptr, small_ptr) if writes_window else (small_ptr, big_ptr)), itemsize)
+        elif math.prod(window):
+            starts = [self._start(b, bases, s, n, w) for s, n, w in zip(step.starts, shape, window)]
+            # Merge trailing axes the window spans whole: one contiguous run per remaining index.
+            k = len(shape)
+            while k > 1 and window[k - 1] == shape[k - 1]:
+                k -= 1
+            run = math.prod(window[k - 1:])
+            strides = c_strides(shape)
+            base_off = ir.Constant(I64, 0)
+            for d in range(k):
+                base_off = b.add(base_off, b.mul(starts[d], ir.Constant(I64, strides[d])))
+            self._rows(b, window[:k - 1], strides[:k - 1], c_strides(window)[:k - 1], base_off,
+                       ir.Constant(I64, 0), big_ptr, small_ptr, run * itemsize, itemsize, writes_window)
         b.ret_void()
         return name
 
@@ -163,7 +158,7 @@ class WindowEmitter:
             big_at = b.gep(big_ptr, [b.mul(big_off, ir.Constant(I64, itemsize))], source_etype=I8)
             small_at = b.gep(small_ptr, [b.mul(small_off, ir.Constant(I64, itemsize))], source_etype=I8)
             dst, src = (big_at, small_at) if to_big else (small_at, big_at)
-            _memcpy(b, dst, src, run_bytes)
+            copy_bytes(b, dst, src, run_bytes)
             return
         counted_loop(b, counts[0], lambda i: self._rows(
             b, counts[1:], big_strides[1:], small_strides[1:],
