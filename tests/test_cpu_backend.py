@@ -446,3 +446,34 @@ def test_wide_column_blocks_match_numpy(dtype, shape):
     for fn in (lambda a: a.sum(0), lambda a: (a * a[:, :1]).max(0) - a.min(0), lambda a: (a / a.std(0)).sum(0)):
         ref, out = run_both(fn, x)
         np.testing.assert_allclose(out, ref, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-5)
+
+
+def test_first_call_output_memory_is_faulted_in_during_the_compile():
+    """A compile fills one buffer per large output on another thread; the first call writes its
+    result there instead of faulting in fresh pages (runtime.prime_in_background)."""
+    import time
+    x = np.linspace(-3, 3, 1 << 19, dtype=np.float32)          # 2 MiB output
+    compiled = tracejit.jit(lambda a: np.exp(np.sin(a)) * 2).lower(x).compile()
+    pools = [pool for _, _, _, pool in compiled.executable._fresh_outputs if pool is not None]
+    assert len(pools) == 1
+    deadline = time.monotonic() + 30
+    while not pools[0].free and time.monotonic() < deadline:
+        time.sleep(0.001)
+    primed = pools[0].free[-1]
+    out = compiled(x)
+    assert np.shares_memory(out, primed)
+    np.testing.assert_allclose(out, np.exp(np.sin(x)) * 2, rtol=1e-6)
+
+
+def test_output_priming_is_capped(monkeypatch):
+    from tracejit.backends.cpu import runtime
+    started = []
+    monkeypatch.setattr(runtime.threading, "Thread", lambda target, **kw: started.append(target) or
+                        type("T", (), {"start": lambda self: None})())
+    small, big = runtime.OutputPool(1 << 20), runtime.OutputPool(runtime.PRIME_MAX_BYTES + 1)
+    runtime.prime_in_background([big])
+    assert started == []
+    runtime.prime_in_background([big, small])
+    assert len(started) == 1
+    started[0]()
+    assert len(small.free) == 1 and big.free == []

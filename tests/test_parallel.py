@@ -131,3 +131,35 @@ def test_forked_children_run_threaded_kernels(choice, tmp_path):
 def test_forked_children_after_the_python_pool():
     kind, ok = _fork_after_use("np.sqrt(a) * 2", "1 << 21", TRACEJIT_OPENMP="0")
     assert (kind, ok) == ("None", "True")
+
+
+def test_startup_work_runs_in_the_background_and_a_compile_waits_for_it():
+    code = ("import numpy as np, tracejit\n"
+            "from tracejit.backends.cpu import warmup, llvm_engine\n"
+            "assert warmup._thread is not None\n"
+            "f = tracejit.jit(lambda a: np.exp(np.sin(a)) - a)\n"
+            "x = np.linspace(-4, 4, 1 << 18, dtype=np.float32)\n"
+            "assert np.allclose(f(x), np.exp(np.sin(x)) - x, rtol=1e-6, atol=1e-6)\n"
+            "assert not warmup._thread.is_alive()\n"     # the compile waited for (or stopped) it
+            "warmup.wait()\n"                             # again: returns at once
+            "print(f.lower(x).compile().timings['warmup_wait_ms'] >= 0.0)\n")
+    assert _run_python(code)[-1] == "True"
+    off = ("import tracejit\n"
+           "from tracejit.backends.cpu import warmup\n"
+           "print(warmup._thread)\n")
+    assert _run_python(off, TRACEJIT_WARMUP="0")[-1] == "None"
+
+
+@pytest.mark.parametrize("choice", ["iomp5", "gomp"])
+def test_fork_right_after_import(choice):
+    # The start-up thread may be in LLVM or OpenMP when the program forks: the fork waits for it,
+    # and the child compiles and runs threaded kernels.
+    code = ("import os, numpy as np, tracejit\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    x = np.arange(1 << 20, dtype=np.float64) / (1 << 20)\n"
+            "    ok = np.allclose(tracejit.jit(lambda a: np.sin(a) + 1)(x), np.sin(x) + 1)\n"
+            "    os._exit(0 if ok else 1)\n"
+            "_, status = os.waitpid(pid, 0)\n"
+            "print(os.waitstatus_to_exitcode(status))\n")
+    assert _run_python(code, TRACEJIT_OPENMP=choice, TRACEJIT_NUM_THREADS="2")[-1] == "0"

@@ -644,6 +644,23 @@ def test_f32_trig_huge_arguments_in_jitted_kernels():
         assert _bits_equal(out[3:4], getattr(np, name)(x[3:4]))   # sin(-0) keeps its sign
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_huge_trig_lane_leaves_its_neighbours_bits_alone(dt):
+    """A vector with one huge lane runs every lane through the scalar slow path
+    (vecmath.rare_lanes): its ordinary lanes must keep the fast path's bits."""
+    import tracejit
+    x = (np.random.default_rng(3).standard_normal(4096) * 10).astype(dt)
+    y = x.copy()
+    y[::97] = dt(3e5)
+    y[5], y[7] = np.inf, np.nan
+    common = np.ones(x.size, bool)
+    common[::97] = common[5] = common[7] = False
+    for name in ("sin", "cos", "tan"):
+        f = tracejit.jit(getattr(np, name))
+        assert _bits_equal(f(x)[common], f(y)[common]).all(), name
+        assert np.isnan(f(y)[[5, 7]]).all()
+
+
 def test_cold_math_calls_are_outlined_and_hot_ones_inlined():
     """mathlib inlines small helpers into loops only: a call outside every
     loop (a kernel's masked tail) calls the one out-of-line copy."""

@@ -33,8 +33,11 @@ import numpy as _np
 from tracejit.backends import get_backend as _get_backend
 
 # Load the LLVM backend with the package, so a function's first call pays for
-# tracing and compiling only (not for importing llvmlite).
-_get_backend("cpu")
+# tracing and compiling only (not for importing llvmlite), and start its
+# one-time set-up in the background (backends/cpu/warmup.py).
+if _get_backend("cpu") is not _get_backend("reference"):
+    from tracejit.backends.cpu import warmup as _warmup
+    _warmup.start()
 from tracejit.diagnostics import compile_log as _compile_log, persistent_cache as _persistent_cache  # noqa: E402,F401
 from tracejit.compiler import analysis as _analysis  # noqa: E402,F401
 

@@ -101,6 +101,8 @@ def compile_line(jitted, sig, entry) -> str:
     parts = ", ".join(f"{label} {t[k]:.1f} ms" for k, label in
                       (("trace_ms", "trace"), ("passes_ms", "passes"), ("codegen_ms", "codegen"),
                        ("llvm_ms", "LLVM"), ("compile_ms", "compile")) if isinstance(t.get(k), (int, float)))
+    if t.get("warmup_wait_ms", 0.0) >= 0.1:    # the first compile can wait for the backend's start-up
+        parts += f", waited {t['warmup_wait_ms']:.1f} ms for start-up"
     outcome = t.get("cache", "compiled")
     return (f"compiled {jitted._name} at {jitted._location} for {_sig_text(sig)}: {parts}; "
             f"{kernels} kernel{'s' if kernels != 1 else ''}; {_OUTCOMES.get(outcome, outcome)}")

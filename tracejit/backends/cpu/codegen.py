@@ -261,7 +261,7 @@ class KernelEmitter:
             return LC.deinterleave(self.b, self._masked_parts_load(bid, offset, 2 * lanes))
         vt = ir.VectorType(L.memory_type(d), lanes)
         fn = self._masked_intrinsic("load", vt)
-        zero = ir.Constant(vt, [ir.Constant(vt.element, 0 if isinstance(vt.element, ir.IntType) else 0.0)] * lanes)
+        zero = ir.Constant(vt, None)
         v = self.b.call(fn, [self._ptr(bid, offset), ir.Constant(ir.IntType(32), d.itemsize), self.mask, zero])
         if d == dtypes.bool_:
             v = self.b.icmp_unsigned("!=", v, zero)
@@ -282,7 +282,7 @@ class KernelEmitter:
     def _masked_parts_load(self, bid, offset, n_parts):
         part = LC.part_dtype(self.buffers[bid].dtype)
         vt = ir.VectorType(L.scalar_type(part), n_parts)
-        zero = ir.Constant(vt, [ir.Constant(vt.element, 0.0)] * n_parts)
+        zero = ir.Constant(vt, None)
         return self.b.call(self._masked_intrinsic("load", vt), [
             self._ptr(bid, offset), ir.Constant(ir.IntType(32), part.itemsize),
             LC.duplicate_lanes(self.b, self.mask), zero])

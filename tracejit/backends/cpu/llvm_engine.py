@@ -40,12 +40,15 @@ COMPILE_LOCK = threading.RLock()
 
 _initialized = False
 _tm: Optional[llvm.TargetMachine] = None
+# The host does not change while the process runs; asking LLVM costs ~0.2 ms a time.
+_cpu_name = ""
+_cpu_features = ""
 
 
 def _ensure_init() -> None:
     # llvm.initialize() is gone in recent llvmlite; the native target and
     # asm printer are all MCJIT and emit_object/emit_assembly need.
-    global _initialized, _tm
+    global _initialized, _tm, _cpu_name, _cpu_features
     if _initialized:
         return
     with COMPILE_LOCK:
@@ -53,6 +56,8 @@ def _ensure_init() -> None:
             return
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
+        _cpu_name = llvm.get_host_cpu_name()
+        _cpu_features = llvm.get_host_cpu_features().flatten()
         _tm = _new_target_machine()
         _initialized = True
 
@@ -63,8 +68,8 @@ def _new_target_machine() -> llvm.TargetMachine:
     # codemodel='jitdefault' lets MCJIT place code anywhere in the address
     # space (it picks 'large' where needed).
     return llvm.Target.from_default_triple().create_target_machine(
-        cpu=llvm.get_host_cpu_name(),
-        features=llvm.get_host_cpu_features().flatten(),
+        cpu=_cpu_name,
+        features=_cpu_features,
         opt=3,
         reloc="pic",
         codemodel="jitdefault",
@@ -78,13 +83,13 @@ def target_machine() -> llvm.TargetMachine:
 
 def host_cpu_name() -> str:
     _ensure_init()
-    return llvm.get_host_cpu_name()
+    return _cpu_name
 
 
 def host_cpu_features() -> str:
     """Comma-separated '+feat,-feat' string (what create_target_machine wants)."""
     _ensure_init()
-    return llvm.get_host_cpu_features().flatten()
+    return _cpu_features
 
 
 def _triple() -> str:

@@ -51,7 +51,7 @@ def const(dtype, value, lanes: int):
         c = ir.Constant(t, int(np.asarray(value).astype(dtype).view(f"u{dtype.itemsize}")))
     else:
         c = ir.Constant(t, float(value))
-    return c if lanes == 1 else ir.Constant(ir.VectorType(t, lanes), [c] * lanes)
+    return c if lanes == 1 else vecmath.splat_constant(c, lanes)
 
 
 def splat(builder, value, lanes: int):

@@ -91,6 +91,7 @@ class OpenMPRuntime:
         from llvmlite import binding as llvm
         self.lib, self.kind = lib, kind
         self.usable = True
+        self.started = False        # whether a parallel region ran (and so the worker threads exist)
         self.parallel = lib.GOMP_parallel
         self.parallel.restype = None
         self.parallel.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint]
@@ -105,7 +106,13 @@ class OpenMPRuntime:
     def run(self, trampoline: int, kernel_address: int, slots, total: int, granule: int, threads: int) -> None:
         """``kernel(slots, begin, end)`` over ``[0, total)``, split in ``granule`` blocks over a team."""
         data = LaunchData(kernel_address, ctypes.cast(slots, ctypes.c_void_p), total, granule)
+        self.started = True
         self.parallel(trampoline, ctypes.addressof(data), min(threads, -(-total // granule)), 0)
+
+    def start_team(self, nothing_address: int) -> None:
+        """Run an empty parallel region, so the worker threads exist before the first kernel."""
+        self.started = True
+        self.parallel(nothing_address, None, 0, 0)
 
 
 _runtime: list = []
@@ -132,7 +139,7 @@ def quiet_spinning() -> None:
 def _after_fork_in_child() -> None:
     # GNU libgomp's team does not survive fork(): a child that forks a parallel region after
     # the parent used one can hang. Intel's runtime re-initializes itself in the child.
-    if _runtime and _runtime[0] is not None and _runtime[0].kind == "gomp":
+    if _runtime and _runtime[0] is not None and _runtime[0].kind == "gomp" and _runtime[0].started:
         _runtime[0].usable = False
 
 

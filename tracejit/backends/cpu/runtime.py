@@ -228,6 +228,8 @@ def _native_loop_step(native, step: NumpyStep):
 
 # Outputs at least this large are carved from recycled memory (see OutputPool).
 RECYCLE_MIN_BYTES = 1 << 20
+# A compile pre-faults at most this much output memory for the first call (see prime_in_background).
+PRIME_MAX_BYTES = 256 << 20
 
 
 class OutputPool:
@@ -257,6 +259,40 @@ class OutputPool:
         if len(self.free) < self.keep:
             self.free.append(base)
 
+    def prime(self) -> None:
+        """Add one buffer whose pages are already faulted in."""
+        base = np.empty(self.nbytes, np.uint8)
+        base.fill(0)            # NumPy drops the GIL for this: it runs beside the compile
+        self.free.append(base)
+
+
+def output_pools(plan, donated=()) -> dict:
+    """``{buffer id: OutputPool}`` for the large outputs a call allocates itself (not donated ones)."""
+    from tracejit.compiler.memory import donation_pairs
+    donated_outputs = donation_pairs(plan, donated) if donated else {}
+    return {b.id: OutputPool(b.nbytes) for b in plan.buffers
+            if b.kind == "output" and b.nbytes >= RECYCLE_MIN_BYTES and b.id not in donated_outputs}
+
+
+def prime_in_background(pools) -> None:
+    """Fault in the first call's large outputs on another thread while LLVM compiles.
+
+    A first call used to spend 4-10 ms (and, when the kernel had to compact
+    memory for huge pages, up to ~50 ms) faulting in fresh output pages;
+    later calls reuse pooled memory.  LLVM's code generator drops the GIL,
+    so on a machine with a second core this costs the compile nothing.
+    At most PRIME_MAX_BYTES are primed, so an executable compiled ahead of
+    time and never called holds little memory.
+    """
+    todo, total = [], 0
+    for pool in pools:
+        if total + pool.nbytes <= PRIME_MAX_BYTES:
+            todo.append(pool)
+            total += pool.nbytes
+    if todo:
+        threading.Thread(target=lambda: [pool.prime() for pool in todo], name="tracejit-prime-outputs",
+                         daemon=True).start()
+
 
 class CPUExecutable:
     """The compiled program: call it with NumPy arrays matching its input avals."""
@@ -264,7 +300,7 @@ class CPUExecutable:
     backend = "cpu"
 
     def __init__(self, program, plan, launches, offsets, arena_bytes, timings, module_ir, kernel_asm=None,
-                 donated=()):
+                 donated=(), pools=None):
         self.program = program
         self.plan = plan
         self.launches = launches
@@ -292,7 +328,8 @@ class CPUExecutable:
         from tracejit.compiler.memory import donation_pairs
         self.donated_outputs = donation_pairs(plan, donated) if donated else {}
         allocated_by_steps = set().union(*[getattr(s, "allocates", set()) for s in self._steps])
-        self._fresh_outputs = [(b.id, b.shape, b.dtype, OutputPool(b.nbytes) if b.nbytes >= RECYCLE_MIN_BYTES else None)
+        pools = output_pools(plan, donated) if pools is None else pools
+        self._fresh_outputs = [(b.id, b.shape, b.dtype, pools.get(b.id))
                                for b in plan.buffers if b.kind == "output" and b.id not in self.donated_outputs
                                and b.id not in allocated_by_steps]
         self._donated_outputs = [(bid, pos, plan.buffers[bid].dtype) for bid, pos in self.donated_outputs.items()]

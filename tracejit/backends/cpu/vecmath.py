@@ -47,6 +47,20 @@ __all__ = ["emit_unary", "emit_binary", "SUPPORTED_UNARY", "SUPPORTED_BINARY",
 
 _F64 = ir.DoubleType()
 _F32 = ir.FloatType()
+
+
+def splat_constant(scalar: ir.Constant, lanes: int) -> ir.Constant:
+    """``<lanes x T>`` with ``scalar`` in every lane, written as LLVM's ``splat (T v)``.
+
+    Element by element, a 64-lane constant is ~1.6 KB of IR text; a kernel
+    with a few transcendental calls has dozens of them, and formatting plus
+    parsing that text cost ~3 ms of its compile.
+    """
+    const = ir.FormattedConstant(scalar.type, f"splat ({scalar.type} {scalar.get_reference()})")
+    # Built for the scalar type: llvmlite would expand a text constant of a vector type
+    # element by element.
+    const.type = ir.VectorType(scalar.type, lanes)
+    return const
 _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
 _I1 = ir.IntType(1)
@@ -205,14 +219,14 @@ class _F:
             return v
         if self.n is None:
             return ir.Constant(self.ty, float(v))
-        return ir.Constant(self.ty, [ir.Constant(self.el, float(v))] * self.n)
+        return splat_constant(ir.Constant(self.el, float(v)), self.n)
 
     def ci(self, v):
         if isinstance(v, ir.Value):
             return v
         if self.n is None:
             return ir.Constant(self.iel, int(v))
-        return ir.Constant(self.ity, [ir.Constant(self.iel, int(v))] * self.n)
+        return splat_constant(ir.Constant(self.iel, int(v)), self.n)
 
     # float arithmetic ---------------------------------------------------
     def add(self, a, b):
@@ -290,6 +304,8 @@ class _F:
         return self.b.and_(a, b)
 
     def not_(self, a):
+        if isinstance(a.type, ir.VectorType):
+            return self.b.xor(a, splat_constant(ir.Constant(a.type.element, -1), a.type.count))
         return self.b.not_(a)
 
     def sel(self, cond, a, b):
@@ -671,9 +687,14 @@ def _huge_trig_lanes(F, name, x, fin, res):
 
 
 def rare_lanes(F, name, x, rare, res):
-    """``res`` with the lanes in mask ``rare`` replaced by ``name(x)`` from the
-    complete scalar kernel, compiled on its first call (``rare_paths``), behind
-    a branch taken only when some lane needs it.  Explicit vectors only."""
+    """``res``, or when some lane is in mask ``rare``, ``name(x)`` for every lane
+    from the complete scalar kernel, compiled on its first call (``rare_paths``).
+    Explicit vectors only.
+
+    The slow branch recomputes the common lanes too (the scalar kernel gives
+    them the same bits): without the two lane selects the branch costs the
+    kernel's compile ~0.7 ms less per call site, and it is almost never taken.
+    """
     b = F.b
     red = f"llvm.vector.reduce.or.v{F.n}i1"
     fn = F.m.globals.get(red)
@@ -681,7 +702,7 @@ def rare_lanes(F, name, x, rare, res):
         fn = ir.Function(F.m, ir.FunctionType(_I1, [ir.VectorType(_I1, F.n)]), name=red)
     pre = b.block
     with b.if_then(b.call(fn, [rare]), likely=False):
-        slow = F.sel(rare, rare_paths.call(b, name, F.sel(rare, x, 0.0)), res)
+        slow = rare_paths.call(b, name, x)
         slow_blk = b.block
     out = b.phi(F.ty)
     out.add_incoming(slow, slow_blk)
