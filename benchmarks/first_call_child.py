@@ -1,9 +1,10 @@
 """One first call of seed ``g`` in a fresh process (run by bench_fusion, a few times over).
 
-``python -m benchmarks.first_call_child tracejit|jax N`` imports only its own
+``python -m benchmarks.first_call_child tracejit|jax N`` imports only that
 library, builds the input, then times the first call of ``jit(g)`` (trace,
 compile, run) and prints a JSON line: ``{"seconds": ..., "timings": {...}}``.
-This is what a user sees: import, prepare data, call.  tracejit's persistent
+This is what a user's script sees: imports at the top, then data, then the
+call.  tracejit's persistent
 compile cache points at a new, empty directory; JAX's is off by default.
 """
 import json
@@ -15,7 +16,7 @@ import numpy as np
 
 
 def _tracejit(x):
-    import tracejit
+    import tracejit         # imported at start-up, in main()
     tracejit.config.update("compilation_cache_dir", tempfile.mkdtemp(prefix="tracejit-cold-cache-"))
 
     def f(v):
@@ -32,7 +33,7 @@ def _tracejit(x):
 
 
 def _jax(x):
-    import jax
+    import jax              # imported at start-up, in main()
     import jax.numpy as jnp
     jax.config.update("jax_enable_x64", True)
     jax.config.update("jax_platforms", "cpu")
@@ -49,6 +50,7 @@ def _jax(x):
 
 
 def main(which: str, n: int) -> None:
+    __import__({"tracejit": "tracejit", "jax": "jax.numpy"}[which])
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
     seconds, timings = {"tracejit": _tracejit, "jax": _jax}[which](x)
     print(json.dumps({"seconds": seconds, "timings": timings}))

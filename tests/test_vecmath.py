@@ -685,6 +685,34 @@ def test_cold_math_calls_are_outlined_and_hot_ones_inlined():
     assert "optnone" in text[text.index("define internal <16 x float> @__tj_vm_exp_v16f32.cold"):]
 
 
+def test_helpers_called_twice_in_loops_are_compiled_once():
+    """mathlib.finish_module: a helper with two hot call sites becomes one out-of-line copy
+    (seed g's two sin calls); a helper called once stays inlined; results are unchanged."""
+    import tracejit
+    from tracejit.backends.cpu import mathlib
+    vt = ir.VectorType(ir.FloatType(), 16)
+    m = ir.Module()
+    f = ir.Function(m, ir.FunctionType(ir.VoidType(), [PTR, I64]), "k")
+    b = ir.IRBuilder(f.append_basic_block("entry"))
+
+    def body(i):
+        p = b.gep(f.args[0], [i], source_etype=ir.FloatType())
+        once = mathlib.call(b, "exp", [b.load(p, typ=vt)])
+        b.store(mathlib.call(b, "sin", [mathlib.call(b, "sin", [once])]), p)
+    _loop(b, f, f.args[1], ir.Constant(I64, 0), 16, body)
+    b.ret_void()
+    mathlib.finish_module(m)
+    text = llvm_engine.optimize_ir(m, speed_level=llvm_engine.LIGHT)
+    kernel = text[text.index("@k("):]
+    kernel = kernel[:kernel.index("\n}\n")]
+    assert kernel.count("call <16 x float> @__tj_vm_sin_v16f32(") == 2
+    assert "@__tj_vm_exp_v16f32" not in kernel
+    x = np.linspace(-30, 30, 10_000, dtype=np.float32)
+    out = tracejit.jit(lambda a: np.exp(np.sin(np.sin(a) * 2 + a)) - a)(x)
+    want = np.exp(np.sin(np.sin(x.astype(np.float64)) * 2 + x)) - x
+    np.testing.assert_allclose(out, want, rtol=2e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("lanes", [1, 8, 16, 32, 64])
 def test_f32_exp_family_same_bits_at_every_vector_width(lanes):
     """Every width (AVX-512 vscalefps 16 lanes at a time, or the integer

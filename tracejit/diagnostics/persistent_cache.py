@@ -503,48 +503,88 @@ def compile_module(module, *, name: str = "module", components: dict | None = No
 
     ``module`` may also be a zero-argument callable returning the module (or
     IR text): it is called only on a miss, so a hit skips building the IR too.
+    It may return a list of modules: they compile in parallel
+    (``llvm_engine.object_codes``), are stored as one entry, and the result
+    is the first one's CompiledModule with the others, loaded before it, as
+    its ``parts``.
 
     ``extra_metadata()`` (called after building, on a miss) adds JSON data to
     the entry; ``before_load(metadata)`` runs before a hit's object code is
     loaded — e.g. to register the external symbols the object refers to.
     """
     from tracejit.backends.cpu import llvm_engine
-    if not enabled():
-        module = module() if callable(module) else module
-        return llvm_engine.compile_ir(module, name=name, vectorize=vectorize, speed_level=speed_level), "compiled"
-    comps = {**default_components(), **(components or {}), "vectorize": vectorize, "speed_level": speed_level}
-    comps.setdefault("name", name)
-    key = cache_key(comps)
-    t0 = time.perf_counter()
-    hit = load(key)
-    if hit is not None:
-        try:
-            if before_load is not None:
-                before_load(hit[1] or {})
-            compiled = llvm_engine.load_object(hit[0], name=name)
-            compiled.timings = {"load": (time.perf_counter() - t0) * 1e3}
-            return compiled, "persistent-hit"
-        except Exception as e:  # noqa: BLE001 - a bad entry must never break a compile
-            logger.warning("persistent cache entry %s failed to load (%s); recompiling", key[:16], e)
-            _remove(_path(_usable_dir(), key))
+    key = None
+    if enabled():
+        comps = {**default_components(), **(components or {}), "vectorize": vectorize, "speed_level": speed_level}
+        comps.setdefault("name", name)
+        key = cache_key(comps)
+        t0 = time.perf_counter()
+        hit = load(key)
+        if hit is not None:
+            try:
+                if before_load is not None:
+                    before_load(hit[1] or {})
+                compiled = _load_parts(_split_parts(hit[0], hit[1] or {}), name)
+                compiled.timings = {"load": (time.perf_counter() - t0) * 1e3}
+                return compiled, "persistent-hit"
+            except Exception as e:  # noqa: BLE001 - a bad entry must never break a compile
+                logger.warning("persistent cache entry %s failed to load (%s); recompiling", key[:16], e)
+                _remove(_path(_usable_dir(), key))
     if callable(module):
         module = module()
+    modules = module if isinstance(module, list) else [module]
+    if key is None and len(modules) == 1:
+        return llvm_engine.compile_ir(modules[0], name=name, vectorize=vectorize, speed_level=speed_level), "compiled"
     with llvm_engine.COMPILE_LOCK:
         t1 = time.perf_counter()
-        mod = llvm_engine._parse(module, name)
-        t2 = time.perf_counter()
-        llvm_engine._optimize(mod, speed_level, vectorize)
-        t3 = time.perf_counter()
-        obj = bytes(llvm_engine.target_machine().emit_object(mod))
+        if len(modules) == 1:
+            mod = llvm_engine._parse(modules[0], name)
+            t2 = time.perf_counter()
+            llvm_engine._optimize(mod, speed_level, vectorize)
+            t3 = time.perf_counter()
+            built = [(mod, bytes(llvm_engine.target_machine().emit_object(mod)))]
+            steps = {"parse": (t2 - t1) * 1e3, "optimize": (t3 - t2) * 1e3}
+        else:
+            built, steps = llvm_engine.object_codes(modules, _part_names(name, len(modules)), speed_level, vectorize)
+            steps.pop("codegen", None)
         t4 = time.perf_counter()
-    compiled = llvm_engine.load_object(obj, name=name)
-    # Keep the optimized module so as_text(llvm_ir=True) still shows the IR.
-    compiled._module_ref = mod
+    objs = [obj for _, obj in built]
+    compiled = _load_parts(objs, name)
+    # Keep the optimized modules so as_text(llvm_ir=True) still shows the IR.
+    for part, (mod, _) in zip([compiled] + compiled.parts, built):
+        part._module_ref = mod
     t5 = time.perf_counter()
-    meta = {"name": name, "object_bytes": len(obj)}
+    meta = {"name": name, "object_bytes": sum(map(len, objs))}
+    if len(objs) > 1:
+        meta["parts"] = [len(obj) for obj in objs]
     if extra_metadata is not None:
         meta.update(extra_metadata())
-    store(key, obj, meta)
-    compiled.timings = {"parse": (t2 - t1) * 1e3, "optimize": (t3 - t2) * 1e3, "codegen": (t4 - t3) * 1e3,
+    if key is not None:
+        store(key, b"".join(objs), meta)
+    compiled.timings = {**steps, "codegen": (t4 - t1) * 1e3 - sum(steps.values()),
                         "load": (t5 - t4) * 1e3, "store": (time.perf_counter() - t5) * 1e3}
+    if len(objs) > 1:
+        compiled.timings["parts"] = len(objs)
     return compiled, "compiled"
+
+
+def _part_names(name: str, count: int) -> list:
+    return [name] + [f"{name}.part{i}" for i in range(1, count)]
+
+
+def _split_parts(obj: bytes, metadata: dict) -> list:
+    sizes = metadata.get("parts") or [len(obj)]
+    if sum(sizes) != len(obj):
+        raise ValueError(f"object parts {sizes} do not add up to {len(obj)} bytes")
+    offsets = [sum(sizes[:i]) for i in range(len(sizes) + 1)]
+    return [obj[a:b] for a, b in zip(offsets, offsets[1:])]
+
+
+def _load_parts(objs: list, name: str):
+    """The first object's CompiledModule, with the others (loaded before it) as its ``parts``."""
+    from tracejit.backends.cpu import llvm_engine
+    names = _part_names(name, len(objs))
+    parts = [llvm_engine.load_object(obj, name=n) for obj, n in zip(objs[1:], names[1:])]
+    compiled = llvm_engine.load_object(objs[0], name=name)
+    compiled.parts = parts
+    return compiled

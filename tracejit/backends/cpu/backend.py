@@ -87,7 +87,7 @@ class CPUBackend:
                 em.emit(fn_name)
             if team is not None and any(isinstance(k, Kernel) for k, _, _ in emitters):
                 parallel.emit_trampoline(module, team)
-            mathlib.outline_cold_calls(module)
+            mathlib.finish_module(module)
             codegen_ms[0] = (time.perf_counter() - t) * 1e3
             return module
 

@@ -13,12 +13,14 @@ object files through ``ExecutionEngine.add_object_file``.
 
 from __future__ import annotations
 
+import ctypes
 import threading
 import time
 from typing import Dict, Optional, Union
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
+from llvmlite.binding import ffi
 
 __all__ = [
     "CompiledModule",
@@ -110,7 +112,7 @@ def __getattr__(name):  # PEP 562: lazily computed module constants
     raise AttributeError(name)
 
 
-def _parse(ir_src: Union[str, ir.Module, llvm.ModuleRef], name: str) -> llvm.ModuleRef:
+def _parse(ir_src: Union[str, ir.Module, llvm.ModuleRef], name: str, context=None) -> llvm.ModuleRef:
     if isinstance(ir_src, llvm.ModuleRef):
         return ir_src
     if isinstance(ir_src, ir.Module):
@@ -121,7 +123,7 @@ def _parse(ir_src: Union[str, ir.Module, llvm.ModuleRef], name: str) -> llvm.Mod
         text = str(ir_src)
     else:
         text = ir_src
-    mod = llvm.parse_assembly(text)
+    mod = llvm.parse_assembly(text, context)
     mod.name = name
     mod.triple = _triple()
     mod.data_layout = _data_layout()
@@ -200,6 +202,7 @@ class CompiledModule:
         self.name = name
         self._asm: Optional[str] = None
         self._addr_cache: Dict[str, int] = {}
+        self.parts: list = []       # modules compiled alongside this one (their code lives as long as it)
 
     @property
     def llvm_ir(self) -> Optional[str]:
@@ -265,6 +268,67 @@ def compile_ir(ir_src, *, name: str = "module", optimize: bool = True, speed_lev
     timings = {"parse": (t1 - t0) * 1e3, "optimize": (t2 - t1) * 1e3,
                "codegen": (t3 - t2) * 1e3}
     return CompiledModule(engine, opt_text, timings, name, mod)
+
+
+def _emit_object_unlocked(tm: llvm.TargetMachine, mod: llvm.ModuleRef) -> bytes:
+    """``tm.emit_object(mod)`` without llvmlite's process-wide lock.
+
+    llvmlite serializes every call into LLVM; code generation -- most of a
+    compile -- is safe to run concurrently for modules that live in their own
+    LLVM contexts and use their own target machines, which is how
+    :func:`object_codes` calls this.  Falls back to the locked call where the
+    llvmlite internals it reaches for are missing.
+    """
+    emit = getattr(ffi.lib.LLVMPY_TargetMachineEmitToMemory, "_cfn", None)
+    if emit is None:
+        return bytes(tm.emit_object(mod))
+    with ffi.OutputString() as err:
+        buffer = emit(tm, mod, 1, err)
+        if not buffer:
+            raise RuntimeError(str(err))
+    try:
+        return ctypes.string_at(ffi.lib.LLVMPY_GetBufferStart(buffer), ffi.lib.LLVMPY_GetBufferSize(buffer))
+    finally:
+        ffi.lib.LLVMPY_DisposeMemoryBuffer(buffer)
+
+
+def object_codes(modules, names, speed_level: Union[int, str] = 3, vectorize: bool = True):
+    """Parse, optimize and emit several modules at once: one thread each, beyond the first.
+
+    Each module gets its own LLVM context and target machine, so the code
+    generators run in parallel (see :func:`_emit_object_unlocked`).  Returns
+    ``([(optimized ModuleRef, object bytes)], timings)`` in ``modules`` order;
+    the timings are the calling thread's (its module is the first).
+    """
+    _ensure_init()
+    results: list = [None] * len(modules)
+    errors: list = []
+    timings: Dict[str, float] = {}
+
+    def build(i):
+        try:
+            t0 = time.perf_counter()
+            mod = _parse(modules[i], names[i], llvm.create_context())   # the module keeps its context
+            t1 = time.perf_counter()
+            _optimize(mod, speed_level, vectorize)
+            t2 = time.perf_counter()
+            obj = _emit_object_unlocked(_new_target_machine(), mod)
+            results[i] = (mod, obj)
+            if i == 0:
+                timings.update(parse=(t1 - t0) * 1e3, optimize=(t2 - t1) * 1e3,
+                               codegen=(time.perf_counter() - t2) * 1e3)
+        except BaseException as e:  # noqa: BLE001 - re-raised on the calling thread
+            errors.append(e)
+
+    helpers = [threading.Thread(target=build, args=(i,), name="tracejit-llvm") for i in range(1, len(modules))]
+    for thread in helpers:
+        thread.start()
+    build(0)
+    for thread in helpers:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return results, timings
 
 
 def object_code(ir_src, *, name: str = "module", optimize: bool = True) -> bytes:
