@@ -563,8 +563,6 @@ def compile_module(module, *, name: str = "module", components: dict | None = No
         store(key, b"".join(objs), meta)
     compiled.timings = {**steps, "codegen": (t4 - t1) * 1e3 - sum(steps.values()),
                         "load": (t5 - t4) * 1e3, "store": (time.perf_counter() - t5) * 1e3}
-    if len(objs) > 1:
-        compiled.timings["parts"] = len(objs)
     return compiled, "compiled"
 
 

@@ -1,13 +1,14 @@
 """The ``cpu`` backend: passes -> fusion -> memory planning -> one LLVM module."""
 from __future__ import annotations
 
+import os
 import time
 
 from llvmlite import ir
 
 from tracejit.core import dtypes
 from tracejit.compiler.fusion import DotStep, Planner, WindowStep, step_writes
-from tracejit.compiler.kernel_ir import Kernel
+from tracejit.compiler.kernel_ir import Kernel, walk
 from tracejit.compiler.memory import plan_memory
 from tracejit.compiler.passes import run_pipeline
 from tracejit.backends import register_backend
@@ -71,12 +72,11 @@ class CPUBackend:
         pools = output_pools(plan, donate_argnums)
         native = set().union(*(step_writes(s) for s in plan.steps if isinstance(s, (Kernel, WindowStep, DotStep))))
         prime_in_background([pool for bid, pool in pools.items() if bid in native])
-        module = ir.Module(name=f"tracejit_{name}")
-        module.triple = llvm_engine.triple
-        module.data_layout = llvm_engine.target_data_layout
+        module = _new_module(f"tracejit_{name}")
         vb = vector_bytes()
         emitters = [(k, native_emitter(module, k, plan.buffers, vb), f"{_symbol(name)}_k{i}")
                     for i, k in enumerate(native_steps(plan))]
+        modules = spread_over_modules([em for _, em, _ in emitters], module, name)
         codegen_ms = [0.0]
         team = parallel.runtime()      # loaded (and its symbols registered) before any object code
 
@@ -87,9 +87,10 @@ class CPUBackend:
                 em.emit(fn_name)
             if team is not None and any(isinstance(k, Kernel) for k, _, _ in emitters):
                 parallel.emit_trampoline(module, team)
-            mathlib.finish_module(module)
+            for m in modules:
+                mathlib.finish_module(m)
             codegen_ms[0] = (time.perf_counter() - t) * 1e3
-            return module
+            return modules if len(modules) > 1 else module
 
         t2 = time.perf_counter()
         launches = []
@@ -99,27 +100,38 @@ class CPUBackend:
         if emitters:
             from tracejit.diagnostics import persistent_cache
             components = {"program": persistent_cache.program_fingerprint(program, plan), "name": name,
-                          "vector_bytes": vb, "openmp": team.kind if team is not None else None}
+                          "vector_bytes": vb, "openmp": team.kind if team is not None else None,
+                          "modules": [modules.index(em.module) for _, em, _ in emitters]}
             compiled, outcome = persistent_cache.compile_module(
                 build, name=name, vectorize=False, speed_level=llvm_engine.LIGHT, components=components,
-                extra_metadata=lambda: {"math": mathlib.specs_used(module)},
+                extra_metadata=lambda: {"math": [spec for m in modules for spec in mathlib.specs_used(m)]},
                 before_load=lambda meta: mathlib.ensure(meta.get("math", [])))
             compile_ms = dict(compiled.timings)
             trampoline = _address_or_none(compiled, parallel.TRAMPOLINE) if team is not None else None
+            parts = [compiled] + compiled.parts
             for kernel, em, fn_name in emitters:
                 launch_type = WindowLaunch if isinstance(kernel, WindowStep) else KernelLaunch
-                launch = launch_type(kernel, em.layout, em.slots, compiled.address(fn_name), em)
+                address = parts[modules.index(em.module)].address(fn_name)
+                launch = launch_type(kernel, em.layout, em.slots, address, em)
                 launch.module = compiled  # the code lives as long as a launch refers to it
                 launch.team = (team, trampoline) if trampoline else None
                 launches.append(launch)
         t3 = time.perf_counter()
-        timings = {"warmup_wait_ms": warmup_ms, "passes_ms": (t1 - t0) * 1e3, "codegen_ms": codegen_ms[0],
+        timings = {"warmup_wait_ms": warmup_ms, "llvm_modules": len(modules) if emitters else 0,
+                   "passes_ms": (t1 - t0) * 1e3, "codegen_ms": codegen_ms[0],
                    "llvm_ms": (t3 - t2) * 1e3 - codegen_ms[0], "cache": outcome,
                    **{f"pass_{k}_ms": v for k, v in pass_ms.items()},
                    **{f"llvm_{k}_ms": v for k, v in compile_ms.items() if isinstance(v, (int, float))}}
         llvm_ir_text = compiled
         return CPUExecutable(program, plan, launches, offsets, arena_bytes, timings, llvm_ir_text,
                              donated=donate_argnums, pools=pools)
+
+
+def _new_module(name: str) -> ir.Module:
+    module = ir.Module(name=name)
+    module.triple = llvm_engine.triple
+    module.data_layout = llvm_engine.target_data_layout
+    return module
 
 
 def _address_or_none(compiled, symbol):
@@ -132,6 +144,44 @@ def _address_or_none(compiled, symbol):
 def native_steps(plan) -> list:
     """The steps that become LLVM functions: fused kernels and window copies, in plan order."""
     return [s for s in plan.steps if isinstance(s, (Kernel, WindowStep))]
+
+
+# Programs with less machine code than this (in _code_weight units, ~0.2 ms of LLVM each) compile as
+# one module: a second one costs ~1 ms to load.
+SPREAD_MIN_WEIGHT = 60
+
+
+def parallel_compile_enabled() -> bool:
+    """A second core to compile on, unless ``TRACEJIT_PARALLEL_COMPILE=0``."""
+    if os.environ.get("TRACEJIT_PARALLEL_COMPILE", "1").strip().lower() in ("0", "off", "false", "no"):
+        return False
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cpus >= 2
+
+
+def _code_weight(emitter) -> int:
+    """Rough machine code of one native step: its expression nodes, inlined math counting ~10."""
+    kernel = emitter.kernel
+    if not isinstance(kernel, Kernel):
+        return 2
+    nodes = walk([e for p in kernel.phases for e in p.exprs])
+    return 2 + len(nodes) + 10 * emitter.math_calls
+
+
+def spread_over_modules(emitters, main, name) -> list:
+    """Give the native steps of a large program two LLVM modules, so that they compile on two
+    cores at once (``llvm_engine.object_codes``): the heaviest first, each to the lighter module.
+    Returns the modules; each emitter's ``module`` says where its function goes."""
+    weights = sorted(((_code_weight(em), i) for i, em in enumerate(emitters)), reverse=True)
+    if len(emitters) < 2 or sum(w for w, _ in weights) < SPREAD_MIN_WEIGHT or not parallel_compile_enabled():
+        return [main]
+    side = _new_module(f"tracejit_{name}_part1")
+    loads = [0, 0]
+    for w, i in weights:
+        target = 0 if loads[0] <= loads[1] else 1
+        loads[target] += w
+        emitters[i].module = (main, side)[target]
+    return [main, side]
 
 
 def native_emitter(module, step, buffers, vector_bytes):
