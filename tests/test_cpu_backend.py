@@ -477,3 +477,22 @@ def test_output_priming_is_capped(monkeypatch):
     assert len(started) == 1
     started[0]()
     assert len(small.free) == 1 and big.free == []
+
+
+def test_a_call_waits_for_its_output_buffer_still_being_primed():
+    import time
+    from tracejit.backends.cpu import runtime
+    pool = runtime.OutputPool(1 << 20)
+    pool.priming = threading.Event()
+
+    def slow_prime():
+        time.sleep(0.05)
+        pool.prime()
+    worker = threading.Thread(target=slow_prime)
+    worker.start()
+    out = pool.take((1 << 18,), np.float32)
+    worker.join()
+    assert pool.priming is None and pool.free == []
+    assert out.shape == (1 << 18,) and not out.any()       # the primed (zero-filled) buffer
+    fresh = runtime.OutputPool(32).take((4,), np.int64)       # nothing pending: a new buffer
+    assert fresh.shape == (4,)

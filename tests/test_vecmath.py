@@ -661,10 +661,9 @@ def test_huge_trig_lane_leaves_its_neighbours_bits_alone(dt):
         assert np.isnan(f(y)[[5, 7]]).all()
 
 
-def test_cold_math_calls_are_outlined_and_hot_ones_inlined():
-    """mathlib inlines small helpers into loops only: a call outside every
-    loop (a kernel's masked tail) calls the one out-of-line copy."""
-    from tracejit.backends.cpu import mathlib
+def _vector_loop_kernel(math, finish, after=None):
+    """Optimized IR of ``k(float* p, n)``: ``p[i:i+16] = math(p[i:i+16])`` in a loop, then ``after``;
+    ``finish(module)`` runs first. Returns (module text, the kernel's text)."""
     vt = ir.VectorType(ir.FloatType(), 16)
     m = ir.Module()
     f = ir.Function(m, ir.FunctionType(ir.VoidType(), [PTR, I64]), "k")
@@ -672,14 +671,25 @@ def test_cold_math_calls_are_outlined_and_hot_ones_inlined():
 
     def body(i):
         p = b.gep(f.args[0], [i], source_etype=ir.FloatType())
-        b.store(mathlib.call(b, "exp", [b.load(p, typ=vt)]), p)
+        b.store(math(b, b.load(p, typ=vt)), p)
     _loop(b, f, f.args[1], ir.Constant(I64, 0), 16, body)
-    b.store(mathlib.call(b, "exp", [b.load(f.args[0], typ=vt)]), f.args[0])   # outside the loop
+    if after is not None:
+        after(b, f, vt)
     b.ret_void()
-    mathlib.outline_cold_calls(m)
+    finish(m)
     text = llvm_engine.optimize_ir(m, speed_level=llvm_engine.LIGHT)
     kernel = text[text.index("@k("):]
-    kernel = kernel[:kernel.index("\n}\n")]
+    return text, kernel[:kernel.index("\n}\n")]
+
+
+def test_cold_math_calls_are_outlined_and_hot_ones_inlined():
+    """mathlib inlines small helpers into loops only: a call outside every
+    loop (a kernel's masked tail) calls the one out-of-line copy."""
+    from tracejit.backends.cpu import mathlib
+
+    def after(b, f, vt):
+        b.store(mathlib.call(b, "exp", [b.load(f.args[0], typ=vt)]), f.args[0])   # outside the loop
+    text, kernel = _vector_loop_kernel(lambda b, v: mathlib.call(b, "exp", [v]), mathlib.outline_cold_calls, after)
     assert kernel.count("call <16 x float> @__tj_vm_exp_v16f32") == 1   # only the cold call...
     assert kernel.count("call <16 x float> @__tj_vm_exp_v16f32.cold(") == 1   # ...to the unoptimized copy
     assert "optnone" in text[text.index("define internal <16 x float> @__tj_vm_exp_v16f32.cold"):]
@@ -690,21 +700,10 @@ def test_helpers_called_twice_in_loops_are_compiled_once():
     (seed g's two sin calls); a helper called once stays inlined; results are unchanged."""
     import tracejit
     from tracejit.backends.cpu import mathlib
-    vt = ir.VectorType(ir.FloatType(), 16)
-    m = ir.Module()
-    f = ir.Function(m, ir.FunctionType(ir.VoidType(), [PTR, I64]), "k")
-    b = ir.IRBuilder(f.append_basic_block("entry"))
 
-    def body(i):
-        p = b.gep(f.args[0], [i], source_etype=ir.FloatType())
-        once = mathlib.call(b, "exp", [b.load(p, typ=vt)])
-        b.store(mathlib.call(b, "sin", [mathlib.call(b, "sin", [once])]), p)
-    _loop(b, f, f.args[1], ir.Constant(I64, 0), 16, body)
-    b.ret_void()
-    mathlib.finish_module(m)
-    text = llvm_engine.optimize_ir(m, speed_level=llvm_engine.LIGHT)
-    kernel = text[text.index("@k("):]
-    kernel = kernel[:kernel.index("\n}\n")]
+    def math(b, v):
+        return mathlib.call(b, "sin", [mathlib.call(b, "sin", [mathlib.call(b, "exp", [v])])])
+    _, kernel = _vector_loop_kernel(math, mathlib.finish_module)
     assert kernel.count("call <16 x float> @__tj_vm_sin_v16f32(") == 2
     assert "@__tj_vm_exp_v16f32" not in kernel
     x = np.linspace(-30, 30, 10_000, dtype=np.float32)

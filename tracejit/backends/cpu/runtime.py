@@ -245,12 +245,15 @@ class OutputPool:
         self.nbytes = nbytes
         self.keep = keep
         self.free: list = []
+        self.priming: threading.Event | None = None     # set once a pending prime() is done
 
     def take(self, shape, dtype):
         try:
             base = self.free.pop()
         except IndexError:
-            base = np.empty(self.nbytes, np.uint8)
+            base = self._primed()
+            if base is None:
+                base = np.empty(self.nbytes, np.uint8)
         out = base.view(dtype).reshape(shape)
         weakref.finalize(out, self._give_back, base)
         return out
@@ -259,11 +262,28 @@ class OutputPool:
         if len(self.free) < self.keep:
             self.free.append(base)
 
+    def _primed(self):
+        # A buffer still being faulted in is ready sooner than a fresh one, whose faults would
+        # compete with it for the same (sometimes slow) page allocation.
+        priming = self.priming
+        if priming is None:
+            return None
+        priming.wait()
+        try:
+            return self.free.pop()
+        except IndexError:
+            return None
+
     def prime(self) -> None:
         """Add one buffer whose pages are already faulted in."""
-        base = np.empty(self.nbytes, np.uint8)
-        base.fill(0)            # NumPy drops the GIL for this: it runs beside the compile
-        self.free.append(base)
+        try:
+            base = np.empty(self.nbytes, np.uint8)
+            base.fill(0)            # NumPy drops the GIL for this: it runs beside the compile
+            self.free.append(base)
+        finally:
+            if self.priming is not None:
+                self.priming.set()
+                self.priming = None
 
 
 def output_pools(plan, donated=()) -> dict:
@@ -290,6 +310,8 @@ def prime_in_background(pools) -> None:
             todo.append(pool)
             total += pool.nbytes
     if todo:
+        for pool in todo:
+            pool.priming = threading.Event()
         threading.Thread(target=lambda: [pool.prime() for pool in todo], name="tracejit-prime-outputs",
                          daemon=True).start()
 
