@@ -55,10 +55,10 @@ def share_repeated_helpers(module: ir.Module) -> None:
     """A helper called from several places in loops gets one out-of-line copy.
 
     Inlined, every call site is a full copy for LLVM's code generator: seed
-    ``g`` calls float32 sin twice, and each 64-lane copy cost ~5 ms of its
-    ~14 ms of machine-code generation.  Called, the copy is compiled once;
-    the loop then spills a few live vectors around each call, which measured
-    within noise of inlining (the helper is tens of instructions per vector).
+    ``g`` calls float32 sin twice, and its machine-code generation took 14.5
+    ms inlined, 11.2 ms with one shared copy.  Called, the loop spills its
+    live vectors around each call and the helper reloads its constants:
+    seed ``g`` runs ~4% slower (5.30 vs 5.07 ms).
     """
     sites: dict = {}
     for fn in module.functions:
