@@ -4,9 +4,12 @@
   kernels of ``vecmath_f32`` (exp, log, sin, tanh, ...: 20-60 vector
   instructions).  Inlined, their constants stay in registers across loop
   iterations and no vector registers are spilled around a call, which is
-  worth ~10% of a transcendental-heavy kernel; they cost the kernel's
+  worth ~4-10% of a transcendental-heavy kernel; they cost the kernel's
   compile only a few milliseconds, less than a separate module would
-  (trig's huge-argument path is never inlined: ``rare_paths``).
+  (trig's huge-argument path is never inlined: ``rare_paths``).  A helper
+  that a module calls from several loop sites is compiled once, out of
+  line, instead (:func:`share_repeated_helpers`); one called outside loops
+  goes through an unoptimized copy (:func:`outline_cold_calls`).
 * Every other helper (float64, and float32 functions evaluated in float64
   lanes) is compiled once per process in its own small module and called as
   an external function (``__tj_vm_sin_v8f64`` ...), so compiling a program
