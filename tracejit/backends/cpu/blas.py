@@ -21,7 +21,7 @@ import threading
 
 import numpy as np
 
-from tracejit.backends.cpu.runtime import data_address
+from tracejit.backends.cpu.pointers import data_address
 
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
 

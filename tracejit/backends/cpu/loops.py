@@ -104,14 +104,16 @@ class _Driver:
         self.b = ir.IRBuilder(self.entry)
         self.local = local
         self.names: list[str] = []      # pointer arguments, in slot order
+        self.sources: list[tuple] = []  # where each comes from at call time: ("arg" | "out" | "scratch", index)
         self.bases: dict[str, ir.Value] = {}
         self.scratch_bytes: dict[str, int] = {}   # caller-provided working memory, by slot name
 
-    def arg(self, name):
-        """A pointer passed in by the caller."""
+    def arg(self, name, source):
+        """A pointer passed in by the caller: operand, result or scratch ``source = (kind, index)``."""
         if name not in self.bases:
             with self.b.goto_block(self.entry):
                 self.names.append(name)
+                self.sources.append(source)
                 p = self.b.gep(self.fn.args[0], [ir.Constant(I64, len(self.names) - 1)], source_etype=PTR)
                 self.bases[name] = self.b.load(p, typ=PTR)
         return self.bases[name]
@@ -121,7 +123,7 @@ class _Driver:
         if name not in self.bases:
             if not self.local:
                 self.scratch_bytes[name] = nbytes
-                return self.arg(name)
+                return self.arg(name, ("scratch", len(self.scratch_bytes) - 1))
             with self.b.goto_block(self.entry):
                 slot = self.b.alloca(ir.ArrayType(I8, _round_up(nbytes)), name=name)
                 slot.align = ALIGN
@@ -209,6 +211,7 @@ class NativeLoop:
             self.body = _SubPlan(params["body_program"], "body", module, vb,
                                  {bn + k: k for k in range(len(self.carry_avals))})
             subs = [self.cond, self.body]
+        self._arg_positions = self._first_operand_positions()
         local_bytes = sum(_round_up(a.nbytes) for a in self.carry_avals) + sum(
             _round_up(s.arena_bytes) + _round_up(s.out_bytes) for s in subs)
         drv = _Driver(module, local_bytes <= LOCAL_STORAGE_BYTES)
@@ -220,9 +223,10 @@ class NativeLoop:
             self._while_body(drv, carries)
         if self.local:
             for k, a in enumerate(self.carry_avals):
-                _memmove(drv.b, drv.arg(f"carry{k}"), carries[k], a.nbytes)
+                _memmove(drv.b, drv.arg(f"carry{k}", ("out", k)), carries[k], a.nbytes)
         drv.b.ret_void()
         self.slot_names = list(drv.names)
+        self._sources = list(drv.sources)
         self.compiled = llvm_engine.compile_ir(module, name=f"{kind}_loop", vectorize=False)
         self.fn = DRIVER_FN(self.compiled.address("loop_driver"))
         self._slots_type = ctypes.c_void_p * max(len(self.slot_names), 1)
@@ -230,21 +234,19 @@ class NativeLoop:
         self.length = params["length"] if kind == "scan" else 0
         if kind != "scan":
             self.y_avals = []
-        self._arg_positions = self._first_operand_positions()
-        self._sources = self._slot_sources()
         self._result_specs = [(a.shape, a.dtype) for a in self.carry_avals] + [
             ((self.length,) + y.shape, y.dtype) for y in self.y_avals]
         self._init_checks = [(self._arg_positions["init"] + k, a) for k, a in enumerate(self.carry_avals)]
 
     def _carry_in(self, drv, k, aval):
         """The carry's working memory, holding the initial value."""
-        src = drv.arg(f"init{k}")
-        dst = drv.scratch(f"work{k}", aval.nbytes) if drv.local else drv.arg(f"carry{k}")
+        src = drv.arg(f"init{k}", ("arg", self._arg_positions["init"] + k))
+        dst = drv.scratch(f"work{k}", aval.nbytes) if drv.local else drv.arg(f"carry{k}", ("out", k))
         _memmove(drv.b, dst, src, aval.nbytes)
         return dst
 
     def _scan_body(self, drv, carries):
-        p = self.params
+        p, first = self.params, self._arg_positions
         nc, ncarry = p["num_consts"], p["num_carry"]
         b = drv.b
         length = drv.fn.args[1]
@@ -255,16 +257,16 @@ class NativeLoop:
 
             def input_ptr(pos):
                 if pos < nc:
-                    return drv.arg(f"const{pos}")
+                    return drv.arg(f"const{pos}", ("arg", first["const"] + pos))
                 if pos < nc + ncarry:
                     return carries[pos - nc]
                 j = pos - nc - ncarry
-                return b.gep(drv.arg(f"xs{j}"), [b.mul(idx, ir.Constant(I64, self.x_avals[j].nbytes))],
-                             source_etype=I8)
+                xs = drv.arg(f"xs{j}", ("arg", first["xs"] + j))
+                return b.gep(xs, [b.mul(idx, ir.Constant(I64, self.x_avals[j].nbytes))], source_etype=I8)
 
             def ys_row(j):
-                return b.gep(drv.arg(f"ys{j}"), [b.mul(idx, ir.Constant(I64, self.y_avals[j].nbytes))],
-                             source_etype=I8)
+                ys = drv.arg(f"ys{j}", ("out", ncarry + j))
+                return b.gep(ys, [b.mul(idx, ir.Constant(I64, self.y_avals[j].nbytes))], source_etype=I8)
             _run_steps(drv, sub, input_ptr, "body", ys_row)
             sizes = [a.nbytes for a in self.carry_avals] + [y.nbytes for y in self.y_avals]
             srcs = _output_sources(drv, sub, input_ptr, "body", sizes, ys_row)
@@ -275,7 +277,7 @@ class NativeLoop:
         counted_loop(b, length, step, "step")
 
     def _while_body(self, drv, carries):
-        p = self.params
+        p, first = self.params, self._arg_positions
         cn, bn = p["cond_nconsts"], p["body_nconsts"]
         b = drv.b
         head, it, done = (drv.fn.append_basic_block(n) for n in ("loop", "iter", "done"))
@@ -283,10 +285,10 @@ class NativeLoop:
         b.position_at_end(head)
 
         def cond_input(pos):
-            return drv.arg(f"cconst{pos}") if pos < cn else carries[pos - cn]
+            return drv.arg(f"cconst{pos}", ("arg", first["cconst"] + pos)) if pos < cn else carries[pos - cn]
 
         def body_input(pos):
-            return drv.arg(f"bconst{pos}") if pos < bn else carries[pos - bn]
+            return drv.arg(f"bconst{pos}", ("arg", first["bconst"] + pos)) if pos < bn else carries[pos - bn]
         _run_steps(drv, self.cond, cond_input, "cond")
         flag = b.load(_address(self.cond.plan.outputs[0], drv, self.cond, cond_input, "cond"), typ=I8)
         b.cbranch(b.icmp_unsigned("!=", flag, ir.Constant(I8, 0)), it, done)
@@ -298,7 +300,7 @@ class NativeLoop:
         b.position_at_end(done)
 
     def _first_operand_positions(self) -> dict:
-        """Position of the first operand of each group (driver argument name prefix)."""
+        """Position of the first operand of each group among the primitive's operands."""
         p = self.params
         if self.kind == "scan":
             nc, ncarry = p["num_consts"], p["num_carry"]
@@ -311,22 +313,6 @@ class NativeLoop:
         for k, aval in enumerate(self.carry_avals):
             if sub.plan.outputs[k] not in sub.in_place:
                 _memmove(b, carries[k], srcs[k], aval.nbytes)
-
-    def _slot_sources(self):
-        """Where each driver argument comes from at call time: ``(kind, index or size)``."""
-        arg_pos = self._arg_positions
-        sources = []
-        scratch = list(self._scratch)
-        n_carry = len(self.carry_avals)
-        for name in self.slot_names:
-            head, tail = name.rstrip("0123456789"), name[len(name.rstrip("0123456789")):]
-            if name in self._scratch:
-                sources.append(("scratch", scratch.index(name)))
-            elif head in arg_pos:
-                sources.append(("arg", arg_pos[head] + int(tail)))
-            else:                                   # results: carries, then stacked ys
-                sources.append(("out", int(tail) + (n_carry if head == "ys" else 0)))
-        return sources
 
     def __call__(self, *args):
         ins = [a if type(a) is np.ndarray and a.flags.c_contiguous else np.ascontiguousarray(a) for a in args]
