@@ -95,3 +95,7 @@ def _compile_sample(llvm_engine) -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=wait)
+# A program that ends right after importing tracejit waits for the current step only (the
+# interpreter joins the thread at exit; this hook runs just before that).
+if hasattr(threading, "_register_atexit"):
+    threading._register_atexit(_stop.set)
