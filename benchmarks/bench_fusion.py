@@ -35,15 +35,18 @@ def g(x):
 def main(n=10_000_000):
     header(f"seed g on {n:,} float32")
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
-    out = np.empty_like(x)
-    t_floor = median_time(lambda: np.copyto(out, x))
-    t_np = median_time(lambda: g(x), repeat=5)
+    # First, before NumPy's eager g churns through 40 MB temporaries: on this VM, memory the
+    # process gets back from the OS right after that faults in ~10x slower for a while, which
+    # would be charged to whichever library allocates next.
     cache_setting = tracejit.config.compilation_cache_dir
     with tempfile.TemporaryDirectory(prefix="tracejit-cold-cache-") as cold_cache:
         tracejit.config.update("compilation_cache_dir", cold_cache)
         j_first = tracejit.jit(g)
         t_first = first_call_time(lambda: j_first(x))
         tracejit.config.update("compilation_cache_dir", cache_setting)
+    out = np.empty_like(x)
+    t_floor = median_time(lambda: np.copyto(out, x))
+    t_np = median_time(lambda: g(x), repeat=5)
     jg = tracejit.jit(g)
     jg(x)
     t_tj = median_time(lambda: jg(x))
@@ -57,6 +60,7 @@ def main(n=10_000_000):
         print(row("tracejit first call, new process", t_fresh, extra=f"median of {len(fresh['tracejit'])} processes"))
         print("    " + _first_call_stages(min(fresh["tracejit"], key=lambda r: abs(r[0] - t_fresh))[1], t_fresh))
     print(row("tracejit first call, this process", t_first, extra="cold compile cache"))
+    print("    " + _first_call_stages(j_first.lower(x).compile().timings, t_first))
     if jax is not None:
         import jax.numpy as jjnp
 
