@@ -22,6 +22,7 @@ from tracejit.core.ir import Program
 from tracejit.api_ad import (checkpoint, checkpoint_policies, custom_jvp, custom_vjp, float0, grad, hessian,
                              jacfwd, jacobian, jacrev, jvp, linear_transpose, linearize, remat, stop_gradient,
                              value_and_grad, vjp)
+from tracejit.api_vmap import vmap
 from tracejit.diagnostics.advisor import advise
 from tracejit.diagnostics.report import report
 from tracejit.buckets import bucketed_jit, pad_to_bucket
@@ -54,5 +55,5 @@ __all__ = [
     "register_pytree_node", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
     "tree_util", "grad", "value_and_grad", "vjp", "jvp", "linearize", "linear_transpose", "jacfwd", "jacrev",
     "jacobian", "hessian", "stop_gradient", "custom_vjp", "custom_jvp", "checkpoint", "remat",
-    "checkpoint_policies", "float0", "advise", "report", "bucketed_jit", "pad_to_bucket", "random",
+    "checkpoint_policies", "float0", "vmap", "advise", "report", "bucketed_jit", "pad_to_bucket", "random",
 ]

@@ -156,6 +156,37 @@ def _node_type_of_cls(cls):
     raise KeyError(f"pytree node type {cls.__name__} is not registered")
 
 
+def broadcast_prefix(prefix, tree, is_leaf=None) -> list:
+    """One entry per leaf of ``tree``: the leaf of ``prefix`` (a tree prefix of ``tree``) above it.
+
+    Used for arguments like ``vmap``'s ``in_axes``, where ``0`` may stand for
+    a whole subtree.  ``is_leaf`` decides what counts as a leaf of ``prefix``
+    (``None`` is a leaf there, not an empty node).
+
+    Examples
+    --------
+    >>> broadcast_prefix((0, None), ((1, 2), {"a": 3}), is_leaf=lambda x: x is None or isinstance(x, int))
+    [0, 0, None]
+    """
+    out: list = []
+
+    def rec(p, t):
+        if is_leaf is not None and is_leaf(p) or _node_type_of(p) is None:
+            out.extend([p] * len(tree_leaves(t)))
+            return
+        p_node, t_node = _node_type_of(p), _node_type_of(t)
+        p_children, p_aux = p_node.to_iterable(p)
+        t_children, t_aux = (t_node.to_iterable(t) if t_node is not None else (None, None))
+        if type(p) is not type(t) or p_aux != t_aux or len(p_children) != len(t_children):
+            raise ValueError(f"{type(p).__name__} prefix {p!r} does not match the structure of "
+                             f"{tree_structure(t)}")
+        for pc, tc in zip(p_children, t_children):
+            rec(pc, tc)
+
+    rec(prefix, tree)
+    return out
+
+
 def tree_leaves(tree, is_leaf=None) -> list:
     """The leaves of ``tree``, left to right."""
     return tree_flatten(tree, is_leaf)[0]

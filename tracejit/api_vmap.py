@@ -1,0 +1,145 @@
+"""``vmap``: map a function over an axis of its arguments (JAX's ``jax.vmap``)."""
+from __future__ import annotations
+
+import functools
+import operator
+
+import numpy as np
+
+from tracejit.core.avals import ShapedArray
+from tracejit.core.pytree import broadcast_prefix, tree_flatten, tree_unflatten
+from tracejit.core.trace import trace_flat
+from tracejit.core.tracer import Tracer
+from tracejit.transforms import batching
+from tracejit.transforms.ad import aval_of
+
+__all__ = ["vmap"]
+
+
+def _is_axis(x) -> bool:
+    return x is None or isinstance(x, (int, np.integer))
+
+
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
+    """Vectorize ``fun`` over an axis of its arguments.
+
+    ``vmap(f)(xs)`` computes ``stack([f(x) for x in xs])`` as whole-array
+    operations: ``f`` is traced once for one example, then each primitive is
+    applied to the whole batch by its batching rule.  Primitives without a
+    rule (gather/scatter, linear algebra, control flow, random sampling) run
+    once per example, which gives the same values but makes the program grow
+    with the batch size.
+
+    Parameters
+    ----------
+    fun : callable
+        The function of one example; its arguments and results may be pytrees.
+    in_axes : int, None or pytree, optional
+        The mapped axis of each argument (None: the argument is shared by all
+        examples); a tuple gives one entry per positional argument and may be
+        a pytree prefix of it.  Keyword arguments are mapped over axis 0.
+    out_axes : int, None or pytree, optional
+        Where the mapped axis goes in each result (None: the result must not
+        depend on the example).
+    axis_name, spmd_axis_name : None
+        Named axes (collectives) are not supported.
+    axis_size : int, optional
+        The batch size, required when no argument is mapped.
+
+    Returns
+    -------
+    callable
+        The vectorized function.
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit
+    >>> dot = lambda a, b: (a * b).sum()
+    >>> tracejit.vmap(dot, in_axes=(0, None))(np.arange(6.0).reshape(2, 3), np.ones(3))
+    array([ 3., 12.])
+    """
+    if axis_name is not None or spmd_axis_name is not None:
+        raise NotImplementedError("vmap: named axes (axis_name / spmd_axis_name, for collectives such as psum) "
+                                  "are not supported")
+    if not callable(fun):
+        raise TypeError(f"vmap requires a callable, got {type(fun).__name__}")
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)       # JAX treats a list of axes like a tuple
+
+    @functools.wraps(fun)
+    def batched(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
+                             f"positional arguments passed to the function, but got len(in_axes)={len(in_axes)}, "
+                             f"len(args)={len(args)}")
+        if not (isinstance(in_axes, tuple) or _is_axis(in_axes)):
+            raise TypeError(f"vmap in_axes must be an int, None, or a tuple (one entry per positional "
+                            f"argument), got {type(in_axes).__name__} {in_axes!r}")
+        leaves, in_tree = tree_flatten((args, kwargs))
+        axes = broadcast_prefix(in_axes, args, is_leaf=_is_axis)
+        axes += [0] * (len(leaves) - len(axes))                     # keyword arguments
+        values, dims, size = _mapped_leaves(leaves, axes, axis_size)
+        example_avals = [_example_aval(v, d) for v, d in zip(values, dims)]
+        box = {}
+
+        def flat_fun(*tracers):
+            a, kw = tree_unflatten(in_tree, tracers)
+            out_leaves, box["out_tree"] = tree_flatten(fun(*a, **kw))
+            return out_leaves
+        program = trace_flat(flat_fun, example_avals, getattr(fun, "__name__", "function"))
+        outs, out_dims = batching.batch_program(program, program.const_values, values, dims, size)
+        out_tree = box["out_tree"]
+        out_axes_flat = broadcast_prefix(out_axes, tree_unflatten(out_tree, outs), is_leaf=_is_axis)
+        return tree_unflatten(out_tree, [_place(o, d, a, size) for o, d, a in zip(outs, out_dims, out_axes_flat)])
+    return batched
+
+
+def _mapped_leaves(leaves, axes, axis_size):
+    """(values, batch axes normalized to >= 0 or None, batch size)."""
+    values, dims, sizes = [], [], set()
+    for leaf, axis in zip(leaves, axes):
+        value = leaf if isinstance(leaf, Tracer) or isinstance(leaf, np.ndarray) else np.asarray(leaf)
+        if axis is not None:
+            ndim = aval_of(value).ndim
+            axis = operator.index(axis)
+            if not -ndim <= axis < ndim:
+                raise ValueError(f"vmap was requested to map its argument along axis {axis}, which implies "
+                                 f"that its rank should be at least {max(axis + 1, -axis)}, but is only {ndim} "
+                                 f"(its shape is {aval_of(value).shape})")
+            axis %= ndim
+            sizes.add(aval_of(value).shape[axis])
+        values.append(value)
+        dims.append(axis)
+    if len(sizes) > 1:
+        detail = ", ".join(f"argument {i} of shape {aval_of(v).shape} mapped over axis {d}"
+                           for i, (v, d) in enumerate(zip(values, dims)) if d is not None)
+        raise ValueError(f"vmap got inconsistent sizes for the array axes to be mapped: {detail}")
+    if sizes:
+        size = sizes.pop()
+        if axis_size is not None and axis_size != size:
+            raise ValueError(f"vmap got axis_size={axis_size} but the mapped axes have size {size}")
+    elif axis_size is None:
+        raise ValueError("vmap must have at least one non-None value in in_axes (or be given axis_size)")
+    else:
+        size = operator.index(axis_size)
+    return values, dims, size
+
+
+def _example_aval(value, d) -> ShapedArray:
+    a = aval_of(value)
+    if d is None:
+        return ShapedArray(a.shape, a.dtype, a.weak_type)
+    return ShapedArray(a.shape[:d] + a.shape[d + 1:], a.dtype, a.weak_type)
+
+
+def _place(out, d, axis, size):
+    """A result with its batch axis (``d``; None when not batched) moved to ``axis``."""
+    if axis is None:
+        if d is not None:
+            raise ValueError("vmap has mapped output but out_axes is None")
+        return out
+    ndim = aval_of(out).ndim + (1 if d is None else 0)
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"vmap out_axes {axis} is out of range for a result of rank {ndim}")
+    return batching.move_axis(batching.with_batch(out, d, size), 0, axis % ndim)
