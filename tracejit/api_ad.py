@@ -23,6 +23,7 @@ from tracejit.core.interpret import eval_program
 from tracejit.core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from tracejit.core.trace import trace_flat
 from tracejit.core.tracer import Tracer
+from tracejit.api_vmap import vmap
 from tracejit.transforms import ad
 from tracejit.transforms.ad import float0, is_differentiable, stop_gradient_p
 from tracejit.transforms.ad_custom import checkpoint, checkpoint_policies, custom_jvp, custom_vjp, remat
@@ -379,23 +380,36 @@ def linear_transpose(fun, *primals):
 
 # --------------------------------------------------------------------------- Jacobians
 
-def _basis(aval: ShapedArray):
-    for i in range(aval.size):
-        e = np.zeros(aval.size, aval.dtype)
-        e[i] = 1
-        yield e.reshape(aval.shape)
+def _std_basis(avals):
+    """One array per aval, of shape ``(n,) + aval.shape`` with n the total size: together, row k of
+    them is the k-th unit vector of all the avals' elements laid end to end."""
+    n = sum(a.size for a in avals)
+    bases, offset = [], 0
+    for a in avals:
+        b = np.zeros((n, a.size), a.dtype)
+        b[offset:offset + a.size] = np.eye(a.size, dtype=a.dtype)
+        bases.append(b.reshape((n,) + a.shape))
+        offset += a.size
+    return bases
 
 
-def _assemble(pieces, out_aval, in_aval, stack_axis):
-    """Stack per-basis-vector results into an array of shape out.shape + in.shape."""
+def _block(rows, offset, in_aval, out_aval, rows_first: bool):
+    """The Jacobian block ``out.shape + in.shape`` cut from stacked per-basis-vector results.
+
+    ``rows`` has shape ``(n,) + A`` where the n basis vectors range over the input (jacfwd: A is the
+    output's shape, ``rows_first=False``) or over the output (jacrev: A is the input's shape)."""
     import tracejit.numpy as jnp
+    if not rows_first:
+        part = rows[offset:offset + in_aval.size]
+        return jnp.reshape(jnp.moveaxis(part, 0, -1), out_aval.shape + in_aval.shape)
+    return jnp.reshape(rows, out_aval.shape + in_aval.shape)
+
+
+def _zero_block(out_aval, in_aval):
     shape = out_aval.shape + in_aval.shape
     if not is_differentiable(in_aval.dtype) or not is_differentiable(out_aval.dtype):
         return np.zeros(shape, float0)
-    if not pieces:
-        return np.zeros(shape, np.result_type(out_aval.dtype, in_aval.dtype))
-    stacked = jnp.stack(pieces, axis=stack_axis)
-    return jnp.reshape(stacked, shape)
+    return np.zeros(shape, np.result_type(out_aval.dtype, in_aval.dtype))
 
 
 def _jac_tree(t: _Traced, jac, argnums):
@@ -408,7 +422,7 @@ def _jac_tree(t: _Traced, jac, argnums):
 
 
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
-    """Jacobian by reverse mode: one backward pass per output element.
+    """Jacobian by reverse mode: the backward pass vmapped over every output element.
 
     The result for output leaf of shape ``S_out`` and input of shape ``S_in``
     has shape ``S_out + S_in``.
@@ -428,17 +442,22 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         _check_input_dtypes("jacrev", diff_args, holomorphic, allow_int, real_only=True)
         t = _Traced(f, diff_args, has_aux, "jacrev")
         outs, _, backward = ad.vjp_program(t.program, t.program.const_values, t.values)
+        active = [i for i, ia in enumerate(t.in_avals) if is_differentiable(ia.dtype)]
         jac = []
         for j, oa in enumerate(t.out_avals):
             _check_output_dtype("jacrev", oa, holomorphic)
-            pieces = [[] for _ in t.in_avals]
-            for e in _basis(oa):
-                cts = [None] * len(outs)
-                cts[j] = e
-                _, in_cts = backward(cts)
-                for i, (ct, ia) in enumerate(zip(in_cts, t.in_avals)):
-                    pieces[i].append(_instantiate_ct(ct, ia))
-            jac.append([_assemble(p, oa, ia, 0) for p, ia in zip(pieces, t.in_avals)])
+            row = [_zero_block(oa, ia) for ia in t.in_avals]
+            if active and oa.size and is_differentiable(oa.dtype):
+                def pull(ct, j=j):
+                    cts = [None] * len(outs)
+                    cts[j] = ct
+                    in_cts = backward(cts)[1]
+                    return [_instantiate_ct(in_cts[i], t.in_avals[i]) for i in active]
+                # One backward pass for every output element at once: vmap over the cotangent basis.
+                pulled = vmap(pull)(_std_basis([oa])[0])
+                for i, rows in zip(active, pulled):
+                    row[i] = _block(rows, 0, t.in_avals[i], oa, rows_first=True)
+            jac.append(row)
         res = _jac_tree(t, jac, argnums)
         return (res, t.split(outs)[1]) if has_aux else res
     return jacfun
@@ -448,7 +467,7 @@ jacobian = jacrev
 
 
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
-    """Jacobian by forward mode: one JVP per input element (shape ``S_out + S_in``).
+    """Jacobian by forward mode: the JVP vmapped over every input element (shape ``S_out + S_in``).
 
     Examples
     --------
@@ -468,16 +487,20 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         if holomorphic:
             for oa in t.out_avals:
                 _check_output_dtype("jacfwd", oa, holomorphic)
-        pieces = [[[] for _ in t.in_avals] for _ in t.out_avals]
-        for i, ia in enumerate(t.in_avals):
-            for e in _basis(ia):
-                ts = [None] * len(t.in_avals)
-                ts[i] = e
-                _, touts = ad.jvp_program(t.program, t.program.const_values, t.values, None, ts)
-                for j, (tt, oa) in enumerate(zip(touts, t.out_avals)):
-                    pieces[j][i].append(_instantiate_ct(tt, oa))
-        jac = [[_assemble(pieces[j][i], oa, ia, -1) for i, ia in enumerate(t.in_avals)]
-               for j, oa in enumerate(t.out_avals)]
+        jac = [[_zero_block(oa, ia) for ia in t.in_avals] for oa in t.out_avals]
+        active = [j for j, oa in enumerate(t.out_avals) if is_differentiable(oa.dtype) and oa.size]
+        if active and sum(ia.size for ia in t.in_avals):
+            def push(*tangents):
+                touts = ad.jvp_program(t.program, t.program.const_values, t.values, None, list(tangents))[1]
+                return [_instantiate_ct(touts[j], t.out_avals[j]) for j in active]
+            # One JVP for every input element at once: vmap over the tangent basis.
+            pushed = vmap(push)(*_std_basis(t.in_avals))
+            for j, rows in zip(active, pushed):
+                offset = 0
+                for i, ia in enumerate(t.in_avals):
+                    if ia.size:
+                        jac[j][i] = _block(rows, offset, ia, t.out_avals[j], rows_first=False)
+                    offset += ia.size
         res = _jac_tree(t, jac, argnums)
         return (res, t.split(outs)[1]) if has_aux else res
     return jacfun
