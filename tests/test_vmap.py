@@ -59,7 +59,18 @@ CASES = {
     "gather_shared_index": (lambda x: x[np.array([2, 0, 0])], (X,), 0),
     "gather_batched_index": (lambda x, i: x[i], (X, np.array([3, 0, 1, 2, 3])), (0, 0)),
     "take": (lambda x, i: jnp.take(x, i, axis=1), (X, np.array([[0, 2], [1, 1], [2, 0], [0, 0], [1, 2]])), (0, 0)),
+    "gather_shared_table": (lambda t, i: t[i], (X[0], np.array([[3, 0], [1, 1], [2, 2], [0, 3], [1, 0]])), (None, 0)),
+    "gather_clip_out_of_range": (lambda x, i: jnp.take(x, i, axis=0, mode="clip"), (X, np.array([7, -9, 2, 0, 1])), (0, 0)),
+    "gather_fill_out_of_range": (lambda x, i: jnp.take(x, i, axis=1, mode="fill", fill_value=-1.0),
+                                 (X, np.array([5, 1, -7, 2, 0])), (0, 0)),
     "scatter_set": (lambda x, v: x.at[1].set(v), (X, X[:, 0]), (0, 0)),
+    "scatter_set_batched_index": (lambda x, i, v: x.at[i].set(v), (X, np.array([0, 3, 1, 1, 2]), X[:, 0]), (0, 0, 0)),
+    "scatter_add_duplicates": (lambda x, i: x.at[i].add(1.0), (X, np.array([[0, 0, 1], [2, 2, 2], [3, 1, 3], [0, 1, 2],
+                                                                              [1, 1, 0]])), (0, 0)),
+    "scatter_into_shared": (lambda x, i, v: x.at[i].set(v), (X[0], np.array([0, 3, 1, 1, 2]), X[:, 0]), (None, 0, 0)),
+    "scatter_shared_update": (lambda x, v: x.at[np.array([2, 0])].add(v), (X, X[0, :2]), (0, None)),
+    "scatter_drop_out_of_range": (lambda x, i, v: x.at[i].set(v, mode="drop"),
+                                  (X, np.array([9, 0, -8, 3, 1]), X[:, 0]), (0, 0, 0)),
     "scatter_add_shared": (lambda x: x.at[:, 0].add(1.0), (X,), 0),
     "dynamic_slice": (lambda x, i: lax.dynamic_slice(x, (i, 0), (2, 3)), (X, np.int64(1)), (0, None)),
     "dynamic_slice_batched_start": (lambda x, i: lax.dynamic_slice(x, (i, 0), (2, 3)), (X, np.arange(5) % 3), (0, 0)),
@@ -80,6 +91,7 @@ def test_vmap_matches_the_loop(name):
 
 
 @pytest.mark.parametrize("name", ["elementwise", "matmul_shared_weight", "matmul_both", "gather_batched_index",
+                                  "gather_shared_table", "scatter_set_batched_index", "scatter_add_duplicates",
                                   "cond", "softmax", "argmax", "dynamic_slice_batched_start"])
 def test_jit_of_vmap(name):
     f, args, in_axes = CASES[name]
@@ -203,7 +215,8 @@ def test_common_primitives_have_batching_rules():
     names = {p.name for p in batching_rules}
     for name in ("add", "mul", "sin", "exp", "select_n", "convert_element_type", "dot_general", "reduce_sum",
                  "reduce_max", "argmax", "cumsum", "broadcast_in_dim", "reshape", "transpose", "slice",
-                 "concatenate", "pad", "rev", "squeeze", "sort", "dynamic_slice", "dynamic_update_slice"):
+                 "concatenate", "pad", "rev", "squeeze", "sort", "dynamic_slice", "dynamic_update_slice",
+                 "gather", "scatter"):
         assert name in names, name
     program = tracejit.make_jaxpr(tracejit.vmap(lambda x, w: jnp.tanh(x @ w).sum(-1)))(X, np.stack([W] * 5))
     assert len(program.eqns) < 8, program     # no per-example copies

@@ -8,8 +8,8 @@ primitive's rule in ``batching_rules`` says how to apply it to whole batches
 and where the batch axis of each result is.  Rules move the batch axis to the
 front (axis 0) before anything else, so they only shift axis parameters by one.
 
-A primitive without a rule (gather, scatter, sorting by keys, linear algebra,
-control flow, random sampling, ...) is applied once per example and the
+A primitive without a rule (linear algebra, control flow, random sampling,
+custom-derivative calls, ...) is applied once per example and the
 results are stacked: the same values, but the program grows with the batch
 size, so a large batch through such a primitive costs compile time.
 
@@ -25,7 +25,7 @@ from tracejit.core.ir import Literal, Program
 from tracejit.core.primitive import ELEMENTWISE, abstract_eval_rules, batching_rules
 from tracejit.core.trace import bind
 from tracejit.ops.dot import dot_general_p
-from tracejit.ops.indexing import dynamic_slice_p, dynamic_update_slice_p
+from tracejit.ops.indexing import dynamic_slice_p, dynamic_update_slice_p, gather_p, scatter_p
 from tracejit.ops.reductions import argmax_p, argmin_p, cumulative_prims, reduce_prims
 from tracejit.ops.sorting import sort_p
 from tracejit.ops.structural import (broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, rev_p, slice_p,
@@ -222,6 +222,39 @@ def _dynamic_update_slice(args, dims, size, **params):
                                         **params)], [0]
 
 
+def _with_example_index(indices, size):
+    """Batched gather/scatter indices ``(N,) + B + (k,)`` -> ``(N,) + B + (k+1,)``: each example's
+    own position along the operand's (new, leading) batch axis comes first."""
+    a = aval_of(indices)
+    position = ops.broadcast_in_dim(np.arange(size, dtype=a.dtype), a.shape[:-1] + (1,), (0,))
+    return ops.concatenate([position, indices], a.ndim - 1)
+
+
+def _gather(args, dims, size, *, mode, fill_value):
+    (operand, indices), (do, di) = args, dims
+    if di is None:
+        # Shared indices: the operand's batch axis becomes a pass-through axis after the indexed ones.
+        k, nb = aval_of(indices).shape[-1], aval_of(indices).ndim - 1
+        return [gather_p.bind(move_axis(operand, do, k), indices, mode=mode, fill_value=fill_value)], [nb]
+    indices = move_axis(indices, di, 0)
+    if do is not None:
+        operand, indices = move_axis(operand, do, 0), _with_example_index(indices, size)
+    return [gather_p.bind(operand, indices, mode=mode, fill_value=fill_value)], [0]
+
+
+def _scatter(args, dims, size, *, kind, mode):
+    (operand, indices, updates), (do, di, du) = args, dims
+    if di is None:
+        # Shared indices: the batch is a pass-through axis of the operand and of the updates.
+        k, nb = aval_of(indices).shape[-1], aval_of(indices).ndim - 1
+        operand = move_axis(with_batch(operand, do, size), 0, k)
+        updates = move_axis(with_batch(updates, du, size), 0, nb)
+        return [scatter_p.bind(operand, indices, updates, kind=kind, mode=mode)], [k]
+    indices = _with_example_index(move_axis(indices, di, 0), size)
+    return [scatter_p.bind(with_batch(operand, do, size), indices, with_batch(updates, du, size),
+                           kind=kind, mode=mode)], [0]
+
+
 def _dot_general(args, dims, size, *, dimension_numbers, **params):
     (lhs, rhs), (dl, dr) = args, dims
     (lc, rc), (lb, rb) = dimension_numbers
@@ -260,3 +293,5 @@ for _p in cumulative_prims.values():
 batching_rules[sort_p] = _sort
 batching_rules[dynamic_slice_p] = _dynamic_slice
 batching_rules[dynamic_update_slice_p] = _dynamic_update_slice
+batching_rules[gather_p] = _gather
+batching_rules[scatter_p] = _scatter
