@@ -184,6 +184,9 @@ def test_random_keys_are_mapped():
 
 def test_float32_stays_float32_and_jit_matches_eager():
     x = RNG.standard_normal((8, 16)).astype(np.float32)
+    # a shared Python scalar is weakly typed, as in JAX; a NumPy float64 scalar is not
+    assert tracejit.vmap(lambda a, s: a * s, in_axes=(0, None))(x, 2.0).dtype == np.float32
+    assert tracejit.vmap(lambda a, s: a * s, in_axes=(0, None))(x, np.float64(2.0)).dtype == np.float64
     f = tracejit.vmap(lambda v: jnp.exp(v) * 2 + v.mean())
     eager, jitted = f(x), tracejit.jit(f)(x)
     assert eager.dtype == jitted.dtype == np.float32

@@ -78,8 +78,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         leaves, in_tree = tree_flatten((args, kwargs))
         axes = broadcast_prefix(in_axes, args, is_leaf=_is_axis)
         axes += [0] * (len(leaves) - len(axes))                     # keyword arguments
-        values, dims, size = _mapped_leaves(leaves, axes, axis_size)
-        example_avals = [_example_aval(v, d) for v, d in zip(values, dims)]
+        values, avals, dims, size = _mapped_leaves(leaves, axes, axis_size)
+        example_avals = [_example_aval(a, d) for a, d in zip(avals, dims)]
         box = {}
 
         def flat_fun(*tracers):
@@ -95,24 +95,26 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
 
 
 def _mapped_leaves(leaves, axes, axis_size):
-    """(values, batch axes normalized to >= 0 or None, batch size)."""
-    values, dims, sizes = [], [], set()
+    """(values, avals, batch axes normalized to >= 0 or None, batch size)."""
+    from tracejit.api import _leaf_aval
+    values, avals, dims, sizes = [], [], [], set()
     for leaf, axis in zip(leaves, axes):
-        value = leaf if isinstance(leaf, Tracer) or isinstance(leaf, np.ndarray) else np.asarray(leaf)
+        aval = _leaf_aval(leaf, "an argument of vmap")       # a Python scalar stays weakly typed (NEP 50)
+        value = leaf if isinstance(leaf, (Tracer, np.ndarray)) else np.asarray(leaf, aval.dtype)
         if axis is not None:
-            ndim = aval_of(value).ndim
             axis = operator.index(axis)
-            if not -ndim <= axis < ndim:
+            if not -aval.ndim <= axis < aval.ndim:
                 raise ValueError(f"vmap was requested to map its argument along axis {axis}, which implies "
-                                 f"that its rank should be at least {max(axis + 1, -axis)}, but is only {ndim} "
-                                 f"(its shape is {aval_of(value).shape})")
-            axis %= ndim
-            sizes.add(aval_of(value).shape[axis])
+                                 f"that its rank should be at least {max(axis + 1, -axis)}, but is only "
+                                 f"{aval.ndim} (its shape is {aval.shape})")
+            axis %= aval.ndim
+            sizes.add(aval.shape[axis])
         values.append(value)
+        avals.append(aval)
         dims.append(axis)
     if len(sizes) > 1:
-        detail = ", ".join(f"argument {i} of shape {aval_of(v).shape} mapped over axis {d}"
-                           for i, (v, d) in enumerate(zip(values, dims)) if d is not None)
+        detail = ", ".join(f"argument {i} of shape {a.shape} mapped over axis {d}"
+                           for i, (a, d) in enumerate(zip(avals, dims)) if d is not None)
         raise ValueError(f"vmap got inconsistent sizes for the array axes to be mapped: {detail}")
     if sizes:
         size = sizes.pop()
@@ -122,13 +124,12 @@ def _mapped_leaves(leaves, axes, axis_size):
         raise ValueError("vmap must have at least one non-None value in in_axes (or be given axis_size)")
     else:
         size = operator.index(axis_size)
-    return values, dims, size
+    return values, avals, dims, size
 
 
-def _example_aval(value, d) -> ShapedArray:
-    a = aval_of(value)
+def _example_aval(a: ShapedArray, d) -> ShapedArray:
     if d is None:
-        return ShapedArray(a.shape, a.dtype, a.weak_type)
+        return a
     return ShapedArray(a.shape[:d] + a.shape[d + 1:], a.dtype, a.weak_type)
 
 
