@@ -8,8 +8,8 @@ primitive's rule in ``batching_rules`` says how to apply it to whole batches
 and where the batch axis of each result is.  Rules move the batch axis to the
 front (axis 0) before anything else, so they only shift axis parameters by one.
 
-A primitive without a rule (linear algebra, control flow, random sampling,
-custom-derivative calls, ...) is applied once per example and the
+A primitive without a rule (linear algebra, ``while``/``scan``, random
+sampling, custom-derivative calls, ...) is applied once per example and the
 results are stacked: the same values, but the program grows with the batch
 size, so a large batch through such a primitive costs compile time.
 
@@ -23,8 +23,10 @@ import numpy as np
 from tracejit.core.avals import ShapedArray
 from tracejit.core.ir import Literal, Program
 from tracejit.core.primitive import ELEMENTWISE, abstract_eval_rules, batching_rules
-from tracejit.core.trace import bind
+from tracejit.core.trace import bind, trace_flat
+from tracejit.ops.control_flow import cond_p
 from tracejit.ops.dot import dot_general_p
+from tracejit.ops.elementwise import select_n_p
 from tracejit.ops.indexing import dynamic_slice_p, dynamic_update_slice_p, gather_p, scatter_p
 from tracejit.ops.reductions import argmax_p, argmin_p, cumulative_prims, reduce_prims
 from tracejit.ops.sorting import sort_p
@@ -255,6 +257,38 @@ def _scatter(args, dims, size, *, kind, mode):
                            kind=kind, mode=mode)], [0]
 
 
+def batched_program(program: Program, in_avals, dims, size: int) -> Program:
+    """``program`` traced again over batched inputs (``in_avals``, batch axes ``dims``); every output
+    gets its batch axis in front."""
+    def flat(*xs):
+        outs, out_dims = batch_program(program, program.const_values, list(xs), dims, size)
+        return [with_batch(o, d, size) for o, d in zip(outs, out_dims)]
+    return trace_flat(flat, in_avals, "batched")
+
+
+def _cond(args, dims, size, *, branches):
+    (index, *operands), (di, *operand_dims) = args, dims
+    if di is None:
+        # Every example takes the same branch: each branch is batched.
+        operands = [to_front(x, d) for x, d in zip(operands, operand_dims)]
+        front = [None if d is None else 0 for d in operand_dims]
+        new = tuple(batched_program(b, [aval_of(x) for x in operands], front, size) for b in branches)
+        outs = cond_p.bind(index, *operands, branches=new)
+        return outs, [0] * len(outs)
+    # Examples take different branches: every branch runs on the whole batch and each example's
+    # results are selected (as JAX does; a branch's values for other examples are discarded).
+    results = []
+    for b in branches:
+        outs, out_dims = batch_program(b, b.const_values, operands, operand_dims, size)
+        results.append([with_batch(o, d, size) for o, d in zip(outs, out_dims)])
+    which = move_axis(index, di, 0)
+    selected = []
+    for cases in zip(*results):
+        shape = aval_of(cases[0]).shape
+        selected.append(select_n_p.bind(ops.broadcast_in_dim(which, shape, (0,)), *cases))
+    return selected, [0] * len(selected)
+
+
 def _dot_general(args, dims, size, *, dimension_numbers, **params):
     (lhs, rhs), (dl, dr) = args, dims
     (lc, rc), (lb, rb) = dimension_numbers
@@ -293,5 +327,6 @@ for _p in cumulative_prims.values():
 batching_rules[sort_p] = _sort
 batching_rules[dynamic_slice_p] = _dynamic_slice
 batching_rules[dynamic_update_slice_p] = _dynamic_update_slice
+batching_rules[cond_p] = _cond
 batching_rules[gather_p] = _gather
 batching_rules[scatter_p] = _scatter
