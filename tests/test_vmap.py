@@ -77,6 +77,15 @@ CASES = {
     "dynamic_update_slice": (lambda x, u: lax.dynamic_update_slice(x, u, (1, 0)), (X, X[:, :2]), (0, 0)),
     "inv": (lambda a: jnp.linalg.inv(a @ a.T + 3 * jnp.eye(4)), (X,), 0),
     "solve": (lambda a, b: jnp.linalg.solve(a @ a.T + 3 * jnp.eye(4), b), (X, X[:, :, 0]), (0, 0)),
+    "cholesky_det": (lambda a: jnp.linalg.cholesky(a @ a.T + jnp.eye(4)) * jnp.linalg.det(a @ a.T + jnp.eye(4)),
+                     (X,), 0),
+    "slogdet": (lambda a: jnp.stack(jnp.linalg.slogdet(a[:3, :3] + 2 * jnp.eye(3))), (X,), 0),
+    "eigh": (lambda a: jnp.linalg.eigh(a[:3] @ a[:3].T)[0], (X,), 0),
+    "svd_values": (lambda a: jnp.linalg.svd(a, compute_uv=False), (X,), 0),
+    "qr_r_abs": (lambda a: jnp.abs(jnp.linalg.qr(a)[1]), (X,), 0),
+    "pinv": (lambda a: jnp.linalg.pinv(a), (X,), 0),
+    "solve_shared_matrix": (lambda a, b: jnp.linalg.solve(a @ a.T + 3 * jnp.eye(4), b), (X[0], X[:, :, 0]),
+                            (None, 0)),
     "cond": (lambda p, v: lax.cond(p > 0, lambda: v * 2, lambda: v - 1), (X[:, 0, 0], X), (0, 0)),
     "cond_shared_predicate": (lambda p, v: lax.cond(p > 0, lambda: v * 2, lambda: jnp.sin(v)), (np.float64(1.0), X),
                               (None, 0)),
@@ -235,7 +244,7 @@ def test_common_primitives_have_batching_rules():
     for name in ("add", "mul", "sin", "exp", "select_n", "convert_element_type", "dot_general", "reduce_sum",
                  "reduce_max", "argmax", "cumsum", "broadcast_in_dim", "reshape", "transpose", "slice",
                  "concatenate", "pad", "rev", "squeeze", "sort", "dynamic_slice", "dynamic_update_slice",
-                 "gather", "scatter", "cond"):
+                 "gather", "scatter", "cond", "inv", "solve", "svd", "eigh", "cholesky"):
         assert name in names, name
     program = tracejit.make_jaxpr(tracejit.vmap(lambda x, w: jnp.tanh(x @ w).sum(-1)))(X, np.stack([W] * 5))
     assert len(program.eqns) < 8, program     # no per-example copies

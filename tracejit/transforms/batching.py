@@ -8,8 +8,8 @@ primitive's rule in ``batching_rules`` says how to apply it to whole batches
 and where the batch axis of each result is.  Rules move the batch axis to the
 front (axis 0) before anything else, so they only shift axis parameters by one.
 
-A primitive without a rule (linear algebra, ``while``/``scan``, random
-sampling, custom-derivative calls, ...) is applied once per example and the
+A primitive without a rule (``while``/``scan``, random sampling, least
+squares, FFTs, custom-derivative calls, ...) is applied once per example and the
 results are stacked: the same values, but the program grows with the batch
 size, so a large batch through such a primitive costs compile time.
 
@@ -27,6 +27,7 @@ from tracejit.core.trace import bind, trace_flat
 from tracejit.ops.control_flow import cond_p
 from tracejit.ops.dot import dot_general_p
 from tracejit.ops.elementwise import select_n_p
+from tracejit.ops.linalg import cholesky_p, det_p, eigh_p, inv_p, pinv_p, qr_p, slogdet_p, solve_p, svd_p
 from tracejit.ops.indexing import dynamic_slice_p, dynamic_update_slice_p, gather_p, scatter_p
 from tracejit.ops.reductions import argmax_p, argmin_p, cumulative_prims, reduce_prims
 from tracejit.ops.sorting import sort_p
@@ -289,6 +290,14 @@ def _cond(args, dims, size, *, branches):
     return selected, [0] * len(selected)
 
 
+def _leading_batch_axes(prim):
+    """Rules of primitives that already take leading batch axes (the linear-algebra ones, as NumPy's)."""
+    def rule(args, dims, size, **params):
+        outs = bind(prim, [with_batch(x, d, size) for x, d in zip(args, dims)], params)
+        return outs, [0] * len(outs)
+    return rule
+
+
 def _dot_general(args, dims, size, *, dimension_numbers, **params):
     (lhs, rhs), (dl, dr) = args, dims
     (lc, rc), (lb, rb) = dimension_numbers
@@ -327,6 +336,8 @@ for _p in cumulative_prims.values():
 batching_rules[sort_p] = _sort
 batching_rules[dynamic_slice_p] = _dynamic_slice
 batching_rules[dynamic_update_slice_p] = _dynamic_update_slice
+for _p in (cholesky_p, det_p, eigh_p, inv_p, pinv_p, qr_p, slogdet_p, solve_p, svd_p):
+    batching_rules[_p] = _leading_batch_axes(_p)
 batching_rules[cond_p] = _cond
 batching_rules[gather_p] = _gather
 batching_rules[scatter_p] = _scatter
