@@ -14,20 +14,22 @@ RNG = np.random.default_rng(0)
 
 
 def _loop(f, args, in_axes, out_axis=0):
-    """The reference: ``jit(f)`` on each example, results stacked along ``out_axis``."""
+    """The reference: ``jit(f)`` on each example, each result leaf stacked along ``out_axis``."""
     in_axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
     size = next(a.shape[ax] for a, ax in zip(args, in_axes) if ax is not None)
     one = tracejit.jit(f)
     outs = [one(*[a if ax is None else np.take(a, i, axis=ax) for a, ax in zip(args, in_axes)]) for i in range(size)]
-    return np.stack([np.asarray(o) for o in outs], axis=out_axis)
+    return tracejit.tree_map(lambda *leaves: np.stack([np.asarray(v) for v in leaves], axis=out_axis), *outs)
 
 
 def _check(f, args, in_axes=0, out_axes=0, rtol=1e-12, atol=1e-12, jit=False):
     g = tracejit.vmap(f, in_axes=in_axes, out_axes=out_axes)
     got = (tracejit.jit(g) if jit else g)(*args)
     want = _loop(f, args, in_axes, out_axes)
-    assert np.asarray(got).dtype == want.dtype
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+    for g_leaf, w_leaf in zip(tracejit.tree_leaves(got), tracejit.tree_leaves(want)):
+        assert np.asarray(g_leaf).dtype == w_leaf.dtype
+        np.testing.assert_allclose(g_leaf, w_leaf, rtol=rtol, atol=atol)
+    assert tracejit.tree_structure(got) == tracejit.tree_structure(want)
     return got
 
 
@@ -94,6 +96,12 @@ CASES = {
     "cond_unbatched_operand": (lambda p, v: lax.cond(p > 0, lambda: v[0], lambda: p), (X[:, 0, 0], X[0, 0]), (0, None)),
     "fori_loop": (lambda v: lax.fori_loop(0, 3, lambda i, c: c * 0.5 + i, v), (X,), 0),
     "scan": (lambda v: lax.scan(lambda c, r: (c + r, c * r), 0.0, v)[1], (X[:, :, 0],), 0),
+    "scan_batched_init": (lambda c, xs: lax.scan(lambda c, x: (c * 0.9 + x, c - x), c, xs),
+                          (X[:, 0, :], X[0]), (0, None)),
+    "scan_batched_consts_reverse": (lambda w, xs: lax.scan(lambda c, x: (c + w * x, jnp.sin(c)), 0.0, xs,
+                                                           reverse=True)[1], (X[:, 0, 0], X[0, :, 0]), (0, None)),
+    "scan_xs_on_axis_1": (lambda xs: lax.scan(lambda c, x: (jnp.maximum(c, x), c.sum()), jnp.zeros(3), xs),
+                          (np.moveaxis(X, 0, 1),), 1),
     "shared_scalar_output": (lambda x, y: (x * 0).sum() + y, (X, np.float64(2.0)), (0, None)),
 }
 
@@ -200,6 +208,17 @@ def test_vmapped_cond_gradient_and_program_size():
     assert len(program.eqns) < 12, program      # both branches once, then a select: not 40 conds
 
 
+def test_vmapped_scan_is_one_scan():
+    xs = RNG.standard_normal((64, 10, 3))
+    rnn = lambda seq: lax.scan(lambda h, x: (jnp.tanh(h * 0.5 + x), h.sum()), jnp.zeros(3), seq)  # noqa: E731
+    program = tracejit.make_jaxpr(tracejit.vmap(rnn))(xs)
+    assert [e.primitive.name for e in program.eqns].count("scan") == 1, program
+    got = tracejit.jit(tracejit.vmap(rnn))(xs)
+    want = [np.stack(w) for w in zip(*[tracejit.jit(rnn)(x) for x in xs])]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
 def test_random_keys_are_mapped():
     keys = tracejit.random.split(tracejit.random.PRNGKey(0), 4)
     got = tracejit.vmap(lambda k: tracejit.random.normal(k, (3,)))(keys)
@@ -244,7 +263,7 @@ def test_common_primitives_have_batching_rules():
     for name in ("add", "mul", "sin", "exp", "select_n", "convert_element_type", "dot_general", "reduce_sum",
                  "reduce_max", "argmax", "cumsum", "broadcast_in_dim", "reshape", "transpose", "slice",
                  "concatenate", "pad", "rev", "squeeze", "sort", "dynamic_slice", "dynamic_update_slice",
-                 "gather", "scatter", "cond", "inv", "solve", "svd", "eigh", "cholesky"):
+                 "gather", "scatter", "cond", "scan", "inv", "solve", "svd", "eigh", "cholesky"):
         assert name in names, name
     program = tracejit.make_jaxpr(tracejit.vmap(lambda x, w: jnp.tanh(x @ w).sum(-1)))(X, np.stack([W] * 5))
     assert len(program.eqns) < 8, program     # no per-example copies

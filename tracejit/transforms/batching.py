@@ -8,8 +8,8 @@ primitive's rule in ``batching_rules`` says how to apply it to whole batches
 and where the batch axis of each result is.  Rules move the batch axis to the
 front (axis 0) before anything else, so they only shift axis parameters by one.
 
-A primitive without a rule (``while``/``scan``, random sampling, least
-squares, FFTs, custom-derivative calls, ...) is applied once per example and the
+A primitive without a rule (``while``, random sampling, least squares, FFTs,
+custom-derivative calls, ...) is applied once per example and the
 results are stacked: the same values, but the program grows with the batch
 size, so a large batch through such a primitive costs compile time.
 
@@ -24,7 +24,7 @@ from tracejit.core.avals import ShapedArray
 from tracejit.core.ir import Literal, Program
 from tracejit.core.primitive import ELEMENTWISE, abstract_eval_rules, batching_rules
 from tracejit.core.trace import bind, trace_flat
-from tracejit.ops.control_flow import cond_p
+from tracejit.ops.control_flow import cond_p, scan_p
 from tracejit.ops.dot import dot_general_p
 from tracejit.ops.elementwise import select_n_p
 from tracejit.ops.linalg import cholesky_p, det_p, eigh_p, inv_p, pinv_p, qr_p, slogdet_p, solve_p, svd_p
@@ -290,6 +290,57 @@ def _cond(args, dims, size, *, branches):
     return selected, [0] * len(selected)
 
 
+def _scan(args, dims, size, *, program, length, reverse, num_consts, num_carry, **params):
+    nc, nk = num_consts, num_carry
+    consts = [to_front(x, d) for x, d in zip(args[:nc], dims[:nc])]
+    init, init_dims = args[nc:nc + nk], dims[nc:nc + nk]
+    # A scanned operand keeps its leading scan axis; the batch goes right after it.
+    xs = [x if d is None else move_axis(x, d, 1) for x, d in zip(args[nc + nk:], dims[nc + nk:])]
+    fixed = [None if d is None else 0 for d in dims[:nc]] + [None if d is None else 0 for d in dims[nc + nk:]]
+    const_avals = [aval_of(x) for x in consts]
+    x_avals = [ShapedArray(aval_of(x).shape[1:], aval_of(x).dtype, aval_of(x).weak_type) for x in xs]
+    # A carry is batched if its initial value is, or if the body makes it so (found by iterating).
+    batched = [d is not None for d in init_dims]
+    while True:
+        carry_avals = [_carry_aval(c, d, b, size) for c, d, b in zip(init, init_dims, batched)]
+        in_dims = fixed[:nc] + [0 if b else None for b in batched] + fixed[nc:]
+        body, out_dims = _batched_body(program, const_avals + carry_avals + x_avals, in_dims, batched, size)
+        grown = [b or d is not None for b, d in zip(batched, out_dims[:nk])]
+        if grown == batched:
+            break
+        batched = grown
+    init = [with_batch(c, d, size) if b else c for c, d, b in zip(init, init_dims, batched)]
+    outs = scan_p.bind(*consts, *init, *xs, program=body, length=length, reverse=reverse, num_consts=nc,
+                       num_carry=nk, **params)
+    return outs, [0 if b else None for b in batched] + [None if d is None else 1 for d in out_dims[nk:]]
+
+
+def _carry_aval(value, d, batched, size) -> ShapedArray:
+    a = aval_of(value)
+    shape = a.shape if d is None else a.shape[:d] + a.shape[d + 1:]
+    return ShapedArray(((size,) if batched else ()) + shape, a.dtype, a.weak_type)
+
+
+def _batched_body(program, in_avals, in_dims, carry_batched, size):
+    """The scan body over batched values: batched carries out with the batch in front, as ``carry_batched``
+    says (a carry the body makes batched though it came in unbatched is left so: the caller iterates),
+    outputs batched in front or unbatched. Returns (program, each output's batch axis: 0 or None)."""
+    out_dims: list = []
+
+    def flat(*values):
+        outs, dims = batch_program(program, program.const_values, list(values), in_dims, size)
+        out_dims[:] = [None if d is None else 0 for d in dims]
+        result = []
+        for k, (o, d) in enumerate(zip(outs, dims)):
+            if k < len(carry_batched) and carry_batched[k]:
+                o, out_dims[k] = with_batch(o, d, size), 0
+            elif d is not None:
+                o = move_axis(o, d, 0)
+            result.append(o)
+        return result
+    return trace_flat(flat, in_avals, "batched scan body"), out_dims
+
+
 def _leading_batch_axes(prim):
     """Rules of primitives that already take leading batch axes (the linear-algebra ones, as NumPy's)."""
     def rule(args, dims, size, **params):
@@ -339,5 +390,6 @@ batching_rules[dynamic_update_slice_p] = _dynamic_update_slice
 for _p in (cholesky_p, det_p, eigh_p, inv_p, pinv_p, qr_p, slogdet_p, solve_p, svd_p):
     batching_rules[_p] = _leading_batch_axes(_p)
 batching_rules[cond_p] = _cond
+batching_rules[scan_p] = _scan
 batching_rules[gather_p] = _gather
 batching_rules[scatter_p] = _scatter
