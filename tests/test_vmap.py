@@ -102,6 +102,13 @@ CASES = {
                                                            reverse=True)[1], (X[:, 0, 0], X[0, :, 0]), (0, None)),
     "scan_xs_on_axis_1": (lambda xs: lax.scan(lambda c, x: (jnp.maximum(c, x), c.sum()), jnp.zeros(3), xs),
                           (np.moveaxis(X, 0, 1),), 1),
+    "while_steps_differ": (lambda n: lax.while_loop(lambda c: c[0] > 1, lambda c: (jnp.where(c[0] % 2 == 0, c[0] // 2,
+                                                                                            3 * c[0] + 1), c[1] + 1),
+                                                    (n, 0)), (np.array([6, 7, 1, 27, 2]),), 0),
+    "while_shared_predicate": (lambda x: lax.while_loop(lambda c: c[0] < 4, lambda c: (c[0] + 1, c[1] * 1.5),
+                                                        (0, x)), (X,), 0),
+    "fori_loop_batched_bound": (lambda n, x: lax.fori_loop(0, n, lambda i, c: c + i * x, x), (np.array([0, 3, 1, 5, 2]), X),
+                                (0, 0)),
     "shared_scalar_output": (lambda x, y: (x * 0).sum() + y, (X, np.float64(2.0)), (0, None)),
 }
 
@@ -263,7 +270,7 @@ def test_common_primitives_have_batching_rules():
     for name in ("add", "mul", "sin", "exp", "select_n", "convert_element_type", "dot_general", "reduce_sum",
                  "reduce_max", "argmax", "cumsum", "broadcast_in_dim", "reshape", "transpose", "slice",
                  "concatenate", "pad", "rev", "squeeze", "sort", "dynamic_slice", "dynamic_update_slice",
-                 "gather", "scatter", "cond", "scan", "inv", "solve", "svd", "eigh", "cholesky"):
+                 "gather", "scatter", "cond", "scan", "while", "inv", "solve", "svd", "eigh", "cholesky"):
         assert name in names, name
     program = tracejit.make_jaxpr(tracejit.vmap(lambda x, w: jnp.tanh(x @ w).sum(-1)))(X, np.stack([W] * 5))
     assert len(program.eqns) < 8, program     # no per-example copies

@@ -8,7 +8,7 @@ primitive's rule in ``batching_rules`` says how to apply it to whole batches
 and where the batch axis of each result is.  Rules move the batch axis to the
 front (axis 0) before anything else, so they only shift axis parameters by one.
 
-A primitive without a rule (``while``, random sampling, least squares, FFTs,
+A primitive without a rule (random sampling, least squares, FFTs,
 custom-derivative calls, ...) is applied once per example and the
 results are stacked: the same values, but the program grows with the batch
 size, so a large batch through such a primitive costs compile time.
@@ -24,7 +24,7 @@ from tracejit.core.avals import ShapedArray
 from tracejit.core.ir import Literal, Program
 from tracejit.core.primitive import ELEMENTWISE, abstract_eval_rules, batching_rules
 from tracejit.core.trace import bind, trace_flat
-from tracejit.ops.control_flow import cond_p, scan_p
+from tracejit.ops.control_flow import cond_p, scan_p, while_p
 from tracejit.ops.dot import dot_general_p
 from tracejit.ops.elementwise import select_n_p
 from tracejit.ops.linalg import cholesky_p, det_p, eigh_p, inv_p, pinv_p, qr_p, slogdet_p, solve_p, svd_p
@@ -341,6 +341,52 @@ def _batched_body(program, in_avals, in_dims, carry_batched, size):
     return trace_flat(flat, in_avals, "batched scan body"), out_dims
 
 
+def _while(args, dims, size, *, cond_program, body_program, cond_nconsts, body_nconsts):
+    nc, nb = cond_nconsts, body_nconsts
+    cconsts = [to_front(x, d) for x, d in zip(args[:nc], dims[:nc])]
+    bconsts = [to_front(x, d) for x, d in zip(args[nc:nc + nb], dims[nc:nc + nb])]
+    init, init_dims = args[nc + nb:], dims[nc + nb:]
+    cdims = [None if d is None else 0 for d in dims[:nc]]
+    bdims = [None if d is None else 0 for d in dims[nc:nc + nb]]
+    cavals, bavals = [aval_of(x) for x in cconsts], [aval_of(x) for x in bconsts]
+    batched = [d is not None for d in init_dims]
+    while True:
+        carry_avals = [_carry_aval(c, d, b, size) for c, d, b in zip(init, init_dims, batched)]
+        carry_dims = [0 if b else None for b in batched]
+        body, out_dims = _batched_body(body_program, bavals + carry_avals, bdims + carry_dims, batched, size)
+        _, pred_dims = _batched_body(cond_program, cavals + carry_avals, cdims + carry_dims, [], size)
+        grown = [b or d is not None for b, d in zip(batched, out_dims)]
+        if pred_dims[0] is not None:
+            grown = [True] * len(batched)     # examples stop at different steps: every carry is per example
+        if grown == batched:
+            break
+        batched = grown
+    init = [with_batch(c, d, size) if b else c for c, d, b in zip(init, init_dims, batched)]
+    if pred_dims[0] is None:
+        cond, _ = _batched_body(cond_program, cavals + carry_avals, cdims + carry_dims, [], size)
+        outs = while_p.bind(*cconsts, *bconsts, *init, cond_program=cond, body_program=body, cond_nconsts=nc,
+                            body_nconsts=nb)
+        return outs, carry_dims
+    # A per-example predicate: loop while any example goes on; finished examples keep their carries.
+    def any_going_on(*values):
+        pred = batch_program(cond_program, cond_program.const_values, list(values), cdims + carry_dims, size)[0][0]
+        return [reduce_prims["reduce_or"].bind(pred, axes=(0,))]
+
+    def step_going_on(*values):
+        cvals, bvals, carry = values[:nc], values[nc:nc + nb], list(values[nc + nb:])
+        pred = batch_program(cond_program, cond_program.const_values, [*cvals, *carry], cdims + carry_dims,
+                             size)[0][0]
+        new, new_dims = batch_program(body_program, body_program.const_values, [*bvals, *carry],
+                                      bdims + carry_dims, size)
+        return [select_n_p.bind(ops.broadcast_in_dim(pred, aval_of(old).shape, (0,)), old, with_batch(n, d, size))
+                for old, n, d in zip(carry, new, new_dims)]
+    cond = trace_flat(any_going_on, cavals + carry_avals, "batched while cond")
+    body = trace_flat(step_going_on, cavals + bavals + carry_avals, "batched while body")
+    outs = while_p.bind(*cconsts, *cconsts, *bconsts, *init, cond_program=cond, body_program=body,
+                        cond_nconsts=nc, body_nconsts=nc + nb)
+    return outs, [0] * len(outs)
+
+
 def _leading_batch_axes(prim):
     """Rules of primitives that already take leading batch axes (the linear-algebra ones, as NumPy's)."""
     def rule(args, dims, size, **params):
@@ -391,5 +437,6 @@ for _p in (cholesky_p, det_p, eigh_p, inv_p, pinv_p, qr_p, slogdet_p, solve_p, s
     batching_rules[_p] = _leading_batch_axes(_p)
 batching_rules[cond_p] = _cond
 batching_rules[scan_p] = _scan
+batching_rules[while_p] = _while
 batching_rules[gather_p] = _gather
 batching_rules[scatter_p] = _scatter
