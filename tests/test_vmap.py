@@ -228,9 +228,17 @@ def test_vmapped_scan_is_one_scan():
 
 def test_random_keys_are_mapped():
     keys = tracejit.random.split(tracejit.random.PRNGKey(0), 4)
-    got = tracejit.vmap(lambda k: tracejit.random.normal(k, (3,)))(keys)
-    want = np.stack([tracejit.random.normal(k, (3,)) for k in keys])
+
+    def sample(key):
+        k1, k2 = tracejit.random.split(key)
+        return tracejit.random.normal(k1, (3,)) + tracejit.random.uniform(k2)
+    got = tracejit.vmap(sample)(keys)
+    want = np.stack([sample(k) for k in keys])
     np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(tracejit.jit(tracejit.vmap(sample))(keys), want)
+    many = tracejit.random.split(tracejit.random.PRNGKey(1), 100)
+    program = tracejit.make_jaxpr(tracejit.vmap(sample))(many)
+    assert [e.primitive.name for e in program.eqns].count("threefry2x32") <= 4, program   # not one per key
 
 
 def test_float32_stays_float32_and_jit_matches_eager():

@@ -8,7 +8,7 @@ primitive's rule in ``batching_rules`` says how to apply it to whole batches
 and where the batch axis of each result is.  Rules move the batch axis to the
 front (axis 0) before anything else, so they only shift axis parameters by one.
 
-A primitive without a rule (random sampling, least squares, FFTs,
+A primitive without a rule (gamma/Poisson sampling, least squares, FFTs,
 custom-derivative calls, ...) is applied once per example and the
 results are stacked: the same values, but the program grows with the batch
 size, so a large batch through such a primitive costs compile time.
@@ -30,6 +30,7 @@ from tracejit.ops.elementwise import select_n_p
 from tracejit.ops.linalg import cholesky_p, det_p, eigh_p, inv_p, pinv_p, qr_p, slogdet_p, solve_p, svd_p
 from tracejit.ops.indexing import dynamic_slice_p, dynamic_update_slice_p, gather_p, scatter_p
 from tracejit.ops.reductions import argmax_p, argmin_p, cumulative_prims, reduce_prims
+from tracejit.ops.random_bits import threefry2x32_p
 from tracejit.ops.sorting import sort_p
 from tracejit.ops.structural import (broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, rev_p, slice_p,
                                      squeeze_p, transpose_p)
@@ -153,7 +154,8 @@ def _elementwise(prim):
             elif aval_of(x).shape != ():
                 x = with_batch(x, None, size)
             ins.append(x)
-        return bind(prim, ins, params), [0]
+        outs = bind(prim, ins, params)
+        return outs, [0] * len(outs)
     return rule
 
 
@@ -414,7 +416,7 @@ def _dot_general(args, dims, size, *, dimension_numbers, **params):
     return [dot_general_p.bind(lhs, to_front(rhs, dr), dimension_numbers=numbers, **params)], [len(lb) + lhs_free]
 
 
-for _p in ELEMENTWISE:
+for _p in (*ELEMENTWISE, threefry2x32_p):     # threefry: elementwise over counters, keys broadcast
     if _p.name != "iota":
         batching_rules[_p] = _elementwise(_p)
 batching_rules[broadcast_in_dim_p] = _broadcast_in_dim
