@@ -42,7 +42,8 @@ impl_rules: dict[Primitive, Callable] = {}
 jvp_rules: dict[Primitive, Callable] = {}
 # transpose_rules[p](cotangents_out, *inputs, **params) -> list of input cotangents
 transpose_rules: dict[Primitive, Callable] = {}
-# batching_rules[p](batched_args, batch_dims, **params) -> (outs, out_dims)
+# batching_rules[p](args, batch_dims, batch_size, **params) -> (outs, out_dims): a batch dim is an
+# axis of the value, or None when it is the same for every example (transforms/batching.py)
 batching_rules: dict[Primitive, Callable] = {}
 # decomposition_rules[p](*args, **params) -> list: the same computation written with
 # simpler primitives (binds them on the current trace). The compiler expands a
