@@ -41,7 +41,7 @@ from tracejit.transforms.ad import aval_of
 def batch_program(program: Program, const_values, args, dims, size: int):
     """Evaluate ``program`` with ``args[i]`` batched along axis ``dims[i]`` (None: not batched).
 
-    Returns ``(outs, out_dims)``; an output's batch axis is 0 or None.
+    Returns ``(outs, out_dims)``: each output with its batch axis (or None when it is not batched).
 
     Examples
     --------
