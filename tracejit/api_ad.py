@@ -393,16 +393,12 @@ def _std_basis(avals):
     return bases
 
 
-def _block(rows, offset, in_aval, out_aval, rows_first: bool):
-    """The Jacobian block ``out.shape + in.shape`` cut from stacked per-basis-vector results.
-
-    ``rows`` has shape ``(n,) + A`` where the n basis vectors range over the input (jacfwd: A is the
-    output's shape, ``rows_first=False``) or over the output (jacrev: A is the input's shape)."""
+def _column_block(columns, offset, in_aval, out_aval):
+    """The Jacobian block ``out.shape + in.shape`` of one input, from jacfwd's per-basis-vector
+    results ``columns`` (shape ``(n,) + out.shape``; this input's rows start at ``offset``)."""
     import tracejit.numpy as jnp
-    if not rows_first:
-        part = rows[offset:offset + in_aval.size]
-        return jnp.reshape(jnp.moveaxis(part, 0, -1), out_aval.shape + in_aval.shape)
-    return jnp.reshape(rows, out_aval.shape + in_aval.shape)
+    part = columns[offset:offset + in_aval.size]
+    return jnp.reshape(jnp.moveaxis(part, 0, -1), out_aval.shape + in_aval.shape)
 
 
 def _zero_block(out_aval, in_aval):
@@ -456,7 +452,8 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
                 # One backward pass for every output element at once: vmap over the cotangent basis.
                 pulled = vmap(pull)(_std_basis([oa])[0])
                 for i, rows in zip(active, pulled):
-                    row[i] = _block(rows, 0, t.in_avals[i], oa, rows_first=True)
+                    # Row k of `rows` is the gradient of output element k.
+                    row[i] = rows.reshape(oa.shape + t.in_avals[i].shape)
             jac.append(row)
         res = _jac_tree(t, jac, argnums)
         return (res, t.split(outs)[1]) if has_aux else res
@@ -499,7 +496,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
                 offset = 0
                 for i, ia in enumerate(t.in_avals):
                     if ia.size:
-                        jac[j][i] = _block(rows, offset, ia, t.out_avals[j], rows_first=False)
+                        jac[j][i] = _column_block(rows, offset, ia, t.out_avals[j])
                     offset += ia.size
         res = _jac_tree(t, jac, argnums)
         return (res, t.split(outs)[1]) if has_aux else res

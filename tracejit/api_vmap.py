@@ -6,7 +6,6 @@ import operator
 
 import numpy as np
 
-from tracejit.core.avals import ShapedArray
 from tracejit.core.pytree import broadcast_prefix, tree_flatten, tree_unflatten
 from tracejit.core.trace import trace_flat
 from tracejit.core.tracer import Tracer
@@ -80,7 +79,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         axes = broadcast_prefix(in_axes, args, is_leaf=_is_axis)
         axes += [0] * (len(leaves) - len(axes))                     # keyword arguments
         values, avals, dims, size = _mapped_leaves(leaves, axes, axis_size)
-        example_avals = [_example_aval(a, d) for a, d in zip(avals, dims)]
+        example_avals = [batching.example_aval(a, d) for a, d in zip(avals, dims)]
         box = {}
 
         def flat_fun(*tracers):
@@ -126,12 +125,6 @@ def _mapped_leaves(leaves, axes, axis_size):
     else:
         size = operator.index(axis_size)
     return values, avals, dims, size
-
-
-def _example_aval(a: ShapedArray, d) -> ShapedArray:
-    if d is None:
-        return a
-    return ShapedArray(a.shape[:d] + a.shape[d + 1:], a.dtype, a.weak_type)
 
 
 def _place(out, d, axis, size):

@@ -105,6 +105,16 @@ def with_batch(x, d, size: int):
     return ops.broadcast_in_dim(x, (size,) + a.shape, tuple(range(1, a.ndim + 1)))
 
 
+def example_aval(a: ShapedArray, d) -> ShapedArray:
+    """The aval of one example of a value of aval ``a`` batched along axis ``d`` (``a`` when None)."""
+    return a if d is None else a.update(shape=a.shape[:d] + a.shape[d + 1:])
+
+
+def _front_dims(dims) -> list:
+    """Batch axes after :func:`to_front`: 0, or None where not batched."""
+    return [None if d is None else 0 for d in dims]
+
+
 def _example(x, d, i: int):
     """Example ``i`` of batched ``x`` (batch axis ``d``)."""
     a = aval_of(x)
@@ -123,9 +133,7 @@ def _stack(values, aval: ShapedArray):
 
 
 def _one_example_at_a_time(prim, args, dims, size: int, params):
-    example_avals = [ShapedArray(a.shape[:d] + a.shape[d + 1:], a.dtype, a.weak_type) if d is not None else a
-                     for a, d in ((aval_of(x), d) for x, d in zip(args, dims))]
-    out_avals = abstract_eval_rules[prim](*example_avals, **params)
+    out_avals = abstract_eval_rules[prim](*[example_aval(aval_of(x), d) for x, d in zip(args, dims)], **params)
     results = [bind(prim, [_example(x, d, i) if d is not None else x for x, d in zip(args, dims)], params)
                for i in range(size)]
     outs = [_stack([r[k] for r in results], out_avals[k]) for k in range(len(out_avals))]
@@ -134,16 +142,11 @@ def _one_example_at_a_time(prim, args, dims, size: int, params):
 
 # --------------------------------------------------------------------------- rules
 
-def _example_shape(x, d) -> tuple:
-    shape = aval_of(x).shape
-    return shape if d is None else shape[:d] + shape[d + 1:]
-
-
 def _elementwise(prim):
     # Operands have equal shapes, or rank 0 (broadcast). Batched operands get their batch axis in
     # front; the others of the example shape, and batched rank-0 ones, are broadcast to the batch.
     def rule(args, dims, size, **params):
-        example = max((_example_shape(x, d) for x, d in zip(args, dims)), key=len)
+        example = max((example_aval(aval_of(x), d).shape for x, d in zip(args, dims)), key=len)
         full = (size,) + example
         ins = []
         for x, d in zip(args, dims):
@@ -210,20 +213,24 @@ def _sort(args, dims, size, *, dimension, **params):
     return outs, [0] * len(outs)
 
 
+def _zero_start(starts):
+    """A start index 0 for the new leading batch axis, of the other starts' dtype."""
+    return np.zeros((), aval_of(starts[0]).dtype) if starts else np.int64(0)
+
+
 def _dynamic_slice(args, dims, size, *, slice_sizes):
     (x, *starts), (d, *start_dims) = args, dims
     if any(sd is not None for sd in start_dims):      # per-example start indices
         return _one_example_at_a_time(dynamic_slice_p, args, dims, size, {"slice_sizes": slice_sizes})
-    zero = np.zeros((), aval_of(starts[0]).dtype) if starts else np.int64(0)
-    return [dynamic_slice_p.bind(to_front(x, d), zero, *starts, slice_sizes=(size,) + tuple(slice_sizes))], [0]
+    return [dynamic_slice_p.bind(to_front(x, d), _zero_start(starts), *starts, slice_sizes=(size,) + tuple(slice_sizes))], [0]
 
 
 def _dynamic_update_slice(args, dims, size, **params):
     (x, update, *starts), (d, du, *start_dims) = args, dims
     if any(sd is not None for sd in start_dims):
         return _one_example_at_a_time(dynamic_update_slice_p, args, dims, size, params)
-    zero = np.zeros((), aval_of(starts[0]).dtype) if starts else np.int64(0)
-    return [dynamic_update_slice_p.bind(with_batch(x, d, size), with_batch(update, du, size), zero, *starts,
+    return [dynamic_update_slice_p.bind(with_batch(x, d, size), with_batch(update, du, size), _zero_start(starts),
+                                        *starts,
                                         **params)], [0]
 
 
@@ -260,13 +267,25 @@ def _scatter(args, dims, size, *, kind, mode):
                            kind=kind, mode=mode)], [0]
 
 
-def batched_program(program: Program, in_avals, dims, size: int) -> Program:
-    """``program`` traced again over batched inputs (``in_avals``, batch axes ``dims``); every output
-    gets its batch axis in front."""
-    def flat(*xs):
-        outs, out_dims = batch_program(program, program.const_values, list(xs), dims, size)
-        return [with_batch(o, d, size) for o, d in zip(outs, out_dims)]
-    return trace_flat(flat, in_avals, "batched")
+def batched_program(program: Program, in_avals, in_dims, size: int, batch_outputs=None):
+    """``program`` traced again over batched inputs (``in_avals``, batch axes ``in_dims``).
+
+    Outputs keep their batch axis, moved to the front; output ``k`` is batched
+    (broadcast if need be) where ``batch_outputs[k]`` is true (all when None).
+    A loop carry that ``batch_outputs`` leaves unbatched but the body batches
+    stays batched: its caller sees it in the returned batch axes (0 or None)
+    and tries again. Returns ``(program, out_dims)``.
+    """
+    out_dims: list = []
+
+    def flat(*values):
+        outs, dims = batch_program(program, program.const_values, list(values), in_dims, size)
+        forced = [True] * len(outs) if batch_outputs is None else batch_outputs
+        out_dims[:] = [0 if (k < len(forced) and forced[k]) or d is not None else None
+                       for k, d in enumerate(dims)]
+        return [with_batch(o, d, size) if k < len(forced) and forced[k] else to_front(o, d)
+                for k, (o, d) in enumerate(zip(outs, dims))]
+    return trace_flat(flat, in_avals, "batched"), out_dims
 
 
 def _cond(args, dims, size, *, branches):
@@ -274,8 +293,8 @@ def _cond(args, dims, size, *, branches):
     if di is None:
         # Every example takes the same branch: each branch is batched.
         operands = [to_front(x, d) for x, d in zip(operands, operand_dims)]
-        front = [None if d is None else 0 for d in operand_dims]
-        new = tuple(batched_program(b, [aval_of(x) for x in operands], front, size) for b in branches)
+        avals, front = [aval_of(x) for x in operands], _front_dims(operand_dims)
+        new = tuple(batched_program(b, avals, front, size)[0] for b in branches)
         outs = cond_p.bind(index, *operands, branches=new)
         return outs, [0] * len(outs)
     # Examples take different branches: every branch runs on the whole batch and each example's
@@ -298,15 +317,15 @@ def _scan(args, dims, size, *, program, length, reverse, num_consts, num_carry, 
     init, init_dims = args[nc:nc + nk], dims[nc:nc + nk]
     # A scanned operand keeps its leading scan axis; the batch goes right after it.
     xs = [x if d is None else move_axis(x, d, 1) for x, d in zip(args[nc + nk:], dims[nc + nk:])]
-    fixed = [None if d is None else 0 for d in dims[:nc]] + [None if d is None else 0 for d in dims[nc + nk:]]
+    fixed = _front_dims(dims[:nc]) + _front_dims(dims[nc + nk:])
     const_avals = [aval_of(x) for x in consts]
-    x_avals = [ShapedArray(aval_of(x).shape[1:], aval_of(x).dtype, aval_of(x).weak_type) for x in xs]
+    x_avals = [example_aval(aval_of(x), 0) for x in xs]
     # A carry is batched if its initial value is, or if the body makes it so (found by iterating).
     batched = [d is not None for d in init_dims]
     while True:
         carry_avals = [_carry_aval(c, d, b, size) for c, d, b in zip(init, init_dims, batched)]
         in_dims = fixed[:nc] + [0 if b else None for b in batched] + fixed[nc:]
-        body, out_dims = _batched_body(program, const_avals + carry_avals + x_avals, in_dims, batched, size)
+        body, out_dims = batched_program(program, const_avals + carry_avals + x_avals, in_dims, size, batched)
         grown = [b or d is not None for b, d in zip(batched, out_dims[:nk])]
         if grown == batched:
             break
@@ -318,29 +337,8 @@ def _scan(args, dims, size, *, program, length, reverse, num_consts, num_carry, 
 
 
 def _carry_aval(value, d, batched, size) -> ShapedArray:
-    a = aval_of(value)
-    shape = a.shape if d is None else a.shape[:d] + a.shape[d + 1:]
-    return ShapedArray(((size,) if batched else ()) + shape, a.dtype, a.weak_type)
-
-
-def _batched_body(program, in_avals, in_dims, carry_batched, size):
-    """The scan body over batched values: batched carries out with the batch in front, as ``carry_batched``
-    says (a carry the body makes batched though it came in unbatched is left so: the caller iterates),
-    outputs batched in front or unbatched. Returns (program, each output's batch axis: 0 or None)."""
-    out_dims: list = []
-
-    def flat(*values):
-        outs, dims = batch_program(program, program.const_values, list(values), in_dims, size)
-        out_dims[:] = [None if d is None else 0 for d in dims]
-        result = []
-        for k, (o, d) in enumerate(zip(outs, dims)):
-            if k < len(carry_batched) and carry_batched[k]:
-                o, out_dims[k] = with_batch(o, d, size), 0
-            elif d is not None:
-                o = move_axis(o, d, 0)
-            result.append(o)
-        return result
-    return trace_flat(flat, in_avals, "batched scan body"), out_dims
+    a = example_aval(aval_of(value), d)
+    return a.update(shape=(size,) + a.shape) if batched else a
 
 
 def _while(args, dims, size, *, cond_program, body_program, cond_nconsts, body_nconsts):
@@ -348,15 +346,14 @@ def _while(args, dims, size, *, cond_program, body_program, cond_nconsts, body_n
     cconsts = [to_front(x, d) for x, d in zip(args[:nc], dims[:nc])]
     bconsts = [to_front(x, d) for x, d in zip(args[nc:nc + nb], dims[nc:nc + nb])]
     init, init_dims = args[nc + nb:], dims[nc + nb:]
-    cdims = [None if d is None else 0 for d in dims[:nc]]
-    bdims = [None if d is None else 0 for d in dims[nc:nc + nb]]
+    cdims, bdims = _front_dims(dims[:nc]), _front_dims(dims[nc:nc + nb])
     cavals, bavals = [aval_of(x) for x in cconsts], [aval_of(x) for x in bconsts]
     batched = [d is not None for d in init_dims]
     while True:
         carry_avals = [_carry_aval(c, d, b, size) for c, d, b in zip(init, init_dims, batched)]
         carry_dims = [0 if b else None for b in batched]
-        body, out_dims = _batched_body(body_program, bavals + carry_avals, bdims + carry_dims, batched, size)
-        _, pred_dims = _batched_body(cond_program, cavals + carry_avals, cdims + carry_dims, [], size)
+        body, out_dims = batched_program(body_program, bavals + carry_avals, bdims + carry_dims, size, batched)
+        cond, pred_dims = batched_program(cond_program, cavals + carry_avals, cdims + carry_dims, size, [False])
         grown = [b or d is not None for b, d in zip(batched, out_dims)]
         if pred_dims[0] is not None:
             grown = [True] * len(batched)     # examples stop at different steps: every carry is per example
@@ -365,19 +362,20 @@ def _while(args, dims, size, *, cond_program, body_program, cond_nconsts, body_n
         batched = grown
     init = [with_batch(c, d, size) if b else c for c, d, b in zip(init, init_dims, batched)]
     if pred_dims[0] is None:
-        cond, _ = _batched_body(cond_program, cavals + carry_avals, cdims + carry_dims, [], size)
         outs = while_p.bind(*cconsts, *bconsts, *init, cond_program=cond, body_program=body, cond_nconsts=nc,
                             body_nconsts=nb)
         return outs, carry_dims
     # A per-example predicate: loop while any example goes on; finished examples keep their carries.
+    def going_on(cvals, carry):
+        return batch_program(cond_program, cond_program.const_values, [*cvals, *carry], cdims + carry_dims,
+                             size)[0][0]
+
     def any_going_on(*values):
-        pred = batch_program(cond_program, cond_program.const_values, list(values), cdims + carry_dims, size)[0][0]
-        return [reduce_prims["reduce_or"].bind(pred, axes=(0,))]
+        return [reduce_prims["reduce_or"].bind(going_on(values[:nc], values[nc:]), axes=(0,))]
 
     def step_going_on(*values):
         cvals, bvals, carry = values[:nc], values[nc:nc + nb], list(values[nc + nb:])
-        pred = batch_program(cond_program, cond_program.const_values, [*cvals, *carry], cdims + carry_dims,
-                             size)[0][0]
+        pred = going_on(cvals, carry)
         new, new_dims = batch_program(body_program, body_program.const_values, [*bvals, *carry],
                                       bdims + carry_dims, size)
         return [select_n_p.bind(ops.broadcast_in_dim(pred, aval_of(old).shape, (0,)), old, with_batch(n, d, size))
