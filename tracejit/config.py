@@ -13,7 +13,8 @@ import os
 import threading
 
 
-def _env_flag(name: str, default: bool = False) -> bool:
+def env_flag(name: str, default: bool = False) -> bool:
+    """Environment variable ``name`` as a switch: unset gives ``default``; "", 0, false, no, off are off."""
     v = os.environ.get(name)
     if v is None:
         return default
@@ -25,11 +26,11 @@ class Config:
 
     _defaults = {
         # Re-derive every type after tracing and after every compiler pass.
-        "enable_checks": lambda: _env_flag("TRACEJIT_ENABLE_CHECKS"),
+        "enable_checks": lambda: env_flag("TRACEJIT_ENABLE_CHECKS"),
         # One log line per compile (function, signature, timings, kernels, cache outcome).
-        "log_compiles": lambda: _env_flag("TRACEJIT_LOG_COMPILES"),
+        "log_compiles": lambda: env_flag("TRACEJIT_LOG_COMPILES"),
         # Explain why a function traced again ("argument x changed f32[4] -> f32[8]").
-        "explain_cache_misses": lambda: _env_flag("TRACEJIT_EXPLAIN_CACHE_MISSES"),
+        "explain_cache_misses": lambda: env_flag("TRACEJIT_EXPLAIN_CACHE_MISSES"),
         # Warn when one function compiled more than this many distinct signatures.
         "recompile_warning_threshold": lambda: int(os.environ.get("TRACEJIT_RECOMPILE_WARNING", "8")),
         # Which backend runs jitted programs: "cpu" (LLVM) or "reference" (NumPy interpreter).

@@ -537,16 +537,7 @@ def compile_module(module, *, name: str = "module", components: dict | None = No
         return llvm_engine.compile_ir(modules[0], name=name, vectorize=vectorize, speed_level=speed_level), "compiled"
     with llvm_engine.COMPILE_LOCK:
         t1 = time.perf_counter()
-        if len(modules) == 1:
-            mod = llvm_engine._parse(modules[0], name)
-            t2 = time.perf_counter()
-            llvm_engine._optimize(mod, speed_level, vectorize)
-            t3 = time.perf_counter()
-            built = [(mod, bytes(llvm_engine.target_machine().emit_object(mod)))]
-            steps = {"parse": (t2 - t1) * 1e3, "optimize": (t3 - t2) * 1e3}
-        else:
-            built, steps = llvm_engine.object_codes(modules, _part_names(name, len(modules)), speed_level, vectorize)
-            steps.pop("codegen", None)
+        built, steps = llvm_engine.object_codes(modules, _part_names(name, len(modules)), speed_level, vectorize)
         t4 = time.perf_counter()
     objs = [obj for _, obj in built]
     compiled = _load_parts(objs, name)

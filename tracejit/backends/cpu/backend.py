@@ -4,14 +4,13 @@ from __future__ import annotations
 import os
 import time
 
-from llvmlite import ir
-
 from tracejit.core import dtypes
 from tracejit.compiler.fusion import DotStep, Planner, WindowStep, step_writes
 from tracejit.compiler.kernel_ir import Kernel, walk
 from tracejit.compiler.memory import plan_memory
 from tracejit.compiler.passes import run_pipeline
 from tracejit.backends import register_backend
+from tracejit.config import env_flag
 from tracejit.backends.cpu import llvm_engine, lowering, mathlib, parallel, warmup
 from tracejit.backends.cpu.codegen import KernelEmitter
 from tracejit.backends.cpu.runtime import (CPUExecutable, KernelLaunch, WindowLaunch, output_pools,
@@ -72,7 +71,7 @@ class CPUBackend:
         pools = output_pools(plan, donate_argnums)
         native = set().union(*(step_writes(s) for s in plan.steps if isinstance(s, (Kernel, WindowStep, DotStep))))
         prime_in_background([pool for bid, pool in pools.items() if bid in native])
-        module = _new_module(f"tracejit_{name}")
+        module = llvm_engine.new_module(f"tracejit_{name}")
         vb = vector_bytes()
         emitters = [(k, native_emitter(module, k, plan.buffers, vb), f"{_symbol(name)}_k{i}")
                     for i, k in enumerate(native_steps(plan))]
@@ -127,13 +126,6 @@ class CPUBackend:
                              donated=donate_argnums, pools=pools)
 
 
-def _new_module(name: str) -> ir.Module:
-    module = ir.Module(name=name)
-    module.triple = llvm_engine.triple
-    module.data_layout = llvm_engine.target_data_layout
-    return module
-
-
 def _address_or_none(compiled, symbol):
     try:
         return compiled.address(symbol)
@@ -153,7 +145,7 @@ SPREAD_MIN_WEIGHT = 60
 
 def parallel_compile_enabled() -> bool:
     """A second core to compile on, unless ``TRACEJIT_PARALLEL_COMPILE=0``."""
-    if os.environ.get("TRACEJIT_PARALLEL_COMPILE", "1").strip().lower() in ("0", "off", "false", "no"):
+    if not env_flag("TRACEJIT_PARALLEL_COMPILE", True):
         return False
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return cpus >= 2
@@ -175,7 +167,7 @@ def spread_over_modules(emitters, main, name) -> list:
     weights = sorted(((_code_weight(em), i) for i, em in enumerate(emitters)), reverse=True)
     if len(emitters) < 2 or sum(w for w, _ in weights) < SPREAD_MIN_WEIGHT or not parallel_compile_enabled():
         return [main]
-    side = _new_module(f"tracejit_{name}_part1")
+    side = llvm_engine.new_module(f"tracejit_{name}_part1")
     loads = [0, 0]
     for w, i in weights:
         target = 0 if loads[0] <= loads[1] else 1

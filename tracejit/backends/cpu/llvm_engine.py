@@ -112,6 +112,14 @@ def __getattr__(name):  # PEP 562: lazily computed module constants
     raise AttributeError(name)
 
 
+def new_module(name: str) -> ir.Module:
+    """An empty llvmlite module for the host (its triple and data layout set)."""
+    module = ir.Module(name=name)
+    module.triple = _triple()
+    module.data_layout = _data_layout()
+    return module
+
+
 def _parse(ir_src: Union[str, ir.Module, llvm.ModuleRef], name: str, context=None) -> llvm.ModuleRef:
     if isinstance(ir_src, llvm.ModuleRef):
         return ir_src
@@ -293,30 +301,33 @@ def _emit_object_unlocked(tm: llvm.TargetMachine, mod: llvm.ModuleRef) -> bytes:
 
 
 def object_codes(modules, names, speed_level: Union[int, str] = 3, vectorize: bool = True):
-    """Parse, optimize and emit several modules at once: one thread each, beyond the first.
+    """Parse, optimize and emit one or several modules (call with COMPILE_LOCK held).
 
-    Each module gets its own LLVM context and target machine, so the code
-    generators run in parallel (see :func:`_emit_object_unlocked`).  Returns
+    One module compiles on the calling thread in LLVM's global context.
+    Several compile at once, one thread each beyond the first: each gets its
+    own LLVM context and target machine, so the code generators run in
+    parallel (see :func:`_emit_object_unlocked`).  Returns
     ``([(optimized ModuleRef, object bytes)], timings)`` in ``modules`` order;
-    the timings are the calling thread's (its module is the first).
+    the timings (parse, optimize) are the calling thread's.
     """
     _ensure_init()
     results: list = [None] * len(modules)
     errors: list = []
     timings: Dict[str, float] = {}
+    alone = len(modules) == 1
 
     def build(i):
         try:
             t0 = time.perf_counter()
-            mod = _parse(modules[i], names[i], llvm.create_context())   # the module keeps its context
+            # A module keeps its context alive.
+            mod = _parse(modules[i], names[i], None if alone else llvm.create_context())
             t1 = time.perf_counter()
             _optimize(mod, speed_level, vectorize)
             t2 = time.perf_counter()
-            obj = _emit_object_unlocked(_new_target_machine(), mod)
+            obj = bytes(_tm.emit_object(mod)) if alone else _emit_object_unlocked(_new_target_machine(), mod)
             results[i] = (mod, obj)
             if i == 0:
-                timings.update(parse=(t1 - t0) * 1e3, optimize=(t2 - t1) * 1e3,
-                               codegen=(time.perf_counter() - t2) * 1e3)
+                timings.update(parse=(t1 - t0) * 1e3, optimize=(t2 - t1) * 1e3)
         except BaseException as e:  # noqa: BLE001 - re-raised on the calling thread
             errors.append(e)
 

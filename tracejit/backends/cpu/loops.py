@@ -191,9 +191,7 @@ class NativeLoop:
         from tracejit.backends.cpu.backend import vector_bytes
         self.kind = kind
         self.params = params
-        module = ir.Module(name=f"tracejit_{kind}_loop")
-        module.triple = llvm_engine.triple
-        module.data_layout = llvm_engine.target_data_layout
+        module = llvm_engine.new_module(f"tracejit_{kind}_loop")
         vb = vector_bytes()
         if kind == "scan":
             prog = params["program"]

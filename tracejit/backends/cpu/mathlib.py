@@ -169,9 +169,7 @@ def _ensure_symbol(symbol: str, name: str, ty, arity: int) -> None:
             return
         def build():
             # Runs only when the persistent cache has no object code for this helper.
-            lib = ir.Module(name=f"tracejit_math_{symbol}")
-            lib.triple = llvm_engine.triple
-            lib.data_layout = llvm_engine.target_data_layout
+            lib = llvm_engine.new_module(f"tracejit_math_{symbol}")
             helper = vecmath.helper_function(lib, name, ty, arity)
             helper.linkage = ""                       # exported from the library module
             helper.attributes.discard("alwaysinline")

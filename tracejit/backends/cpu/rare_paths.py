@@ -82,9 +82,7 @@ def _compile(cell: _Cell):
 
     def build():
         el = _ELEMENTS[cell.element]
-        m = ir.Module(name=cell.symbol)
-        m.triple = llvm_engine.triple
-        m.data_layout = llvm_engine.target_data_layout
+        m = llvm_engine.new_module(cell.symbol)
         fn = ir.Function(m, _SIGNATURE, name=cell.symbol)
         data, n = fn.args
         entry, body, done = (fn.append_basic_block(s) for s in ("entry", "body", "done"))

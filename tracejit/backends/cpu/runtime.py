@@ -267,8 +267,8 @@ def output_pools(plan, donated=()) -> dict:
 def prime_in_background(pools) -> None:
     """Fault in the first call's large outputs on another thread while LLVM compiles.
 
-    A first call used to spend 4-10 ms (and, when the kernel had to compact
-    memory for huge pages, up to ~50 ms) faulting in fresh output pages;
+    A first call used to spend 4-10 ms (up to ~50 ms on a VM slow to fault
+    in memory the process freed shortly before) faulting in fresh output pages;
     later calls reuse pooled memory.  LLVM's code generator drops the GIL,
     so on a machine with a second core this costs the compile nothing.
     At most PRIME_MAX_BYTES are primed, so an executable compiled ahead of

@@ -26,6 +26,8 @@ from __future__ import annotations
 import os
 import threading
 
+from tracejit.config import env_flag
+
 _thread: threading.Thread | None = None
 _lock = threading.Lock()
 _stop = threading.Event()
@@ -34,7 +36,7 @@ _stop = threading.Event()
 def start() -> None:
     """Begin the start-up work in the background (once per process; no-op when turned off)."""
     global _thread
-    if os.environ.get("TRACEJIT_WARMUP", "1").strip().lower() in ("0", "off", "false", "no"):
+    if not env_flag("TRACEJIT_WARMUP", True):
         return
     with _lock:
         if _thread is None:
@@ -70,13 +72,11 @@ def _work() -> None:
         pass
 
 
-def _compile_sample(llvm_engine) -> None:
+def _compile_sample(llvm_engine):
     """Compile and load a small kernel of the kind real ones are: vector float32 math in a loop body."""
     from llvmlite import ir
     from tracejit.backends.cpu import vecmath
-    module = ir.Module(name="tracejit_warmup")
-    module.triple = llvm_engine.triple
-    module.data_layout = llvm_engine.target_data_layout
+    module = llvm_engine.new_module("tracejit_warmup")
     vector = ir.VectorType(ir.FloatType(), 16)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ir.PointerType()]), name="tracejit_warmup")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -86,10 +86,8 @@ def _compile_sample(llvm_engine) -> None:
     b.ret_void()
     nothing = ir.Function(module, ir.FunctionType(ir.VoidType(), [ir.PointerType()]), name="tracejit_warmup_nothing")
     ir.IRBuilder(nothing.append_basic_block("entry")).ret_void()
-    with llvm_engine.COMPILE_LOCK:
-        mod = llvm_engine._parse(module, "tracejit_warmup")
-        llvm_engine._optimize(mod, llvm_engine.LIGHT)
-        obj = bytes(llvm_engine.target_machine().emit_object(mod))
+    with llvm_engine.COMPILE_LOCK:        # the path of every compile: persistent_cache.compile_module
+        [(_, obj)], _ = llvm_engine.object_codes([module], ["tracejit_warmup"], llvm_engine.LIGHT)
     return llvm_engine.load_object(obj, name="tracejit_warmup")
 
 
