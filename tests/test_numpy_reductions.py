@@ -165,3 +165,17 @@ def test_large_and_special_values_sum():
     check_against_numpy(lambda xp, a: (xp.max(a), xp.min(a), xp.argmax(a), xp.argmin(a)), finite)
     ints = special_values(np.int64)
     check_against_numpy(lambda xp, a: (xp.max(a), xp.min(a), xp.sum(a), xp.argmax(a)), ints)
+
+
+# Regression (issue 12, bug 1): a reduction whose reduced dims all have size 1 read the outer
+# index as the row index and returned garbage under jit.
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("shape,axis", [((5, 1), -1), ((3, 1, 2), 1), ((1, 1), None), ((4, 1, 3, 1), (1, 3)),
+                                        ((1, 4), 0), ((2, 1, 1), (1, 2)), ((1,), 0)], ids=repr)
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+def test_reductions_over_size_one_axes(dtype, shape, axis, keepdims):
+    x = sample(shape, dtype, seed=3, low=-3, high=4)
+    names = ("sum", "prod", "mean", "all", "any") + (("max", "min") if np.dtype(dtype).kind != "c" else ())
+    check_against_numpy(lambda xp, a: tuple(getattr(xp, n)(a, axis=axis, keepdims=keepdims) for n in names), x)
+    # Fused after elementwise ops, too.
+    check_against_numpy(lambda xp, a: xp.sum(a * 2 + 1, axis=axis, keepdims=keepdims), x)

@@ -119,7 +119,13 @@ class KernelLayout:
         self.n_outer = len(new_groups[0]) if kernel.is_row_kernel else 0
         self.shape = tuple(math.prod(shape[d] for d in run) for run in runs)
         inner_of = [run[-1] for run in runs]
-        remap = lambda a: Access(a.const, tuple(a.coeffs[d] for d in inner_of))  # noqa: E731
+        if kernel.is_row_kernel and not new_groups[1]:
+            # Every reduced dim has size 1: the row is one element, but the code generator
+            # still needs a row dim (its last coefficient is the lane's, the others the
+            # outer index's). Without it the outer index would be read as the row index.
+            self.shape += (1,)
+            inner_of.append(None)
+        remap = lambda a: Access(a.const, tuple(0 if d is None else a.coeffs[d] for d in inner_of))  # noqa: E731
         self.access = {k: remap(a) for k, a in self.access.items()}
         self.stores = [remap(a) for a in self.stores]
         if not kernel.is_row_kernel:
