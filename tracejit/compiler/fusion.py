@@ -336,7 +336,8 @@ class Planner:
 
     def _expr(self, atom, imap: IndexMap, kernel_out=None) -> Node:
         if isinstance(atom, Literal):
-            return self._node(("const", atom.aval.dtype, atom.val.item()), lambda: Node(
+            # Keyed by the value's bytes: 0.0 == -0.0 (and NaN != NaN) as Python values.
+            return self._node(("const", atom.aval.dtype, np.asarray(atom.val).tobytes()), lambda: Node(
                 "const", atom.aval.dtype, value=atom.val.item()))
         if atom.aval.ndim == 0:
             imap = IndexMap(())

@@ -50,10 +50,18 @@ def clip(a, a_min=None, a_max=None, *, min=None, max=None):
     if eager(a, lo, hi):
         return np.clip(a, lo, hi)
     out = to_operand(a)
-    if lo is not None:
-        out = U.maximum(out, lo)
-    if hi is not None:
-        out = U.minimum(out, hi)
+    if lo is None or hi is None or dtypes.is_complex(aval(out).dtype):
+        # One bound: NumPy calls maximum/minimum (ties keep the bound's zero sign).
+        if lo is not None:
+            out = U.maximum(out, lo)
+        if hi is not None:
+            out = U.minimum(out, hi)
+        return out
+    # Two bounds: NumPy's clip loop keeps ``a`` on ties (clip(-0.0, 0, 1) is -0.0, where maximum
+    # would give 0.0) and propagates a NaN from ``a`` or from a bound.
+    for bound, keep_of in ((lo, U.greater_equal), (hi, U.less_equal)):
+        keep = keep_of(out, bound)
+        out = where(U.logical_or(keep, U.isnan(out)) if dtypes.is_inexact(aval(out).dtype) else keep, out, bound)
     return out
 
 

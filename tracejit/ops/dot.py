@@ -42,10 +42,9 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers):
     b = math.prod(batch)
     a3 = np.transpose(lhs, list(lb) + lf + list(lc)).reshape(b, m, k)
     b3 = np.transpose(rhs, list(rb) + list(rc) + rf).reshape(b, k, n)
-    if lhs.dtype == np.bool_:
-        out = np.matmul(a3.astype(np.int8), b3.astype(np.int8)) > 0
-    else:
-        out = np.matmul(a3, b3)
+    # Booleans multiply with NumPy's own bool loop (any of the ands): a count in a narrow integer
+    # type would wrap (k = 256 ones summed in int8 is 0).
+    out = np.matmul(a3, b3)
     shape = batch + [lhs.shape[d] for d in lf] + [rhs.shape[d] for d in rf]
     return [np.asarray(out.reshape(shape), dtype=lhs.dtype)]
 

@@ -46,7 +46,9 @@ def _identity_rewrite(eqn, ins):
         return None
     x, y = ins
     d = out_aval.dtype
-    if name == "mul" and _is_lit(y, 1) or name in ("sub", "div") and _is_lit(y, 0 if name == "sub" else 1):
+    # x - (+0.0) is x, but x - (-0.0) turns -0.0 into +0.0.
+    if name == "mul" and _is_lit(y, 1) or name == "div" and _is_lit(y, 1) \
+            or name == "sub" and _is_lit(y, 0) and not np.signbit(y):
         return [x]
     if name == "add" and _is_lit(y, 0) and not dtypes.is_inexact(d):
         return [x]

@@ -1,0 +1,77 @@
+"""Regressions for miscompiles found by users and by the differential fuzzer (issue 12).
+
+Each test names the bug it pins; all compare against NumPy under jit, eagerly and on the
+reference backend through ``check_against_numpy``.
+"""
+import itertools
+
+import numpy as np
+import pytest
+
+import tracejit
+import tracejit.numpy as jnp
+from helpers import check_against_numpy, sample
+
+# ----------------------------------------------------------------- bool products
+
+
+@pytest.mark.parametrize("k", [0, 1, 127, 128, 255, 256, 257, 700])
+def test_bool_matmul_does_not_count_in_eight_bits(k):
+    # A product of booleans is "any of the ands"; it was computed as an int8 count that wrapped.
+    a = np.ones(k, bool)
+    check_against_numpy(lambda xp, a: a @ a, a)
+    m, n = np.ones((2, k), bool), np.ones((k, 3), bool)
+    check_against_numpy(lambda xp, m, n: xp.matmul(m, n), m, n)
+    check_against_numpy(lambda xp, m, n: xp.einsum("ij,jk->ik", m, n), m, n)
+
+
+# ----------------------------------------------------------------- signed zeros
+
+ZEROS = np.array([1.0, -1.0, 0.0, -0.0, np.inf, -np.inf, np.nan])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_signed_zero_literals_stay_distinct_in_a_kernel(dtype):
+    # 0.0 and -0.0 compare equal as Python floats: a kernel's constants keyed by value merged them.
+    x = ZEROS.astype(dtype)
+    check_against_numpy(lambda xp, x: (x + 0.0) / -0.0, x)
+    check_against_numpy(lambda xp, x: xp.where(x > 0.0, x, -0.0), x)
+    check_against_numpy(lambda xp, x: (x * 0.0, x * -0.0, x + -0.0, x - 0.0), x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_subtracting_negative_zero_is_not_an_identity(dtype):
+    # x - (-0.0) is x + 0.0: it turns -0.0 into +0.0, so the simplifier may not drop it.
+    x = ZEROS.astype(dtype)
+    check_against_numpy(lambda xp, x: x - (-0.0), x)
+    check_against_numpy(lambda xp, x: x - xp.zeros_like(x) * -1.0, x)
+
+
+BOUNDS = [None, -0.0, 0.0, np.nan, -1.0, 1.0, np.inf]
+
+
+@pytest.mark.parametrize("lo,hi", [(lo, hi) for lo, hi in itertools.product(BOUNDS, BOUNDS)
+                                   if lo is not None or hi is not None], ids=repr)
+def test_clip_ties_nans_and_zero_signs_as_numpy(lo, hi):
+    # NumPy's two-bound clip keeps x on ties (clip(-0.0, 0, 1) is -0.0); one bound is maximum/minimum.
+    x = np.array([-0.0, 0.0, np.nan, np.inf, -np.inf, 0.5, -2.0, 3.0, 1.0, -1.0])
+    check_against_numpy(lambda xp, x: xp.clip(x, lo, hi), x)
+
+
+def test_clip_integers():
+    x = np.arange(-5, 6, dtype=np.int32)
+    check_against_numpy(lambda xp, x: (xp.clip(x, 0, 2), xp.clip(x, 3, 1), xp.clip(x, -2, None)), x)
+
+
+# ----------------------------------------------------------------- contractions over size-1 dims
+
+EINSUMS = [("ij,jk->ik", (3, 1), (1, 4)), ("ij,jk->ik", (1, 1), (1, 1)), ("bij,bjk->bik", (2, 3, 1), (2, 1, 4)),
+           ("ij,kj->ik", (3, 1), (4, 1)), ("i,i->", (1,), (1,)), ("ij,j->i", (3, 1), (1,)),
+           ("ij,jk->ik", (0, 1), (1, 4)), ("ij,jk->ik", (3, 0), (0, 4))]
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float64, np.complex64, np.bool_])
+@pytest.mark.parametrize("spec,s1,s2", EINSUMS, ids=repr)
+def test_einsum_with_size_one_contracted_dims(spec, s1, s2, dtype):
+    a, b = sample(s1, dtype, seed=1), sample(s2, dtype, seed=2)
+    check_against_numpy(lambda xp, a, b: xp.einsum(spec, a, b), a, b, reassoc=True)
