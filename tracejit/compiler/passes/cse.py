@@ -1,6 +1,8 @@
 """Common-subexpression elimination keyed on (primitive, inputs, params)."""
 from __future__ import annotations
 
+import numpy as np
+
 from tracejit.core.ir import Literal, Program
 
 
@@ -10,9 +12,18 @@ def _atom_key(a, rename):
     return ("var", id(rename.get(id(a), a)))
 
 
+def _exact(v):
+    """A key for a param value that tells apart what ``==`` merges: 0.0 and -0.0, 1 and 1.0 and True."""
+    if isinstance(v, (float, complex, np.floating, np.complexfloating)):
+        return (type(v).__name__, np.asarray(v).tobytes())
+    if isinstance(v, (tuple, list)):
+        return (type(v).__name__,) + tuple(_exact(x) for x in v)
+    return (type(v).__name__, v)
+
+
 def _params_key(params):
     try:
-        key = tuple(sorted(params.items()))
+        key = tuple(sorted((k, _exact(v)) for k, v in params.items()))
         hash(key)
         return key
     except TypeError:
