@@ -17,11 +17,17 @@ cache stays off: otherwise anyone with write access could plant code.
 
 Entries
 -------
-One file per key, ``<key>.tjc``: a magic line, a JSON header (metadata,
-component hashes, the sha256 and size of the object code) and the raw object
-code. Nothing is pickled. A truncated or corrupt entry (bad magic, bad JSON,
-wrong size, checksum mismatch) is detected on load, removed, and reported as
-a miss, so the caller simply compiles again.
+One file per key, ``<key>.tjc``: a magic line, a JSON header (the full key,
+the component hashes it was made from, metadata, the sha256 and size of the
+object code) and the raw object code. Nothing is pickled. The file name is
+not trusted: on load the header's key must be the requested one and must be
+the hash of the header's component hashes, so an entry copied or renamed
+under another key's name is never run. Any entry that fails a check -- filed
+under another key, truncated or corrupt (bad magic, bad JSON, wrong size,
+checksum mismatch), or whose object code lacks a symbol the entry lists or
+the caller needs (:func:`compile_module`), or fails to load -- is removed
+with a warning and reported as a miss, so the caller simply compiles again
+(and stores a good entry).
 
 Writes go to a temporary file in the same directory and are published with
 ``os.replace``, so readers in other processes see either the old entry or the
@@ -213,7 +219,7 @@ def cache_key(components: dict) -> str:
     False
     """
     hashes = component_hashes(components)
-    key = _sha("".join(f"{k}={h}\n" for k, h in sorted(hashes.items())))
+    key = _key_of(hashes)
     with _lock:
         _recent[key] = hashes
         _recent.move_to_end(key)
@@ -340,6 +346,23 @@ def _read_entry(path: str, header_only: bool = False):
     return header, obj
 
 
+def _key_of(hashes: dict) -> str:
+    return _sha("".join(f"{k}={h}\n" for k, h in sorted(hashes.items())))
+
+
+def _check_key(header: dict, key: str) -> None:
+    """Raise ValueError unless the entry was stored under ``key`` (never trust the file name)."""
+    stored = header.get("key")
+    if stored != key:
+        raise ValueError(f"entry is filed under {key[:16]} but was stored for key {str(stored)[:16]} "
+                         "(copied or renamed file)")
+    comps = header.get("components")
+    if not isinstance(comps, dict):
+        raise ValueError("header has no component hashes")
+    if comps and _key_of(comps) != key:
+        raise ValueError("the header's component hashes do not give its key")
+
+
 def load(key: str, *, directory: str | None = None):
     """The stored ``(object_bytes, metadata)`` for ``key``, or None (missing, corrupt or cache off).
 
@@ -356,6 +379,7 @@ def load(key: str, *, directory: str | None = None):
     path = _path(directory, key)
     try:
         header, obj = _read_entry(path)
+        _check_key(header, key)
     except FileNotFoundError:
         _log_miss(directory, key)
         return None
@@ -391,6 +415,7 @@ def store(key: str, obj_bytes: bytes, metadata: dict | None = None, *, directory
     metadata = dict(metadata or {})
     header = {
         "format": FORMAT,
+        "key": key,
         "object_size": len(obj_bytes),
         "object_sha256": hashlib.sha256(obj_bytes).hexdigest(),
         "metadata": metadata,
@@ -489,7 +514,7 @@ def _log_miss(directory: str, key: str) -> None:
 # --------------------------------------------------------------------------- compiling through the cache
 
 def compile_module(module, *, name: str = "module", components: dict | None = None, vectorize: bool = True,
-                   speed_level: int = 3, extra_metadata=None, before_load=None):
+                   speed_level: int = 3, extra_metadata=None, before_load=None, symbols=()):
     """Compile an llvmlite module like ``llvm_engine.compile_ir``, through the persistent cache.
 
     Returns ``(CompiledModule, outcome)`` with outcome ``"persistent-hit"``
@@ -511,6 +536,12 @@ def compile_module(module, *, name: str = "module", components: dict | None = No
     ``extra_metadata()`` (called after building, on a miss) adds JSON data to
     the entry; ``before_load(metadata)`` runs before a hit's object code is
     loaded — e.g. to register the external symbols the object refers to.
+
+    A hit is checked before it is returned: every function the entry was
+    stored with (its ``symbols`` metadata, per part) and every name in
+    ``symbols`` (a name in the first module, or ``(part index, name)``) must
+    resolve in the loaded code. An entry that fails this or fails to load is
+    removed and the module compiled again.
     """
     from tracejit.backends.cpu import llvm_engine
     key = None
@@ -525,11 +556,15 @@ def compile_module(module, *, name: str = "module", components: dict | None = No
                 if before_load is not None:
                     before_load(hit[1] or {})
                 compiled = _load_parts(_split_parts(hit[0], hit[1] or {}), name)
+                _check_symbols(compiled, hit[1] or {}, symbols)
                 compiled.timings = {"load": (time.perf_counter() - t0) * 1e3}
                 return compiled, "persistent-hit"
             except Exception as e:  # noqa: BLE001 - a bad entry must never break a compile
-                logger.warning("persistent cache entry %s failed to load (%s); recompiling", key[:16], e)
-                _remove(_path(_usable_dir(), key))
+                logger.warning("removing persistent cache entry %s: it failed to load (%s); recompiling",
+                               key[:16], e)
+                directory = _usable_dir()
+                if directory is not None:
+                    _remove(_path(directory, key))
     if callable(module):
         module = module()
     modules = module if isinstance(module, list) else [module]
@@ -545,7 +580,7 @@ def compile_module(module, *, name: str = "module", components: dict | None = No
     for part, (mod, _) in zip([compiled] + compiled.parts, built):
         part._module_ref = mod
     t5 = time.perf_counter()
-    meta = {"name": name, "object_bytes": sum(map(len, objs))}
+    meta = {"name": name, "object_bytes": sum(map(len, objs)), "symbols": [_exported(mod) for mod, _ in built]}
     if len(objs) > 1:
         meta["parts"] = [len(obj) for obj in objs]
     if extra_metadata is not None:
@@ -555,6 +590,27 @@ def compile_module(module, *, name: str = "module", components: dict | None = No
     compiled.timings = {**steps, "codegen": (t4 - t1) * 1e3 - sum(steps.values()),
                         "load": (t5 - t4) * 1e3, "store": (time.perf_counter() - t5) * 1e3}
     return compiled, "compiled"
+
+
+def _exported(mod) -> list:
+    """Names of the functions a module defines with external linkage (what its object code exports)."""
+    import llvmlite.binding as llvm
+    return sorted(f.name for f in mod.functions if not f.is_declaration and f.linkage == llvm.Linkage.external)
+
+
+def _check_symbols(compiled, metadata: dict, symbols) -> None:
+    """Raise KeyError unless every symbol the entry lists, and every requested one, resolves."""
+    parts = [compiled] + list(compiled.parts)
+    listed = metadata.get("symbols")
+    if listed is not None and (not isinstance(listed, list) or len(listed) != len(parts)):
+        raise ValueError(f"entry lists symbols for {len(listed) if isinstance(listed, list) else '?'} "
+                         f"parts, has {len(parts)}")
+    wanted = [(i, n) for i, names in enumerate(listed or []) for n in names]
+    wanted += [(0, s) if isinstance(s, str) else tuple(s) for s in symbols]
+    for i, symbol in wanted:
+        if not 0 <= i < len(parts):
+            raise KeyError(f"symbol {symbol!r} wanted in part {i}; the entry has {len(parts)}")
+        parts[i].address(symbol)      # KeyError when missing
 
 
 def _part_names(name: str, count: int) -> list:
