@@ -752,6 +752,9 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
             x_for_max = x
         mk = max_(x_for_max, axis=axis, keepdims=True, initial=-np.inf)
         mk = where(U.isfinite(mk), mk, convert(np.asarray(0), aval(x).dtype))
+        # The shift carries no derivative (as in JAX): the result does not depend on it.
+        from tracejit.api_ad import stop_gradient
+        mk = stop_gradient(mk)
     with np.errstate(all="ignore"):
         t = U.exp(U.subtract(x, mk))
         if b is not None:

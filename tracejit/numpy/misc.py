@@ -57,12 +57,40 @@ def clip(a, a_min=None, a_max=None, *, min=None, max=None):
         if hi is not None:
             out = U.minimum(out, hi)
         return out
+    if dtypes.is_inexact(aval(out).dtype):
+        # JAX's clip is minimum(maximum(a, lo), hi): its derivative splits ties 0.5 / 0.5.
+        return _clip_with_jax_derivative()(out, lo, hi)
+    return _clip_two_bounds(out, lo, hi)
+
+
+def _clip_two_bounds(out, lo, hi):
     # Two bounds: NumPy's clip loop keeps ``a`` on ties (clip(-0.0, 0, 1) is -0.0, where maximum
     # would give 0.0) and propagates a NaN from ``a`` or from a bound.
     for bound, keep_of in ((lo, U.greater_equal), (hi, U.less_equal)):
         keep = keep_of(out, bound)
         out = where(U.logical_or(keep, U.isnan(out)) if dtypes.is_inexact(aval(out).dtype) else keep, out, bound)
     return out
+
+
+_CLIP: list = []
+
+
+def _clip_with_jax_derivative():
+    """The two-bound clip with NumPy's values and the derivative of JAX's
+    ``minimum(maximum(a, lo), hi)`` (ties at a bound split the derivative 0.5 / 0.5)."""
+    if not _CLIP:
+        from tracejit.api_ad import jvp as jvp_
+        from tracejit.transforms.ad_custom import custom_jvp
+
+        def clip(x, lo, hi):
+            return _clip_two_bounds(x, lo, hi)
+        fn = custom_jvp(clip)
+
+        @fn.defjvp
+        def _clip_jvp(primals, tangents):
+            return fn(*primals), jvp_(lambda x, lo, hi: U.minimum(U.maximum(x, lo), hi), primals, tangents)[1]
+        _CLIP.append(fn)
+    return _CLIP[0]
 
 
 def round(a, decimals=0, out=None):

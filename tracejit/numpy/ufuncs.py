@@ -171,7 +171,7 @@ def _sign(x):
     return _prim("sign")(x)
 
 
-def _logaddexp(x, y):
+def _logaddexp_value(x, y):
     # As NumPy: equal arguments (infinities included) give x + log(2); otherwise
     # max + log1p(exp(-|x - y|)), which never overflows and propagates NaN.
     U = UFUNCS
@@ -181,10 +181,56 @@ def _logaddexp(x, y):
     return select_n_p.bind(U["equal"](x, y), spread, U["add"](x, ln2))
 
 
-def _logaddexp2(x, y):
+def _logaddexp2_value(x, y):
     U = UFUNCS
     ln2 = np.asarray(np.log(2), aval(x).dtype)[()]
-    return U["true_divide"](_logaddexp(U["multiply"](x, ln2), U["multiply"](y, ln2)), ln2)
+    return U["true_divide"](_logaddexp_value(U["multiply"](x, ln2), U["multiply"](y, ln2)), ln2)
+
+
+_CUSTOM_LOGADDEXP: dict = {}
+
+
+def _with_jax_derivative(name, value_fn, weight):
+    """``value_fn`` with JAX's custom JVP of ``logaddexp``/``logaddexp2``:
+    ``t1 * weight(r(x1) - r(out)) + t2 * weight(r(x2) - r(out))``, where ``r``
+    replaces +inf by 0. The weights are the softmax weights, so ties split the
+    derivative 0.5 / 0.5 (the select on ``x == y`` in the value carries none)."""
+    fn = _CUSTOM_LOGADDEXP.get(name)
+    if fn is None:
+        from tracejit.transforms.ad_custom import custom_jvp
+        U = UFUNCS
+
+        def replace_posinf(v):
+            zero = np.asarray(0, aval(v).dtype)[()]
+            return select_n_p.bind(U["equal"](v, np.asarray(np.inf, aval(v).dtype)[()]), v, zero)
+
+        def jvp(primals, tangents):
+            x1, x2 = primals
+            t1, t2 = tangents
+            out = fn(x1, x2)
+            ro = replace_posinf(out)
+            w1 = weight(U["subtract"](replace_posinf(x1), ro))
+            w2 = weight(U["subtract"](replace_posinf(x2), ro))
+            return out, U["add"](U["multiply"](t1, w1), U["multiply"](t2, w2))
+        def primal(x1, x2):
+            return value_fn(x1, x2)
+        primal.__name__ = primal.__qualname__ = name
+        fn = custom_jvp(primal)
+        fn.defjvp(jvp)
+        _CUSTOM_LOGADDEXP[name] = fn
+    return fn
+
+
+def _logaddexp(x, y):
+    if not dtypes.is_inexact(aval(x).dtype) or dtypes.is_complex(aval(x).dtype):
+        return _logaddexp_value(x, y)
+    return _with_jax_derivative("logaddexp", _logaddexp_value, UFUNCS["exp"])(x, y)
+
+
+def _logaddexp2(x, y):
+    if not dtypes.is_inexact(aval(x).dtype) or dtypes.is_complex(aval(x).dtype):
+        return _logaddexp2_value(x, y)
+    return _with_jax_derivative("logaddexp2", _logaddexp2_value, UFUNCS["exp2"])(x, y)
 
 
 def _scale(num, den):

@@ -319,6 +319,34 @@ def _custom_jvp_jvp(primals, tangents, *, program, num_consts, jvp, name):
 
 
 ad.def_jvp(custom_jvp_call_p, _custom_jvp_jvp)
+
+
+def _custom_jvp_batch(args, dims, size, *, program, num_consts, jvp, name):
+    """vmap of a custom_jvp call: the primal program and the JVP rule are both batched
+    (the rule through ``vmap``), so the call stays one equation over the whole batch."""
+    from tracejit.api_vmap import vmap
+    from tracejit.transforms import batching
+    if (any(d is not None for d in dims[:num_consts])
+            or not all(is_differentiable(aval_of(x).dtype) for x in args[num_consts:])):
+        return batching._one_example_at_a_time(custom_jvp_call_p, args, dims, size,
+                                               dict(program=program, num_consts=num_consts, jvp=jvp, name=name))
+    ins = [batching.with_batch(x, d, size) for x, d in zip(args[num_consts:], dims[num_consts:])]
+    new_program, _ = batching.batched_program(program, [aval_of(x) for x in ins], [0] * len(ins), size)
+
+    def batched_jvp(primals, tangents):
+        outs, touts = vmap(lambda p, t: tuple(map(list, jvp(list(p), list(t)))))(list(primals), list(tangents))
+        return list(outs), list(touts)
+    outs = custom_jvp_call_p.bind(*new_program.const_values, *ins, program=new_program,
+                                  num_consts=len(new_program.const_values), jvp=batched_jvp, name=name)
+    return outs, [0] * len(outs)
+
+
+def _register_batching():
+    from tracejit.core.primitive import batching_rules
+    batching_rules[custom_jvp_call_p] = _custom_jvp_batch
+
+
+_register_batching()
 # Reverse mode: the custom JVP is linear in the tangents; vjp_via_jvp transposes it.
 ad.def_vjp(custom_jvp_call_p, lambda needed, *ins, **params: ad.vjp_via_jvp(custom_jvp_call_p, needed, ins, params))
 

@@ -52,18 +52,28 @@ UNARY_PARTIALS = {
 ZERO_DERIVATIVE_UNARY = ("sign", "floor", "ceil", "round", "trunc")
 
 
+def _nonzero(v):
+    """``v`` with zeros replaced by ones (JAX's ``_replace_zero``)."""
+    return select(binary("eq", v, c(0, v)), c(1, v), v)
+
+
+def _real_abs_partial(t, x):
+    # JAX: select(x >= 0, t, -t), so the derivative at 0 is +1 (not sign(0) = 0).
+    return select(binary("ge", x, c(0, x)), t, neg(t))
+
+
 def _abs_jvp_factor(t, x, y):
     if aval_of(x).dtype.kind == "c":
-        # d|z| = Re(conj(z) dz) / |z|
-        return div(un("real", mul(un("conj", x), t)), y)
-    return mul(t, un("sign", x))
+        # d|z| = Re(conj(z) dz) / |z|, and 0 at z == 0 (as in JAX)
+        return div(un("real", mul(un("conj", x), t)), _nonzero(y))
+    return _real_abs_partial(t, x)
 
 
 def _abs_vjp(ct, x, y):
     if aval_of(x).dtype.kind == "c":
         cd = aval_of(x).dtype
-        return mul(convert(ct, cd), div(un("conj", x), convert(y, cd)))
-    return mul(ct, un("sign", x))
+        return mul(convert(ct, cd), div(un("conj", x), convert(_nonzero(y), cd)))
+    return _real_abs_partial(ct, x)
 
 
 # Linear unary primitives: (apply to a tangent, transpose applied to a cotangent)
@@ -138,6 +148,26 @@ def _extremum_partials():
             lambda t, x, y, out: mul(t, _balanced_eq(y, out, x)))
 
 
+def _nan_ignoring_extremum_partials(cmp):
+    """jnp.fmax / fmin are ``where((x > y) | isnan(y), x, y)`` in JAX (``<`` for fmin): ties go to ``y``."""
+    def takes_x(x, y):
+        return binary("or", binary(cmp, x, y), binary("ne", y, y))
+    return (lambda t, x, y, out: select(takes_x(x, y), t, c(0, t)),
+            lambda t, x, y, out: select(takes_x(x, y), c(0, t), t))
+
+
+def _hypot_partial(t, a, out):
+    # a / hypot; at hypot == 0 JAX's jnp.hypot (max * sqrt(1 + (min / max)**2) on |x|, |y|) gives 1/2.
+    zero = binary("eq", out, c(0, out))
+    return mul(t, select(zero, c(0.5, a), div(a, _nonzero(out))))
+
+
+def _copysign_partial(t, x, y, out):
+    # JAX: where(signbit(y), -abs(x), abs(x)) with abs'(0) = +1.
+    flip = binary("ne", binary("ge", x, c(0, x)), binary("ge", binary("copysign", c(1, y), y), c(0, y)))
+    return select(flip, neg(t), t)
+
+
 # name -> (partial wrt x, partial wrt y), each (t, x, y, out) -> t * df/d(arg); None = zero
 BINARY_PARTIALS = {
     "add": (lambda t, x, y, out: t, lambda t, x, y, out: t),
@@ -146,10 +176,10 @@ BINARY_PARTIALS = {
     "div": (lambda t, x, y, out: div(t, y), lambda t, x, y, out: neg(mul(t, div(out, y)))),
     "pow": (_pow_dx, _pow_dy),
     "max": _extremum_partials(), "min": _extremum_partials(),
-    "fmax": _extremum_partials(), "fmin": _extremum_partials(),
+    "fmax": _nan_ignoring_extremum_partials("gt"), "fmin": _nan_ignoring_extremum_partials("lt"),
     "atan2": _atan2_partials(),
-    "hypot": (lambda t, x, y, out: mul(t, div(x, out)), lambda t, x, y, out: mul(t, div(y, out))),
-    "copysign": (lambda t, x, y, out: mul(t, mul(un("sign", x), binary("copysign", c(1, x), y))), None),
+    "hypot": (lambda t, x, y, out: _hypot_partial(t, x, out), lambda t, x, y, out: _hypot_partial(t, y, out)),
+    "copysign": (_copysign_partial, None),
     "nextafter": (lambda t, x, y, out: t, None),
     "floordiv": (None, None),
     # x - y * floor(x / y) and x - y * trunc(x / y)

@@ -199,27 +199,56 @@ _cumsum = cumulative_prims["cumsum"]
 _def_linear(_cumsum, lambda ct, x, *, axis, reverse: _cumsum.bind(ct, axis=axis, reverse=not reverse))
 
 
-def prefix_scan(op, x, axis, reverse):
-    """Inclusive scan of ``op`` along ``axis`` in log2(n) steps (Hillis-Steele),
-    written with slices and concatenations so it differentiates like any program."""
+def _slice_in_dim(x, start, limit, stride, axis):
+    shape = aval_of(x).shape
+    lo, hi, st = [0] * len(shape), list(shape), [1] * len(shape)
+    lo[axis], hi[axis], st[axis] = start, limit, stride
+    return slice(x, lo, hi, st)
+
+
+def _interleave(a, b, axis):
+    """``[a0, b0, a1, b1, ...]`` along ``axis`` (``a`` has as many elements as ``b``, or one more)."""
+    sa, sb = aval_of(a).shape, aval_of(b).shape
+    na, nb = sa[axis], sb[axis]
+    head = a if na == nb else _slice_in_dim(a, 0, nb, 1, axis)
+    pair = tuple(sb[:axis + 1]) + (1,) + tuple(sb[axis + 1:])
+    both = concatenate([reshape(head, pair), reshape(b, pair)], axis + 1)
+    merged = reshape(both, tuple(sb[:axis]) + (2 * nb,) + tuple(sb[axis + 1:]))
+    return merged if na == nb else concatenate([merged, _slice_in_dim(a, nb, na, 1, axis)], axis)
+
+
+def associative_scan(op, x, axis, reverse):
+    """Inclusive scan of ``op`` along ``axis`` with JAX's ``lax.associative_scan``
+    combination tree (pairs, recursion on the pair results, then the even
+    positions), written with slices and concatenations so it differentiates like
+    any program. JAX differentiates cumprod/cummax/cummin through exactly this
+    tree, so ties in cummax/cummin share the derivative as in JAX."""
     if reverse:
         x = rev(x, (axis,))
-    shape = aval_of(x).shape
-    n = shape[axis]
-    shift = 1
-    while shift < n:
-        def part(lo, hi):
-            start, limit = [0] * len(shape), list(shape)
-            start[axis], limit[axis] = lo, hi
-            return slice(x, start, limit)
-        x = concatenate([part(0, shift), op(part(shift, n), part(0, n - shift))], axis)
-        shift *= 2
-    return rev(x, (axis,)) if reverse else x
+
+    def scan(e):
+        n = aval_of(e).shape[axis]
+        if n < 2:
+            return e
+        reduced = op(_slice_in_dim(e, 0, n - 1, 2, axis), _slice_in_dim(e, 1, n, 2, axis))
+        odd = scan(reduced)
+        if n % 2 == 0:
+            m = aval_of(odd).shape[axis]
+            even = op(_slice_in_dim(odd, 0, m - 1, 1, axis), _slice_in_dim(e, 2, n, 2, axis))
+        else:
+            even = op(odd, _slice_in_dim(e, 2, n, 2, axis))
+        even = concatenate([_slice_in_dim(e, 0, 1, 1, axis), even], axis)
+        return _interleave(even, odd, axis)
+    out = scan(x)
+    return rev(out, (axis,)) if reverse else out
+
+
+prefix_scan = associative_scan
 
 
 def _scan_decomposition(op_name):
     def fn(x, *, axis, reverse):
-        return [prefix_scan(lambda a, b: binary(op_name, a, b), x, axis, reverse)]
+        return [associative_scan(lambda a, b: binary(op_name, a, b), x, axis, reverse)]
     return fn
 
 
