@@ -13,7 +13,10 @@ from tracejit.lax.control_flow import __all__ as _cf_all  # noqa: E402
 from tracejit.lax.indexing import *  # noqa: E402,F401,F403
 from tracejit.lax.indexing import __all__ as _ix_all  # noqa: E402
 
-__all__ += list(_cf_all) + list(_ix_all)
+from tracejit.lax.convolution import *  # noqa: E402,F401,F403
+from tracejit.lax.convolution import __all__ as _conv_all  # noqa: E402
+
+__all__ += list(_cf_all) + list(_ix_all) + list(_conv_all)
 
 
 def stop_gradient(x):

@@ -49,4 +49,5 @@ ndarray = _np.ndarray
 from tracejit.numpy.sorting import *  # noqa: E402,F401,F403
 from tracejit.numpy.extra import *  # noqa: E402,F401,F403
 from tracejit.numpy.indexing_api import *  # noqa: E402,F401,F403
+from tracejit.numpy.convolve import convolve, correlate  # noqa: E402,F401
 from tracejit.numpy import linalg, fft  # noqa: E402,F401
