@@ -44,6 +44,15 @@ class ProgramTypeError(TracejitError, TypeError):
     """The program checker found an equation whose types do not match its rule."""
 
 
+class DeletedArrayError(TracejitError, RuntimeError):
+    """An array donated to a jitted call (``donate_argnums``) was passed to a call again.
+
+    The call wrote its result into the donated array's memory, so the array
+    no longer holds the value it was created with (JAX deletes such arrays).
+    Use the call's result instead, or pass a copy / don't donate the argument.
+    """
+
+
 FIX_CONTROL_FLOW = (
     "Fix: express data-dependent control flow with tracejit.lax.cond / lax.switch / "
     "lax.while_loop / lax.fori_loop or jnp.where, or mark the argument static with "

@@ -123,7 +123,7 @@ class CPUBackend:
                    **{f"llvm_{k}_ms": v for k, v in compile_ms.items() if isinstance(v, (int, float))}}
         llvm_ir_text = compiled
         return CPUExecutable(program, plan, launches, offsets, arena_bytes, timings, llvm_ir_text,
-                             donated=donate_argnums, pools=pools)
+                             donated=donate_argnums, pools=pools, name=name)
 
 
 def _address_or_none(compiled, symbol):

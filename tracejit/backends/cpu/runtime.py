@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import sys
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -202,35 +203,70 @@ RECYCLE_MIN_BYTES = 1 << 20
 PRIME_MAX_BYTES = 256 << 20
 
 
+def _claim_refs() -> int:
+    # What sys.getrefcount reports for a buffer that OutputPool.take has popped off its list when
+    # nothing else refers to it: measured with the same bytecode, so it holds on any CPython.
+    buffers = [np.empty(1, np.uint8)]
+    candidate = buffers.pop(0)
+    return sys.getrefcount(candidate)
+
+
+_UNSHARED_REFS = _claim_refs()
+
+
 class OutputPool:
-    """Recycles the memory of large outputs once the caller drops them.
+    """Recycles the memory of large outputs once nothing outside the pool can see it.
 
     A fresh multi-megabyte ``np.empty`` comes from ``mmap`` and pays a page
     fault on first touch of every page, which costs about as much as the
-    kernel's own write. Each large output is a view of a pooled base buffer;
-    when the view is garbage collected, its base returns to the pool.
+    kernel's own write. Each large output is a view of a base buffer the pool
+    keeps (the ``keep`` most recent). A call reuses a base only when its
+    reference count says the pool holds the only reference: every view of an
+    output (slices, transposes, ``np.asarray``, reshapes) keeps the base itself
+    as its ``.base``, and memoryviews, ``np.frombuffer`` arrays and ctypes
+    objects keep the array they were made from, so as long as the user can
+    reach the memory in any of these ways the base counts as in use and the
+    call takes another buffer. (Only a raw address, e.g. ``ctypes.data`` kept as
+    an int, escapes this; NumPy gives no protection there either.)
+
+    Taking a buffer pops it off the list first (atomic under the GIL, and in
+    free-threaded builds), so two threads can never claim the same one, and
+    no lock is needed (nothing to leave held across a fork).
     """
 
     def __init__(self, nbytes: int, keep: int = 2):
         self.nbytes = nbytes
         self.keep = keep
-        self.free: list = []
+        self.buffers: list = []     # the tracked bases, oldest first: some lent out, some free
         self.priming: threading.Event | None = None     # set once a pending prime() is done
+        self._priming_pid = os.getpid()
 
     def take(self, shape, dtype):
-        try:
-            base = self.free.pop()
-        except IndexError:
+        buffers = self.buffers
+        lent = []
+        base = None
+        for _ in range(self.keep):
+            try:
+                candidate = buffers.pop(0)
+            except IndexError:
+                break
+            if sys.getrefcount(candidate) <= _UNSHARED_REFS:
+                base = candidate
+                break
+            lent.append(candidate)
+        candidate = None
+        if base is None:
             base = self._primed()
             if base is None:
                 base = np.empty(self.nbytes, np.uint8)
         out = base.view(dtype).reshape(shape)
-        weakref.finalize(out, self._give_back, base)
+        if lent:
+            buffers.extend(lent)
+        buffers.append(base)
+        if len(buffers) > self.keep:
+            # Forget the oldest: a base still lent out lives on in its views and is freed with them.
+            del buffers[:-self.keep]
         return out
-
-    def _give_back(self, base):
-        if len(self.free) < self.keep:
-            self.free.append(base)
 
     def _primed(self):
         # A buffer still being faulted in is ready sooner than a fresh one, whose faults would
@@ -238,18 +274,27 @@ class OutputPool:
         priming = self.priming
         if priming is None:
             return None
-        priming.wait()
-        try:
-            return self.free.pop()
-        except IndexError:
+        if self._priming_pid != os.getpid():
+            self.priming = None         # forked while priming: the thread filling it is not here
             return None
+        priming.wait()
+        buffers = self.buffers
+        for _ in range(len(buffers)):
+            try:
+                candidate = buffers.pop(0)
+            except IndexError:
+                return None
+            if sys.getrefcount(candidate) <= _UNSHARED_REFS:
+                return candidate
+            buffers.append(candidate)
+        return None
 
     def prime(self) -> None:
         """Add one buffer whose pages are already faulted in."""
         try:
             base = np.empty(self.nbytes, np.uint8)
             base.fill(0)            # NumPy drops the GIL for this: it runs beside the compile
-            self.free.append(base)
+            self.buffers.append(base)
         finally:
             if self.priming is not None:
                 self.priming.set()
@@ -282,8 +327,47 @@ def prime_in_background(pools) -> None:
     if todo:
         for pool in todo:
             pool.priming = threading.Event()
+            pool._priming_pid = os.getpid()
         threading.Thread(target=lambda: [pool.prime() for pool in todo], name="tracejit-prime-outputs",
                          daemon=True).start()
+
+
+# Arrays whose memory a call with donate_argnums gave to its output: {id(array): (weakref, function name)}.
+# Such an array now holds the call's result, not its own value: passing it to a call again raises, as
+# JAX does for a deleted (donated) array. An entry leaves with its array.
+_donated: dict = {}
+
+
+def _mark_donated(a, name: str) -> None:
+    key = id(a)
+
+    def forget(ref, key=key):
+        entry = _donated.get(key)
+        if entry is not None and entry[0] is ref:
+            del _donated[key]
+
+    _donated[key] = (weakref.ref(a, forget), name)
+
+
+def _shares_with_others(a, pos, args) -> bool:
+    # A kernel writing the donated memory must not be reading it through another argument.
+    for j, other in enumerate(args):
+        if j != pos and np.may_share_memory(a, other):
+            return True
+    return False
+
+
+def _check_not_donated(args) -> None:
+    for i, a in enumerate(args):
+        entry = _donated.get(id(a))
+        if entry is not None and entry[0]() is a:
+            from tracejit.core.errors import DeletedArrayError
+            raise DeletedArrayError(
+                f"Array has been deleted with shape={a.dtype}{list(a.shape)} (flattened argument {i}): it was "
+                f"donated to {entry[1]} (donate_argnums/donate_argnames), which wrote its result into "
+                "the array's memory, so the array no longer holds its own value and cannot be passed "
+                "to a jitted function again. Use that call's result instead, pass a copy "
+                "(f(x.copy())), or don't donate the argument.")
 
 
 class CPUExecutable:
@@ -292,8 +376,9 @@ class CPUExecutable:
     backend = "cpu"
 
     def __init__(self, program, plan, launches, offsets, arena_bytes, timings, module_ir, kernel_asm=None,
-                 donated=(), pools=None):
+                 donated=(), pools=None, name: str = "function"):
         self.program = program
+        self.name = name
         self.plan = plan
         self.launches = launches
         self.kernels = [l.kernel for l in launches if isinstance(l.kernel, Kernel)]
@@ -363,6 +448,10 @@ class CPUExecutable:
         plan = self.plan
         if len(args) != self.n_inputs:
             raise TypeError(f"executable takes {self.n_inputs} arguments, got {len(args)}")
+        if _donated:
+            for a in args:
+                if id(a) in _donated:
+                    _check_not_donated(args)
         if not self.offsets:
             # Nothing lives in an arena: skip the pool.
             env = [None] * self._n_buffers
@@ -382,10 +471,16 @@ class CPUExecutable:
                 env[bid] = np.empty(shape, dtype) if pool is None else pool.take(shape, dtype)
             for bid, pos, dtype in self._donated_outputs:
                 a = args[pos]
-                # A donated argument's memory becomes the output (when it can be written in place).
-                ok = a.flags.c_contiguous and a.flags.writeable and a.dtype == dtype and env[plan.inputs[pos]] is a
-                b = plan.buffers[bid]
-                env[bid] = a if ok else np.empty(b.shape, b.dtype)
+                # A donated argument's memory becomes the output (when it can be written in place and
+                # no other argument reads that memory). The output is a new view, so the donated array
+                # itself is marked: passing it again raises (see _check_not_donated).
+                if (a.flags.c_contiguous and a.flags.writeable and a.dtype == dtype and env[plan.inputs[pos]] is a
+                        and not _shares_with_others(a, pos, args)):
+                    env[bid] = a.view()
+                    _mark_donated(a, self.name)
+                else:
+                    b = plan.buffers[bid]
+                    env[bid] = np.empty(b.shape, b.dtype)
             if self._aliases:
                 for a in self._alias_after[-1]:
                     env[a[0]] = env[a[1]].reshape(a[2])
