@@ -11,13 +11,14 @@ def g(x):
 
 
 def test_pipeline_is_one_named_ordered_list():
-    assert [n for n, _ in PIPELINE] == ["inline", "simplify", "cse", "dot_layout", "dce"]
+    assert [n for n, _ in PIPELINE] == ["inline", "simplify", "small_dots", "cse", "dot_layout", "dce"]
     assert PASS_NAMES[-3:] == ["layout", "fusion", "memory"]
 
 
 def test_transposed_products_are_computed_transposed():
     rng = np.random.default_rng(2)
-    a, b = rng.standard_normal((6, 5)), rng.standard_normal((5, 7))
+    # Large enough for BLAS (small products become fused sums: passes/small_dots.py).
+    a, b = rng.standard_normal((40, 30)), rng.standard_normal((30, 50))
     fn = lambda a, b: (a @ b).T * 2          # noqa: E731
     c = tracejit.jit(fn).lower(a, b).compile()
     assert "transpose" not in str(c.executable.program)      # b^T @ a^T: no transposed copy
@@ -25,7 +26,7 @@ def test_transposed_products_are_computed_transposed():
     # A product also used untransposed keeps its layout (one product, not two).
     both = tracejit.jit(lambda a, b: ((a @ b).T, a @ b)).lower(a, b).compile()
     assert str(both.executable.program).count("dot_general") == 1
-    x, y = rng.standard_normal((2, 3, 4, 5)), rng.standard_normal((2, 3, 5, 6))
+    x, y = rng.standard_normal((2, 3, 24, 25)), rng.standard_normal((2, 3, 25, 26))
     got = tracejit.jit(lambda x, y: np.swapaxes(x @ y, -1, -2))(x, y)
     np.testing.assert_allclose(got, np.swapaxes(x @ y, -1, -2), rtol=1e-13)
 

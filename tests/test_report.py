@@ -117,8 +117,9 @@ def test_report_content(page):
 
 
 def test_graph_nodes_and_edges():
-    compiled = tracejit.jit(layer).lower(np.ones((4, 8), np.float32), np.ones((8, 3), np.float32),
-                                         np.ones(3, np.float32)).compile()
+    # A product large enough for BLAS (small ones become fused sums: passes/small_dots.py).
+    compiled = tracejit.jit(layer).lower(np.ones((32, 64), np.float32), np.ones((64, 48), np.float32),
+                                         np.ones(48, np.float32)).compile()
     plan = compiled.executable.plan
     svg = fusion_graph_svg(plan)
     from tracejit.compiler.memory import step_reads, step_writes

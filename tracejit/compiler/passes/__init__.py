@@ -15,10 +15,12 @@ from tracejit.compiler.passes.dce import dce
 from tracejit.compiler.passes.dot_layout import transpose_dots
 from tracejit.compiler.passes.inline import inline
 from tracejit.compiler.passes.simplify import simplify
+from tracejit.compiler.passes.small_dots import small_dots_as_kernels
 
 PIPELINE = [
     ("inline", inline),        # call equations and decomposable primitives expanded
     ("simplify", simplify),    # constant folding and algebraic identities
+    ("small_dots", small_dots_as_kernels),  # matrix-vector and tiny products as fusible sums
     ("cse", cse),              # one equation per distinct (primitive, inputs, params)
     ("dot_layout", transpose_dots),  # transpose(a @ b) computed as b^T @ a^T (no transposed copy)
     ("dce", dce),              # equations whose results are unused removed
