@@ -1,0 +1,1073 @@
+"""Random programs over an array module ``xp``, written as Python source (issue 12).
+
+``generate(seed)`` returns a :class:`Program`: a list of statements ``vN = <expression of xp>``
+(a statement that wraps a sub-graph in ``cond`` / ``fori_loop`` / ``scan`` / ``while_loop`` /
+``vmap`` carries its nested ``def`` lines), the inputs as source (exact literals, then an optional
+view: steps, negative steps, transposes) and the outputs. The same text runs with ``xp = numpy``
+(the oracle: the ``_cond``/``_fori``/... helpers of :data:`PRELUDE` are plain Python loops there)
+and with ``xp = tracejit.numpy`` under ``tracejit.jit`` (the helpers call ``tracejit.lax`` /
+``tracejit.vmap``), so a reproducer is the program itself.
+
+The generator evaluates every candidate statement with NumPy while it builds the program, so
+programs are well-formed (a candidate NumPy rejects is dropped, or, rarely, kept as the last
+statement of a program that must raise). Each statement records an *error model*; :func:`analyze`
+re-derives from the NumPy values, for every variable, the absolute error a correct compiler may
+add (0: bitwise exact; ``inf``: not comparable). Transcendental functions (a few ULP) and
+reassociated sums (matmul, einsum, float reductions and cumulative sums: relative to the sum of
+the magnitudes of the summands) are the only sources of error; the generator feeds such
+*approximate* values only into ops whose error it can bound (add, mul, structural ops,
+max/min, Lipschitz-1 functions, ...), never into comparisons, rounding, integer casts or
+predicates, so integer and boolean results are always compared exactly.
+
+Exclusions for known open bugs (delete when fixed) are named in :data:`EXCLUSIONS`; each is off
+unless listed there.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Narrow, named exclusions of known open bug classes (see /tmp/fuzz_findings.md). Empty: everything
+# is generated. Known names: "pyint_out_of_range" (Python int literals outside an unsigned dtype).
+EXCLUSIONS: set[str] = {
+    # tracejit raises NotImplementedError("sign of complex traced arrays is not supported"): a
+    # documented gap, not a wrong answer; it would fill the report.
+    "complex_sign",
+}
+
+PRELUDE = '''\
+import numpy as np
+import tracejit
+import tracejit.numpy as jnp
+from tracejit import lax
+
+
+def _mk(dtype, shape, re, im=None):
+    """An exact array from Python literals (floats go through float64, which holds every value)."""
+    d = np.dtype(dtype)
+    if d.kind == "c":
+        a = np.empty(len(re), d)
+        a.real = np.array(re, np.float64)
+        a.imag = np.array(im, np.float64)
+    elif d.kind == "f":
+        a = np.array(re, np.float64).astype(d)
+    else:
+        a = np.array(re, dtype=d)
+    return a.reshape(shape)
+
+
+def _cond(xp, p, t, f, *ops):
+    if xp is np:
+        return t(*ops) if p else f(*ops)
+    return lax.cond(p, t, f, *ops)
+
+
+def _fori(xp, lo, hi, body, init):
+    if xp is np:
+        v = init
+        for i in range(lo, hi):
+            v = body(np.int64(i), v)
+        return v
+    return lax.fori_loop(lo, hi, body, init)
+
+
+def _while(xp, n, body, init, pred=None):
+    """``v = body(v)`` while fewer than ``n`` steps ran (and ``pred(v)``)."""
+    if xp is np:
+        i, v = 0, init
+        while i < n and (pred is None or pred(v)):
+            i, v = i + 1, body(v)
+        return v
+    if pred is None:
+        c = lambda s: s[0] < n
+    else:
+        c = lambda s: (s[0] < n) & pred(s[1])
+    return lax.while_loop(c, lambda s: (s[0] + 1, body(s[1])), (0, init))[1]
+
+
+def _scan(xp, body, init, xs, reverse=False):
+    if xp is np:
+        c, ys = init, []
+        idx = range(xs.shape[0])
+        for i in (reversed(idx) if reverse else idx):
+            c, y = body(c, xs[i])
+            ys.append(y)
+        if reverse:
+            ys = ys[::-1]
+        return c, np.stack(ys)
+    return lax.scan(body, init, xs, reverse=reverse)
+
+
+def _vmap(xp, fn, x, axis=0):
+    if xp is np:
+        x = np.moveaxis(x, axis, 0)
+        return np.stack([fn(x[i]) for i in range(x.shape[0])])
+    return tracejit.vmap(fn, in_axes=axis)(x)
+
+
+def _at(xp, x, idx, how, u):
+    """``x.at[idx].<how>(u)`` (NumPy: a copy updated with ``ufunc.at``, so duplicates accumulate)."""
+    if xp is np:
+        r = x.copy()
+        u = np.asarray(u, dtype=x.dtype)   # as JAX: the update takes x's dtype first
+        if how == "set":
+            r[idx] = u
+        else:
+            {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}[how].at(r, idx, u)
+        return r
+    return getattr(x.at[idx], {"mul": "multiply"}.get(how, how))(u)
+'''
+
+DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float16", "float32", "float64", "complex64", "complex128"]
+FLOATS = ["float16", "float32", "float64"]
+MAX_SIZE = 2048
+
+SPECIAL_F = [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-30,
+             65504.0, 1e38, -1e300]
+
+# Transcendental functions: name -> (Lipschitz-1, so an approximate input's error passes through).
+TRANS = {"exp": False, "expm1": False, "log": False, "log1p": False, "log2": False, "log10": False,
+         "exp2": False, "sin": True, "cos": True, "tan": False, "tanh": True, "sinh": False, "cosh": False,
+         "arcsin": False, "arccos": False, "arctan": True, "arcsinh": True, "arccosh": False,
+         "arctanh": False, "cbrt": False}
+TRANS_ULP = 4
+
+
+@dataclass
+class Stmt:
+    target: str
+    lines: list            # source lines (nested defs first, then the assignment), unindented
+    deps: list             # variable names read (inputs or earlier targets)
+    model: tuple           # error model, see analyze()
+    op: str                # a short label for bucketing
+    raises: bool = False   # NumPy raises here: the program must raise
+
+
+@dataclass
+class Program:
+    seed: int
+    inputs: list           # [(name, source expression)]
+    stmts: list
+    outputs: list          # variable names
+    exclusions: list = field(default_factory=list)
+
+    def function_source(self, name="f") -> str:
+        args = ", ".join(n for n, _ in self.inputs)
+        out = [f"def {name}(xp, {args}):"]
+        for s in self.stmts:
+            out += ["    " + ln for ln in s.lines]
+        out.append(f"    return ({', '.join(self.outputs)},)")
+        return "\n".join(out) + "\n"
+
+    def inputs_source(self) -> str:
+        return "".join(f"{n} = {src}\n" for n, src in self.inputs)
+
+    def source(self) -> str:
+        """Prelude, the function and the inputs: exec it, then call ``f(np, *inputs)``."""
+        return PRELUDE + "\n\n" + self.function_source() + "\n\n" + self.inputs_source()
+
+    @property
+    def must_raise(self) -> bool:
+        return any(s.raises for s in self.stmts)
+
+    def ops(self) -> list:
+        return [s.op for s in self.stmts]
+
+
+# ------------------------------------------------------------------------- evaluation + error models
+
+_PRELUDE_NS: dict = {}
+
+
+def prelude_namespace() -> dict:
+    if not _PRELUDE_NS:
+        ns: dict = {}
+        exec(compile(PRELUDE, "<prelude>", "exec"), ns)
+        _PRELUDE_NS.update(ns)
+    return _PRELUDE_NS
+
+
+def eval_numpy(lines, env):
+    """Run statement ``lines`` with ``xp = numpy`` in a copy of ``env``; returns the new env."""
+    ns = dict(prelude_namespace())
+    ns.update(env)
+    ns["xp"] = np
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec("\n".join(lines), ns)
+    return ns
+
+
+def _eps(d) -> float:
+    d = np.dtype(d)
+    if d.kind in "fc":
+        return float(np.finfo(d).eps)
+    return 0.0
+
+
+def _maxabs(x) -> float:
+    x = np.asarray(x)
+    if x.dtype.kind not in "fciu" or x.size == 0:
+        return 1.0 if x.dtype.kind == "b" else 0.0
+    with np.errstate(all="ignore"):
+        a = np.abs(x.astype(np.complex128) if x.dtype.kind == "c" else x.astype(np.float64))
+    a = a[np.isfinite(a)]
+    return float(a.max()) if a.size else 0.0
+
+
+def _sumabs(x) -> float:
+    x = np.asarray(x)
+    with np.errstate(all="ignore"):
+        a = np.abs(x.astype(np.complex128) if x.dtype.kind == "c" else x.astype(np.float64))
+    a = a[np.isfinite(a)]
+    return float(a.sum()) if a.size else 0.0
+
+
+def error_bound(model, out, dep_vals, dep_errs) -> float:
+    """Absolute error a correct compiler may add to ``out`` (0: exact, inf: not comparable)."""
+    kind = model[0]
+    out = np.asarray(out)
+    exact_in = all(e == 0 for e in dep_errs)
+    E = max(dep_errs) if dep_errs else 0.0
+    if kind == "raises":
+        return 0.0
+    eps = _eps(out.dtype)
+    M = _maxabs(out)
+    if kind == "disc":                       # needs exact inputs (comparisons, rounding, int ops...)
+        err = 0.0 if exact_in else math.inf
+    elif kind == "pass":                     # structural ops, max/min, where, neg, abs
+        err = E
+    elif kind == "add":
+        err = 0.0 if exact_in else sum(dep_errs) + 2 * eps * M
+    elif kind == "mul":
+        if exact_in:
+            err = 0.0
+        else:
+            ms = [_maxabs(v) for v in dep_vals] + [1.0, 1.0]
+            ea, eb = (list(dep_errs) + [0.0, 0.0])[:2]
+            if len(dep_vals) == 1:        # x * x
+                eb, ms[1] = ea, ms[0]
+            err = ea * ms[1] + eb * ms[0] + ea * eb + 2 * eps * M
+    elif kind == "cast":                     # to a float/complex dtype
+        err = 0.0 if exact_in else E + 2 * eps * M
+    elif kind == "trans":                    # ("trans", lipschitz1)
+        if exact_in:
+            err = TRANS_ULP * eps * M
+        elif model[1]:
+            err = E + TRANS_ULP * eps * M
+        else:
+            err = math.inf
+    elif kind in ("sum", "mean", "cum"):    # ("sum", n): reassociated sum of n terms per result
+        n = max(int(model[1]), 1)
+        if out.dtype.kind not in "fc":
+            return 0.0 if exact_in else math.inf
+        s = _sumabs(dep_vals[0]) if dep_vals else M
+        err = (n / 4 + 8) * eps * s + n * E
+        if kind == "mean":
+            err = err / n + 2 * eps * M
+    elif kind == "prod":
+        n = max(int(model[1]), 1)
+        if out.dtype.kind not in "fc":
+            return 0.0 if exact_in else math.inf
+        err = (2 * n + 2) * eps * M if exact_in else math.inf
+    elif kind == "dot":                      # ("dot", k)
+        k = max(int(model[1]), 1)
+        if out.dtype.kind not in "fc":
+            return 0.0 if exact_in else math.inf
+        if not exact_in:
+            return math.inf
+        ma = _maxabs(dep_vals[0])
+        mb = _maxabs(dep_vals[1]) if len(dep_vals) > 1 else ma
+        err = (k / 4 + 8) * k * eps * ma * mb + 2 * eps * M
+    elif kind == "fixed":                    # a sub-graph whose bound was measured when generated
+        err = max(model[1], E) if model[1] else (0.0 if exact_in else math.inf)
+    else:
+        raise ValueError(model)
+    if out.dtype.kind not in "fc" and err:
+        return math.inf
+    if kind in ("sum", "mean", "cum", "prod", "dot") and out.dtype.kind in "fc":
+        # Reassociated: the sign of a zero sum depends on the order (not compared).
+        err = max(err, float(np.finfo(out.dtype).smallest_subnormal))
+    if math.isnan(err):
+        return math.inf
+    return err
+
+
+def analyze(program: Program, env=None):
+    """NumPy values and error bounds of every variable: ``(env, errs)``; raises what NumPy raises."""
+    if env is None:
+        env = eval_numpy([f"{n} = {src}" for n, src in program.inputs], {})
+    env = {k: v for k, v in env.items() if k in {n for n, _ in program.inputs}}
+    errs = {n: 0.0 for n, _ in program.inputs}
+    for s in program.stmts:
+        ns = eval_numpy(s.lines, env)
+        env[s.target] = ns[s.target]
+        errs[s.target] = error_bound(s.model, env[s.target], [env[d] for d in s.deps], [errs[d] for d in s.deps])
+    return env, errs
+
+
+# ----------------------------------------------------------------------------------------- generator
+
+class _Var:
+    __slots__ = ("name", "val", "err")
+
+    def __init__(self, name, val, err):
+        self.name, self.val, self.err = name, val, err
+
+    @property
+    def dtype(self):
+        return self.val.dtype
+
+    @property
+    def shape(self):
+        return self.val.shape
+
+    @property
+    def kind(self):
+        return self.val.dtype.kind
+
+
+def _lit_float(x: float) -> str:
+    if math.isnan(x):
+        return "np.nan"
+    if math.isinf(x):
+        return "np.inf" if x > 0 else "-np.inf"
+    return repr(float(x))
+
+
+class Gen:
+    """Builds one (sub-)program. ``exact_only``: no ops that add rounding error (loop/vmap bodies)."""
+
+    def __init__(self, rng, prefix="v", exact_only=False, depth=0, counter=None):
+        self.rng = rng
+        self.prefix = prefix
+        self.exact_only = exact_only
+        self.depth = depth
+        self.vars: list[_Var] = []
+        self.stmts: list[Stmt] = []
+        self.counter = counter if counter is not None else [0]
+        self.raised = False
+
+    # -- helpers
+    def r(self):
+        return self.rng.random()
+
+    def choice(self, seq):
+        return seq[int(self.rng.integers(len(seq)))]
+
+    def new_name(self, prefix=None):
+        self.counter[0] += 1
+        return f"{prefix or self.prefix}{self.counter[0]}"
+
+    def pick(self, pred=lambda v: True, exact=False):
+        cands = [v for v in self.vars if pred(v) and (not exact or v.err == 0)]
+        if not cands:
+            return None
+        # Prefer recent values: deeper graphs.
+        w = np.arange(1, len(cands) + 1, dtype=float) ** 1.5
+        return cands[int(self.rng.choice(len(cands), p=w / w.sum()))]
+
+    def env(self):
+        return {v.name: v.val for v in self.vars}
+
+    def emit(self, expr, deps, model, op, pre_lines=(), allow_raise=True):
+        """Evaluate ``target = expr`` with NumPy; keep it if it works (or, rarely, if it raises)."""
+        target = self.new_name()
+        lines = list(pre_lines) + [f"{target} = {expr}"]
+        env = self.env()
+        try:
+            ns = eval_numpy(lines, env)
+            val = ns[target]
+        except (ValueError, TypeError, IndexError, OverflowError) as e:  # noqa: F841
+            if allow_raise and self.depth == 0 and not self.raised and self.r() < 0.1:
+                self.stmts.append(Stmt(target, lines, list(deps), ("raises",), op, raises=True))
+                self.raised = True
+                return None
+            return None
+        except Exception:
+            return None
+        if not isinstance(val, (np.ndarray, np.generic)) or np.asarray(val).dtype == object:
+            return None
+        val = np.asarray(val) if isinstance(val, np.generic) else val
+        if val.size > MAX_SIZE:
+            return None
+        dep_vars = [self.var(d) for d in deps]
+        err = error_bound(model, val, [d.val for d in dep_vars], [d.err for d in dep_vars])
+        if math.isinf(err) or (self.exact_only and err):
+            return None
+        v = _Var(target, val, err)
+        self.vars.append(v)
+        self.stmts.append(Stmt(target, lines, list(deps), model, op))
+        return v
+
+    def var(self, name):
+        for v in self.vars:
+            if v.name == name:
+                return v
+        raise KeyError(name)
+
+    # -- literals
+    def lit_for(self, v: _Var) -> str:
+        """A Python scalar literal to combine with ``v`` (weakly typed under NEP 50)."""
+        k = v.kind
+        r = self.r()
+        if k == "b" or (k in "iu" and r < 0.8):
+            if k == "u" and "pyint_out_of_range" in EXCLUSIONS:
+                return str(int(self.rng.integers(0, 8)))
+            return str(self.choice([0, 1, 2, 3, 7, -1, -2, 5, 100, -128, 127]))
+        if k in "iu":
+            return self.choice(["True", "2.5", "-0.5"])
+        if r < 0.1:
+            return self.choice(["True", "1", "-3", "2"])
+        if r < 0.15 and k == "c":
+            return self.choice(["1j", "(2-0.5j)", "-1j"])
+        return _lit_float(self.choice([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, -3.25, 1e-310, 1e30,
+                                       float("nan"), float("inf"), -float("inf"), 7.0, 1e-5]))
+
+    # -- ops
+    def op_unary(self):
+        v = self.pick()
+        if v is None:
+            return None
+        k = v.kind
+        opts = []
+        if k in "fc":
+            trans = [t for t in TRANS if not (k == "c" and t in ("cbrt", "exp2", "log2", "log10", "expm1", "log1p"))]
+            if not self.exact_only:
+                opts += [("trans", t) for t in trans] * 1
+            opts += [("disc", "sqrt"), ("disc", "reciprocal")]
+        if k in "f":
+            opts += [("disc", f) for f in ("floor", "ceil", "trunc", "rint", "signbit", "sign", "isnan",
+                                           "isinf", "isfinite")]
+            opts += [("disc", "fix")]
+        if k == "c":
+            opts += [("pass", "conj"), ("pass", "real"), ("pass", "imag"), ("disc", "isnan"),
+                     ("disc", "isfinite")]
+            if "complex_sign" not in EXCLUSIONS:
+                opts += [("disc", "sign")]
+            if not self.exact_only:
+                opts += [("trans1", "abs")]
+        else:
+            opts += [("pass", "abs"), ("pass", "negative"), ("pass", "positive")]
+        if k in "iub":
+            opts += [("disc", "invert"), ("disc", "logical_not")]
+        if k in "iu":
+            opts += [("disc", "sign"), ("disc", "square")]
+        if k in "f":
+            opts += [("mul1", "square")]
+        model, fn = self.choice(opts)
+        if model == "trans":
+            m = ("trans", TRANS[fn])
+        elif model == "trans1":
+            m = ("trans", True)
+        elif model == "mul1":
+            m = ("mul",)
+        else:
+            m = (model,)
+        if fn in ("negative",) and self.r() < 0.5:
+            return self.emit(f"-{v.name}", [v.name], m, "neg")
+        if fn == "invert" and self.r() < 0.5:
+            return self.emit(f"~{v.name}", [v.name], m, "invert")
+        return self.emit(f"xp.{fn}({v.name})", [v.name], m, fn)
+
+    def _partner(self, v):
+        """A second operand broadcastable against ``v`` (another value, a slice of it, or ``v``)."""
+        def bc(w):
+            try:
+                np.broadcast_shapes(v.shape, w.shape)
+                return True
+            except ValueError:
+                return False
+        if self.r() < 0.1:
+            return None  # any value: may not broadcast (NumPy raises: tracejit must too)
+        return self.pick(bc)
+
+    def op_binary(self):
+        a = self.pick()
+        if a is None:
+            return None
+        scalar = self.r() < 0.3
+        if scalar:
+            b_name, b_deps = self.lit_for(a), []
+            if self.r() < 0.3:
+                a_name, b_name = b_name, a.name
+            else:
+                a_name = a.name
+            b = None
+        else:
+            b = self._partner(a) or self.pick()
+            a_name, b_name, b_deps = a.name, b.name, [b.name]
+        deps = [a.name] + b_deps
+        kinds = {a.kind} | ({b.kind} if b is not None else set())
+        ints = kinds <= set("iub")
+        opts = [("add", "+"), ("add", "-"), ("mul", "*"), ("pass", "maximum"), ("pass", "minimum"),
+                ("disc", "=="), ("disc", "!=")]
+        if "c" not in kinds:
+            opts += [("disc", "<"), ("disc", "<="), ("disc", ">"), ("disc", ">="), ("pass", "fmax"),
+                     ("pass", "fmin"), ("disc", "//"), ("disc", "%"), ("disc", "fmod")]
+            if not ints:
+                opts += [("disc", "copysign"), ("disc", "nextafter")]
+                if not self.exact_only:
+                    opts += [("trans", "arctan2"), ("trans", "hypot")]
+        if "c" in kinds or not ints:
+            opts += [("disc", "/")]
+        if ints:
+            opts += [("disc", "&"), ("disc", "|"), ("disc", "^"), ("disc", "<<"), ("disc", ">>"),
+                     ("disc", "/"), ("disc", "**")]
+        if not ints and not self.exact_only:
+            opts += [("trans", "**"), ("trans", "logaddexp")]
+        opts += [("disc", "logical_and"), ("disc", "logical_xor")]
+        model, op = self.choice(opts)
+        if model == "trans":
+            m = ("trans", False)
+        else:
+            m = (model,)
+        if op in ("<<", ">>") and ints:
+            if self.r() < 0.5 or b is None:
+                sh = self.choice([0, 1, 3, 7, 8, 15, 16, 31, 32, 63])
+                return self.emit(f"{a.name} {op} {sh}", [a.name], m, "shift")
+            return self.emit(f"{a_name} {op} ({b_name} & 7)", deps, m, "shift")
+        if op == "**":
+            if ints:
+                if b is None or self.r() < 0.5:
+                    return self.emit(f"{a.name} ** {self.choice([0, 1, 2, 3, 5])}", [a.name], m, "ipow")
+                return self.emit(f"{a_name} ** ({b_name} & 3)", deps, m, "ipow")
+            if self.r() < 0.5:
+                e = self.choice(["0.5", "2", "3", "-1", "1.5", "0", "-0.5", "2.0", "0.25"])
+                # Real x**2, x**0, x**-1 are exact (x*x, 1, 1/x); complex powers are NumPy's own loops.
+                if "c" not in kinds:
+                    m = ("mul",) if e in ("2",) else (("disc",) if e in ("0", "-1") else m)
+                return self.emit(f"{a.name} ** {e}", [a.name], m, "pow")
+        if op in ("copysign", "nextafter", "arctan2", "hypot", "fmax", "fmin", "fmod", "maximum", "minimum",
+                  "logaddexp", "logical_and", "logical_xor"):
+            return self.emit(f"xp.{op}({a_name}, {b_name})", deps, m, op)
+        return self.emit(f"{a_name} {op} {b_name}", deps, m, op)
+
+    def op_where(self):
+        c = self.pick(lambda v: v.kind == "b", exact=True)
+        if c is None:
+            c0 = self.pick(lambda v: v.kind in "iuf", exact=True)
+            if c0 is None:
+                return None
+            cond = f"({c0.name} > 0)"
+            cdeps = [c0.name]
+        else:
+            cond, cdeps = c.name, [c.name]
+        a = self.pick()
+        b = self.pick() if self.r() < 0.7 else None
+        if b is None:
+            return self.emit(f"xp.where({cond}, {a.name}, {self.lit_for(a)})", cdeps + [a.name], ("pass",), "where")
+        return self.emit(f"xp.where({cond}, {a.name}, {b.name})", cdeps + [a.name, b.name], ("pass",), "where")
+
+    def op_cast(self):
+        v = self.pick()
+        if v is None:
+            return None
+        d = self.choice(DTYPES)
+        dk = np.dtype(d).kind
+        if dk in "fc":
+            m = ("cast",)
+            if v.kind == "c" and dk == "f":
+                m = ("disc",)   # drops the imaginary part (NumPy warns)
+        else:
+            m = ("disc",)
+        if self.r() < 0.5:
+            return self.emit(f"{v.name}.astype(np.{d})", [v.name], m, "astype")
+        return self.emit(f"xp.asarray({v.name}, dtype=np.{d})", [v.name], m, "astype")
+
+    def _axis_choice(self, ndim, allow_tuple=True, allow_none=True):
+        opts = []
+        if allow_none:
+            opts.append(None)
+        if ndim:
+            opts += list(range(ndim)) + [-1]
+        if allow_tuple and ndim >= 2:
+            ax = sorted(self.rng.choice(ndim, size=2, replace=False).tolist())
+            opts.append(tuple(ax))
+            if ndim >= 3:
+                opts.append(tuple(range(ndim)))
+        if not opts:
+            return None
+        return self.choice(opts)
+
+    def op_reduce(self):
+        v = self.pick()
+        if v is None:
+            return None
+        k = v.kind
+        names = ["sum", "max", "min", "all", "any", "prod", "mean", "argmax", "argmin", "count_nonzero"]
+        if k == "c":
+            names = ["sum", "all", "any", "prod", "mean", "count_nonzero"]
+        name = self.choice(names)
+        arg = name in ("argmax", "argmin")
+        axis = self._axis_choice(v.val.ndim, allow_tuple=not arg and name != "count_nonzero")
+        keep = self.r() < 0.5 and name != "count_nonzero"
+        kw = [] if axis is None and self.r() < 0.5 else [f"axis={axis!r}"]
+        if keep:
+            kw.append("keepdims=True")
+        if axis is None:
+            n = v.val.size
+        else:
+            axes = axis if isinstance(axis, tuple) else (axis,)
+            n = math.prod(v.shape[a] for a in axes)
+        if name in ("sum", "mean"):
+            m = (name, n)
+        elif name == "prod":
+            m = ("prod", n)
+        elif name in ("max", "min"):
+            m = ("pass",)
+        else:
+            m = ("disc",)
+        if name in ("sum", "prod") and self.r() < 0.15 and k in "iub":
+            kw.append(f"dtype=np.{self.choice(['int32', 'uint8', 'int64', 'float32'])}")
+        if self.r() < 0.2 and name in ("sum", "max", "min", "prod", "all", "any"):
+            return self.emit(f"{v.name}.{name}({', '.join(kw)})", [v.name], m, name)
+        return self.emit(f"xp.{name}({', '.join([v.name] + kw)})", [v.name], m, name)
+
+    def op_cumulative(self):
+        v = self.pick(lambda v: v.val.ndim >= 1)
+        if v is None:
+            return None
+        name = self.choice(["cumsum", "cumprod", "maximum.accumulate", "minimum.accumulate"])
+        if v.kind == "c" and "accumulate" in name:
+            name = "cumsum"
+        axis = int(self.rng.integers(-v.val.ndim, v.val.ndim))
+        n = v.shape[axis]
+        m = ("cum", n) if name == "cumsum" else (("prod", n) if name == "cumprod" else ("pass",))
+        return self.emit(f"xp.{name}({v.name}, axis={axis})", [v.name], m, name.split(".")[0])
+
+    def _slice(self, n):
+        r = self.r()
+        if r < 0.15:
+            return ":"
+        step = self.choice([1, 1, 2, 3, -1, -1, -2])
+        a = int(self.rng.integers(-n - 1, n + 2)) if self.r() < 0.5 else None
+        b = int(self.rng.integers(-n - 1, n + 2)) if self.r() < 0.5 else None
+        s = f"{'' if a is None else a}:{'' if b is None else b}"
+        if step != 1:
+            s += f":{step}"
+        return s
+
+    def op_struct(self):
+        v = self.pick()
+        if v is None:
+            return None
+        nd = v.val.ndim
+        r = self.r()
+        if r < 0.3 and nd:
+            idx = [self._slice(n) for n in v.shape]
+            if self.r() < 0.2:
+                j = int(self.rng.integers(nd))
+                n = v.shape[j]
+                idx[j] = str(int(self.rng.integers(-n, n))) if n else ":"
+            if self.r() < 0.15:
+                idx.insert(int(self.rng.integers(len(idx) + 1)), "None")
+            return self.emit(f"{v.name}[{', '.join(idx)}]", [v.name], ("pass",), "slice")
+        if r < 0.45 and nd >= 2:
+            perm = self.rng.permutation(nd).tolist()
+            if self.r() < 0.3:
+                return self.emit(f"{v.name}.T", [v.name], ("pass",), "transpose")
+            return self.emit(f"xp.transpose({v.name}, {tuple(perm)!r})", [v.name], ("pass",), "transpose")
+        if r < 0.6:
+            size = v.val.size
+            shapes = _factorizations(size, self.rng)
+            shp = self.choice(shapes)
+            if shp and self.r() < 0.3:
+                shp = list(shp)
+                shp[int(self.rng.integers(len(shp)))] = -1
+                shp = tuple(shp)
+            return self.emit(f"xp.reshape({v.name}, {shp!r})", [v.name], ("pass",), "reshape")
+        if r < 0.7:
+            ax = int(self.rng.integers(-nd - 1, nd + 1))
+            return self.emit(f"xp.expand_dims({v.name}, {ax})", [v.name], ("pass",), "expand_dims")
+        if r < 0.75 and 1 in v.shape:
+            return self.emit(f"xp.squeeze({v.name})", [v.name], ("pass",), "squeeze")
+        if r < 0.82 and nd:
+            ax = int(self.rng.integers(nd))
+            return self.emit(f"xp.flip({v.name}, axis={ax})", [v.name], ("pass",), "flip")
+        if r < 0.9:
+            w = self.pick(lambda w: w.val.ndim == nd)
+            if w is None:
+                return None
+            ax = int(self.rng.integers(nd)) if nd else 0
+            fn = self.choice(["concatenate", "stack"])
+            return self.emit(f"xp.{fn}([{v.name}, {w.name}], axis={ax})", [v.name, w.name], ("pass",), fn)
+        shp = list(v.shape)
+        if self.r() < 0.5:
+            shp = [self.choice([2, 3])] + shp
+        shp = [n if n != 1 else self.choice([1, 3]) for n in shp]
+        return self.emit(f"xp.broadcast_to({v.name}, {tuple(shp)!r})", [v.name], ("pass",), "broadcast_to")
+
+    def op_contract(self):
+        if self.exact_only:
+            return None
+        a = self.pick(lambda v: v.val.ndim >= 1 and v.kind != "b")
+        if a is None:
+            return None
+        nd = a.val.ndim
+        r = self.r()
+        if nd == 1:
+            b = self.pick(lambda w: w.shape == a.shape and w.kind != "b") or a
+            k = a.shape[0]
+            fn = self.choice(["xp.dot({a}, {b})", "{a} @ {b}", "xp.einsum('i,i->', {a}, {b})",
+                              "xp.einsum('i,j->ij', {a}, {b})"])
+            if "i,j->ij" in fn:
+                k = 1
+            return self.emit(fn.format(a=a.name, b=b.name), list(dict.fromkeys([a.name, b.name])), ("dot", k),
+                             "dot")
+        k = a.shape[-1]
+        b = self.pick(lambda w: w.val.ndim == 2 and w.shape[0] == k and w.kind != "b")
+        if b is not None and r < 0.5:
+            return self.emit(f"{a.name} @ {b.name}", list(dict.fromkeys([a.name, b.name])), ("dot", k), "matmul")
+        if nd == 2 and r < 0.7:
+            spec = self.choice(["ij,kj->ik", "ij,ij->i", "ij->j", "ij,ij->", "ji,jk->ik"])
+            kk = {"ij,kj->ik": a.shape[1], "ij,ij->i": a.shape[1], "ij->j": a.shape[0],
+                  "ij,ij->": a.val.size, "ji,jk->ik": a.shape[0]}[spec]
+            args = a.name if spec == "ij->j" else f"{a.name}, {a.name}"
+            m = ("sum", kk) if spec == "ij->j" else ("dot", kk)
+            return self.emit(f"xp.einsum('{spec}', {args})", [a.name], m, "einsum")
+        return self.emit(f"xp.matmul({a.name}, xp.swapaxes({a.name}, -1, -2))", [a.name], ("dot", k), "matmul")
+
+    def op_index(self):
+        v = self.pick(lambda v: v.val.ndim >= 1 and v.shape[0] > 0)
+        if v is None:
+            return None
+        n = v.shape[0]
+        r = self.r()
+        m = int(self.rng.integers(1, 5))
+        idx = self.rng.integers(-n, n, size=m).tolist()
+        if r < 0.35:
+            if self.r() < 0.5:
+                return self.emit(f"{v.name}[np.array({idx!r})]", [v.name], ("pass",), "gather")
+            ax = int(self.rng.integers(v.val.ndim))
+            na = v.shape[ax]
+            if na == 0:
+                return None
+            idx = self.rng.integers(-na, na, size=m).tolist()
+            return self.emit(f"xp.take({v.name}, np.array({idx!r}), axis={ax})", [v.name], ("pass",), "take")
+        if r < 0.45:
+            # A traced index: the position of an exact value's maximum.
+            w = self.pick(lambda w: w.val.ndim >= 1 and w.val.size > 0 and w.kind in "iuf", exact=True)
+            if w is None:
+                return None
+            return self.emit(f"{v.name}[xp.argmax({w.name}) % {n}]", [v.name, w.name], ("pass",), "dynamic_index")
+        how = self.choice(["set", "add", "min", "max", "mul"])
+        if how == "set":
+            idx = sorted(set(i % n for i in idx))
+        if self.r() < 0.3:
+            key = f"{int(self.rng.integers(-n, n))}"
+        elif self.r() < 0.3 and v.val.ndim >= 2:
+            key = f"np.array({idx!r}), ::{self.choice([1, 2, -1])}"
+        else:
+            key = f"np.array({idx!r})"
+        u = self.pick(lambda w: w.val.ndim == 0 or w.shape == v.shape[1:]) if self.r() < 0.5 else None
+        if v.kind == "c" and how in ("min", "max"):
+            how = "add"
+        if u is not None:
+            upd, deps = f"{u.name}.astype({v.name}.dtype)", [v.name, u.name]
+            if u.err or (u.kind in "fc" and v.kind not in "fc") or (u.kind == "c" and v.kind != "c"):
+                if u.err:
+                    return None
+        else:
+            upd, deps = self.lit_for(v), [v.name]
+            if v.kind in "iu" and "." in upd:
+                upd = "3"
+        m = {"set": ("pass",), "min": ("pass",), "max": ("pass",), "add": ("add",), "mul": ("mul",)}[how]
+        return self.emit(f"_at(xp, {v.name}, ({key},), {how!r}, {upd})", deps, m, f"at_{how}")
+
+    # -- control flow around sub-graphs
+    def _subgraph(self, params, exact_only, n_ops, out_like=None):
+        """A nested generator over ``params`` [(name, value)]; returns (gen, output var)."""
+        g = Gen(self.rng, prefix=self.prefix, exact_only=exact_only, depth=self.depth + 1, counter=self.counter)
+        for name, val, *err in params:
+            g.vars.append(_Var(name, val, err[0] if err else 0.0))
+        for _ in range(n_ops):
+            g.step()
+        if out_like is not None:
+            cands = [v for v in g.vars[len(params):] if v.shape == out_like.shape] or \
+                    [v for v in g.vars[len(params):] if _broadcastable(v.shape, out_like.shape)]
+            if not cands:
+                return g, g.vars[0]
+            return g, cands[-1]
+        return g, g.vars[-1]
+
+    def _body_lines(self, header, g, ret):
+        return [header] + ["    " + ln for s in g.stmts for ln in s.lines] + ["    return " + ret]
+
+    def op_control(self):
+        if self.depth >= 2:
+            return None
+        v = self.pick(lambda v: v.val.size > 0 or self.r() < 0.2)
+        if v is None:
+            return None
+        kind = self.choice(["cond", "fori", "while", "scan", "vmap", "cond", "fori", "vmap"])
+        fname = self.new_name("body")
+        n_ops = int(self.rng.integers(1, 4))
+        dt = f"{v.name}.dtype"
+        if kind == "cond":
+            p = self.pick(lambda w: w.kind in "biuf" and w.val.size > 0, exact=True)
+            if p is None:
+                return None
+            pred = f"xp.any({p.name})" if p.kind == "b" else self.choice(
+                [f"xp.max({p.name}) > 0", f"xp.sum({p.name} > 1) > 1", f"xp.min({p.name}) < 0"])
+            gt, ot = self._subgraph([("c", v.val, v.err)], False, n_ops, out_like=v)
+            gf, of = self._subgraph([("c", v.val, v.err)], False, n_ops, out_like=v)
+            tl = self._body_lines(f"def {fname}_t(c):", gt, _cast_to(ot, v, "c"))
+            fl = self._body_lines(f"def {fname}_f(c):", gf, _cast_to(of, v, "c"))
+            err = max(ot.err, of.err, v.err)
+            if err:
+                err = err * 4 + 4 * _eps(v.dtype) * _maxabs(v.val)
+            return self.emit(f"_cond(xp, {pred}, {fname}_t, {fname}_f, {v.name})", [v.name, p.name],
+                             ("fixed", err), "cond", pre_lines=tl + fl)
+        if kind == "fori":
+            g, o = self._subgraph([("c", v.val)], True, n_ops, out_like=v)
+            body = self._body_lines(f"def {fname}(i, c):", g, _cast_to(o, v, "c", use_i=v.kind in "iuf"))
+            lo, hi = int(self.rng.integers(0, 2)), int(self.rng.integers(0, 5))
+            return self.emit(f"_fori(xp, {lo}, {hi}, {fname}, {v.name})", [v.name], ("fixed", 0.0), "fori_loop",
+                             pre_lines=body)
+        if kind == "while":
+            g, o = self._subgraph([("c", v.val)], True, n_ops, out_like=v)
+            body = self._body_lines(f"def {fname}(c):", g, _cast_to(o, v, "c"))
+            n = int(self.rng.integers(0, 5))
+            if v.kind in "iuf" and self.r() < 0.5:
+                body += [f"def {fname}_p(c):", f"    return xp.sum(c > 0) < {int(self.rng.integers(0, 5))}"]
+                return self.emit(f"_while(xp, {n}, {fname}, {v.name}, {fname}_p)", [v.name], ("fixed", 0.0),
+                                 "while_loop", pre_lines=body)
+            return self.emit(f"_while(xp, {n}, {fname}, {v.name})", [v.name], ("fixed", 0.0), "while_loop",
+                             pre_lines=body)
+        if v.val.ndim == 0 or v.shape[0] == 0:
+            return None
+        row = v.val[0]
+        if kind == "scan":
+            c0 = self.pick(lambda w: w.shape == row.shape and w.err == 0) or None
+            init = c0.name if c0 is not None else f"{v.name}[0]"
+            cval = c0.val if c0 is not None else row
+            cvar = _Var("c", cval, 0.0)
+            g, o = self._subgraph([("c", cval), ("x", row)], True, n_ops, out_like=cvar)
+            y = g.vars[-1]
+            body = self._body_lines(f"def {fname}(c, x):", g, f"({_cast_to(o, cvar, 'c')}, {y.name})")
+            which = int(self.rng.integers(2))
+            rev = ", reverse=True" if self.r() < 0.3 else ""
+            deps = [v.name] + ([c0.name] if c0 is not None else [])
+            return self.emit(f"_scan(xp, {fname}, {init}, {v.name}{rev})[{which}]", deps, ("fixed", 0.0),
+                             "scan", pre_lines=body)
+        # vmap over the leading axis (or another one)
+        axis = 0
+        if v.val.ndim >= 2 and self.r() < 0.3 and v.shape[1] > 0:
+            axis = 1
+            row = np.take(v.val, 0, axis=1)
+        g, o = self._subgraph([("x", row)], True, n_ops)
+        body = self._body_lines(f"def {fname}(x):", g, o.name)
+        ax = f", {axis}" if axis else ""
+        return self.emit(f"_vmap(xp, {fname}, {v.name}{ax})", [v.name], ("fixed", 0.0), "vmap", pre_lines=body)
+
+    def op_invalid(self):
+        """A statement NumPy rejects for its shapes or dtypes (tracejit must raise as well)."""
+        if self.depth:
+            return None
+        v = self.pick()
+        if v is None:
+            return None
+        nd = v.val.ndim
+        opts = [f"xp.reshape({v.name}, ({v.val.size + 1},))", f"xp.sum({v.name}, axis={nd})",
+                f"xp.transpose({v.name}, {tuple(range(nd + 1))!r})", f"{v.name}[{', '.join([':'] * (nd + 1))}]"]
+        if nd:
+            opts += [f"{v.name} + xp.ones({tuple(n + 1 for n in v.shape)!r})",
+                     f"xp.concatenate([{v.name}, xp.zeros({(v.shape[0],) * (nd + 1)!r})])",
+                     f"xp.matmul({v.name}, xp.ones(({v.shape[-1] + 1}, 2)))",
+                     f"{v.name}[{v.shape[0]}]", f"xp.expand_dims({v.name}, {nd + 2})"]
+        if v.val.size == 0:
+            opts += [f"xp.max({v.name})", f"xp.argmin({v.name})", f"{v.name}.min()"]
+        if v.kind in "fc":
+            opts += [f"{v.name} << 1", f"{v.name} & {v.name}", f"xp.invert({v.name})"]
+        if v.kind == "c":
+            opts += [f"{v.name} < 1", f"{v.name} // 2", f"xp.floor({v.name})", f"xp.maximum.accumulate({v.name})"]
+        if v.kind in "iu":
+            opts += [f"{v.name} + {int(np.iinfo(v.dtype).max) + 1}", f"{v.name} * {int(np.iinfo(v.dtype).min) - 1}"]
+        if v.kind == "b":
+            opts += [f"{v.name} - {v.name}", f"-{v.name}"]
+        expr = self.choice(opts)
+        target = self.new_name()
+        lines = [f"{target} = {expr}"]
+        try:
+            eval_numpy(lines, self.env())
+        except Exception:
+            self.stmts.append(Stmt(target, lines, [v.name], ("raises",), "invalid:" + expr.split("(")[0].replace(v.name, "x"),
+                                   raises=True))
+            self.raised = True
+            return True
+        return None
+
+    def step(self):
+        ops = [(self.op_invalid, 0.12 if self.depth == 0 else 0), (self.op_unary, 3), (self.op_binary, 4), (self.op_where, 1), (self.op_cast, 1.5),
+               (self.op_reduce, 2.5), (self.op_cumulative, 0.7), (self.op_struct, 3), (self.op_contract, 0.8),
+               (self.op_index, 1.2), (self.op_control, 1.2 if self.depth == 0 else 0.3)]
+        w = np.array([x[1] for x in ops])
+        for _ in range(6):
+            f = ops[int(self.rng.choice(len(ops), p=w / w.sum()))][0]
+            if f() is not None or self.raised:
+                return True
+        return False
+
+
+def _cast_to(o: _Var, like: _Var, fallback: str, use_i=False) -> str:
+    """Source that turns ``o`` into ``like``'s shape and dtype (a loop carry, a branch result)."""
+    expr = o.name
+    if o.shape != like.shape:
+        expr = f"xp.broadcast_to({expr}, {tuple(like.shape)!r})" if _broadcastable(o.shape, like.shape) \
+            else fallback
+    if use_i:
+        expr = f"({expr} + xp.asarray(i).astype({expr}.dtype))"
+    return f"xp.asarray({expr}).astype(np.{like.dtype.name})"
+
+
+def _broadcastable(src, dst) -> bool:
+    try:
+        return np.broadcast_shapes(src, dst) == tuple(dst)
+    except ValueError:
+        return False
+
+
+def _factorizations(size, rng):
+    out = [(size,), (1, size), (size, 1)]
+    for a in range(2, size + 1):
+        if size % a == 0:
+            out.append((a, size // a))
+            for b in range(2, size // a + 1):
+                if (size // a) % b == 0:
+                    out.append((a, b, size // a // b))
+    if size == 0:
+        out += [(0, 3), (2, 0, 1)]
+    if size == 1:
+        out += [(), (1, 1, 1)]
+    return out
+
+
+# --------------------------------------------------------------------------------------------- inputs
+
+def _values(rng, dtype, n):
+    d = np.dtype(dtype)
+    profile = rng.choice(["small", "normal", "special", "mixed"])
+    if d.kind == "b":
+        return [bool(x) for x in rng.random(n) < 0.5], None
+    if d.kind in "iu":
+        info = np.iinfo(d)
+        lo = 0 if d.kind == "u" else -6
+        vals = rng.integers(lo, 7, size=n).tolist()
+        if profile in ("special", "mixed"):
+            extremes = [int(info.max), int(info.min), int(info.max) - 1, int(info.min) + 1, int(info.max) // 2]
+            for i in range(n):
+                r = rng.random()
+                if r < 0.2:
+                    vals[i] = extremes[int(rng.integers(len(extremes)))]
+                elif r < 0.35:
+                    vals[i] = int(rng.integers(int(info.min), int(info.max), endpoint=True, dtype=np.int64)
+                                  if d != np.uint64 else rng.integers(0, 2**63)) * (1 if d != np.uint64 else 2)
+        return vals, None
+
+    fdt = np.dtype(d.char.lower()) if d.kind == "c" else d
+
+    def part():
+        if profile == "small":
+            v = (rng.integers(-6, 7, size=n) / rng.choice([1, 2, 4], size=n)).tolist()
+        else:
+            v = (rng.standard_normal(n) * rng.choice([1.0, 100.0, 1e-3])).tolist()
+        if profile in ("special", "mixed"):
+            fi = np.finfo(fdt)
+            specials = SPECIAL_F + [float(fi.smallest_subnormal), -float(fi.smallest_subnormal),
+                                    float(fi.tiny), float(fi.max), -float(fi.max)]
+            p = 0.4 if profile == "special" else 0.15
+            for i in range(n):
+                if rng.random() < p:
+                    v[i] = specials[int(rng.integers(len(specials)))]
+        # The exact value the dtype holds, as a float64 literal.
+        with np.errstate(all="ignore"):
+            return [float(x) for x in np.array(v, np.float64).astype(fdt).astype(np.float64)]
+    re = part()
+    return re, (part() if d.kind == "c" else None)
+
+
+def _fmt_vals(vals) -> str:
+    return "[" + ", ".join(_lit_float(x) if isinstance(x, float) else repr(x) for x in vals) + "]"
+
+
+def make_input(rng, dtype, shape):
+    """Source of an exact input of ``shape`` (maybe a non-contiguous or reversed view of a larger one)."""
+    view = ""
+    base = list(shape)
+    r = rng.random()
+    if len(shape) >= 1 and r < 0.35:
+        # A step or negative-step slice of a larger base.
+        ax = int(rng.integers(len(shape)))
+        step = int(rng.choice([2, -1, -2]))
+        n = shape[ax]
+        base[ax] = n * abs(step)       # [::step] of it has exactly n elements
+        idx = [":"] * len(shape)
+        idx[ax] = f"::{step}"
+        view = f"[{', '.join(idx)}]"
+    elif len(shape) >= 2 and r < 0.55:
+        perm = rng.permutation(len(shape)).tolist()
+        inv = np.argsort(perm).tolist()
+        base = [shape[i] for i in inv]
+        view = f".transpose({tuple(perm)!r})"
+    n = math.prod(base)
+    re, im = _values(rng, dtype, n)
+    args = f"np.{np.dtype(dtype).name}, {tuple(base)!r}, {_fmt_vals(re)}"
+    if im is not None:
+        args += f", {_fmt_vals(im)}"
+    src = f"_mk({args}){view}"
+    return src
+
+
+def _random_shape(rng):
+    rank = int(rng.choice([0, 1, 1, 2, 2, 2, 3, 3]))
+    dims = [int(rng.choice([1, 1, 2, 3, 4, 5, 7, 0], p=[.2, .1, .2, .2, .12, .08, .06, .04])) for _ in range(rank)]
+    return tuple(dims)
+
+
+def _related_shape(rng, shape):
+    s = list(shape)
+    r = rng.random()
+    if r < 0.3:
+        return tuple(s)
+    if r < 0.6 and s:
+        return tuple(1 if rng.random() < 0.5 else n for n in s)
+    if r < 0.8 and s:
+        return tuple(s[int(rng.integers(len(s))):])
+    return _random_shape(rng)
+
+
+def generate(seed: int, max_stmts: int | None = None) -> Program:
+    """The random program of ``seed`` (the same on every run, machine and process)."""
+    rng = np.random.default_rng([12, seed])
+    n_in = int(rng.choice([1, 1, 2, 2, 3]))
+    shape0 = _random_shape(rng)
+    inputs, gen = [], Gen(rng)
+    for i in range(n_in):
+        shape = shape0 if i == 0 else _related_shape(rng, shape0)
+        dt = str(rng.choice(DTYPES)) if i == 0 or rng.random() < 0.6 else inputs[0][2]
+        src = make_input(rng, dt, shape)
+        inputs.append((f"a{i}", src, dt))
+    env = eval_numpy([f"{n} = {s}" for n, s, _ in inputs], {})
+    for n, _, _ in inputs:
+        gen.vars.append(_Var(n, env[n], 0.0))
+    n_stmts = max_stmts or int(rng.integers(2, 11))
+    for _ in range(n_stmts):
+        gen.step()
+        if gen.raised:
+            break
+    prog_inputs = [(n, s) for n, s, _ in inputs]
+    if gen.raised:
+        outputs = [gen.stmts[-1].target]
+    else:
+        produced = [v for v in gen.vars[n_in:]]
+        if not produced:
+            produced = gen.vars[:1]
+        used = {d for s in gen.stmts for d in s.deps}
+        leaves = [v.name for v in produced if v.name not in used]
+        outputs = list(dict.fromkeys((leaves or [produced[-1].name])[-3:]))
+    return Program(seed, prog_inputs, gen.stmts, outputs, sorted(EXCLUSIONS))
