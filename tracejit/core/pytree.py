@@ -47,17 +47,79 @@ register_pytree_node(dict, _dict_flatten, lambda keys, c: dict(zip(keys, c)))
 register_pytree_node(type(None), lambda n: ((), None), lambda _, c: None)
 
 
+class _Children(tuple):
+    """A treedef's child treedefs: a tuple (``td.children[0]``) that JAX code may also call (``td.children()``)."""
+
+    __slots__ = ()
+
+    def __call__(self) -> list:
+        return list(self)
+
+
 class PyTreeDef:
-    """Hashable description of a pytree's structure (without its leaves)."""
+    """Hashable description of a pytree's structure (without its leaves).
+
+    ``num_leaves``, ``num_nodes``, ``children()``, ``unflatten``, ``flatten_up_to``
+    and ``node_data()`` are as on ``jax.tree_util.PyTreeDef``.
+
+    Examples
+    --------
+    >>> td = tree_structure({"a": 1, "b": (2, 3)})
+    >>> td.num_leaves, td.num_nodes, td.unflatten([4, 5, 6])
+    (3, 5, {'a': 4, 'b': (5, 6)})
+    """
 
     __slots__ = ("node_type", "aux", "children", "num_leaves", "_hash")
 
     def __init__(self, node_type, aux, children):
         self.node_type = node_type
         self.aux = aux
-        self.children = children
+        self.children = _Children(children)
         self.num_leaves = 1 if node_type is None else sum(c.num_leaves for c in children)
         self._hash = hash((node_type, aux, children))
+
+    @property
+    def num_nodes(self) -> int:
+        """Number of nodes, leaves included (``None`` and ``()`` count as one node)."""
+        return 1 + sum(c.num_nodes for c in self.children)
+
+    def node_data(self):
+        """``(node type, aux data)`` of the root, or ``None`` for a leaf."""
+        return None if self.node_type is None else (self.node_type, self.aux)
+
+    def unflatten(self, leaves):
+        """Rebuild a pytree of this structure from ``leaves`` (as ``tree_unflatten``)."""
+        return tree_unflatten(self, leaves)
+
+    def flatten_up_to(self, xs) -> list:
+        """Flatten ``xs`` down to this structure: each leaf here takes the whole subtree of ``xs`` below it.
+
+        Raises ``ValueError`` when ``xs`` does not have this structure as a prefix.
+
+        Examples
+        --------
+        >>> tree_structure((1, 2)).flatten_up_to(([1, 2], {"a": 3}))
+        [[1, 2], {'a': 3}]
+        """
+        out: list = []
+
+        def rec(td, x):
+            if td.node_type is None:
+                out.append(x)
+                return
+            node = _node_type_of(x)
+            if type(x) is not td.node_type or node is None:
+                raise ValueError(f"tree structures differ: expected {td.node_type.__name__} matching {td}, "
+                                 f"got {type(x).__name__}: {x!r}")
+            children, aux = node.to_iterable(x)
+            children = list(children)
+            if aux != td.aux or len(children) != len(td.children):
+                raise ValueError(f"tree structures differ: expected {td}, got {tree_structure(x)}")
+            for c, xc in zip(td.children, children):
+                rec(c, xc)
+
+        rec(self, xs)
+        return out
 
     def __eq__(self, other):
         return (isinstance(other, PyTreeDef) and self._hash == other._hash
@@ -200,18 +262,16 @@ def tree_structure(tree, is_leaf=None) -> PyTreeDef:
 def tree_map(f, tree, *rest, is_leaf=None):
     """Apply ``f`` to corresponding leaves of ``tree`` and ``rest``.
 
+    Each tree of ``rest`` has the structure of ``tree`` or has it as a prefix
+    (``f`` then gets the whole subtree below a leaf of ``tree``).
+
     Examples
     --------
     >>> tree_map(lambda x: x * 2, {"a": 1, "b": [2, 3]})
     {'a': 2, 'b': [4, 6]}
     """
     leaves, treedef = tree_flatten(tree, is_leaf)
-    others = []
-    for r in rest:
-        r_leaves, r_def = tree_flatten(r, is_leaf)
-        if r_def != treedef:
-            raise ValueError(f"tree_map: structures differ: {treedef} vs {r_def}")
-        others.append(r_leaves)
+    others = [treedef.flatten_up_to(r) for r in rest]  # each of ``rest`` has ``tree``'s structure as a prefix
     return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
 
 
