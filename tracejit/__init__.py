@@ -27,7 +27,7 @@ from tracejit.diagnostics.advisor import advise
 from tracejit.diagnostics.report import report
 from tracejit.buckets import bucketed_jit, pad_to_bucket
 from tracejit import numpy, lax, random  # noqa: F401
-from tracejit import tree_util, tree  # noqa: F401
+from tracejit import tree_util, tree, nn  # noqa: F401
 
 import numpy as _np
 
@@ -56,4 +56,5 @@ __all__ = [
     "tree_util", "grad", "value_and_grad", "vjp", "jvp", "linearize", "linear_transpose", "jacfwd", "jacrev",
     "jacobian", "hessian", "stop_gradient", "custom_vjp", "custom_jvp", "checkpoint", "remat",
     "checkpoint_policies", "float0", "vmap", "advise", "report", "bucketed_jit", "pad_to_bucket", "random", "tree",
+    "nn",
 ]
