@@ -59,9 +59,18 @@ def _mk(dtype, shape, re, im=None):
     return a.reshape(shape)
 
 
+def _same_type(what, new, old):
+    """lax's rule, applied to the NumPy oracle too: a carry keeps its shape and dtype."""
+    new, old = np.asarray(new), np.asarray(old)
+    if new.shape != old.shape or new.dtype != old.dtype:
+        raise TypeError(f"{what}: {new.dtype}{list(new.shape)} != {old.dtype}{list(old.shape)}")
+
+
 def _cond(xp, p, t, f, *ops):
     if xp is np:
-        return t(*ops) if p else f(*ops)
+        a, b = t(*ops), f(*ops)
+        _same_type("cond branches", a, b)
+        return a if p else b
     return lax.cond(p, t, f, *ops)
 
 
@@ -69,7 +78,8 @@ def _fori(xp, lo, hi, body, init):
     if xp is np:
         v = init
         for i in range(lo, hi):
-            v = body(np.int64(i), v)
+            v, old = body(np.int64(i), v), v
+            _same_type("fori_loop carry", v, old)
         return v
     return lax.fori_loop(lo, hi, body, init)
 
@@ -79,7 +89,8 @@ def _while(xp, n, body, init, pred=None):
     if xp is np:
         i, v = 0, init
         while i < n and (pred is None or pred(v)):
-            i, v = i + 1, body(v)
+            i, v, old = i + 1, body(v), v
+            _same_type("while_loop carry", v, old)
         return v
     if pred is None:
         c = lambda s: s[0] < n
@@ -93,7 +104,8 @@ def _scan(xp, body, init, xs, reverse=False):
         c, ys = init, []
         idx = range(xs.shape[0])
         for i in (reversed(idx) if reverse else idx):
-            c, y = body(c, xs[i])
+            (c, y), old = body(c, xs[i]), c
+            _same_type("scan carry", c, old)
             ys.append(y)
         if reverse:
             ys = ys[::-1]
@@ -280,6 +292,8 @@ def error_bound(model, out, dep_vals, dep_errs) -> float:
             return 0.0 if exact_in else math.inf
         if not exact_in:
             return math.inf
+        if out.dtype.kind == "c" and not all(np.isfinite(np.asarray(v)).all() for v in dep_vals):
+            return math.inf   # complex products of infinities: NaN or inf depends on the order
         ma = _maxabs(dep_vals[0])
         mb = _maxabs(dep_vals[1]) if len(dep_vals) > 1 else ma
         err = (k / 4 + 8) * k * eps * ma * mb + 2 * eps * M
@@ -330,6 +344,14 @@ class _Var:
     def kind(self):
         return self.val.dtype.kind
 
+    @property
+    def ndim(self):
+        return self.val.ndim
+
+    @property
+    def size(self):
+        return self.val.size
+
 
 def _lit_float(x: float) -> str:
     if math.isnan(x):
@@ -351,6 +373,7 @@ class Gen:
         self.stmts: list[Stmt] = []
         self.counter = counter if counter is not None else [0]
         self.raised = False
+        self.scalars: list = []   # Python scalar inputs [(name, value)]: weakly typed operands
 
     # -- helpers
     def r(self):
@@ -372,7 +395,9 @@ class Gen:
         return cands[int(self.rng.choice(len(cands), p=w / w.sum()))]
 
     def env(self):
-        return {v.name: v.val for v in self.vars}
+        env = {v.name: v.val for v in self.vars}
+        env.update(self.scalars)
+        return env
 
     def emit(self, expr, deps, model, op, pre_lines=(), allow_raise=True):
         """Evaluate ``target = expr`` with NumPy; keep it if it works (or, rarely, if it raises)."""
@@ -395,7 +420,8 @@ class Gen:
         val = np.asarray(val) if isinstance(val, np.generic) else val
         if val.size > MAX_SIZE:
             return None
-        dep_vars = [self.var(d) for d in deps]
+        sc = dict(self.scalars)
+        dep_vars = [_Var(d, np.asarray(sc[d]), 0.0) if d in sc else self.var(d) for d in deps]
         err = error_bound(model, val, [d.val for d in dep_vars], [d.err for d in dep_vars])
         if math.isinf(err) or (self.exact_only and err):
             return None
@@ -493,6 +519,9 @@ class Gen:
         scalar = self.r() < 0.3
         if scalar:
             b_name, b_deps = self.lit_for(a), []
+            if self.scalars and self.r() < 0.5:
+                b_name = self.choice([n for n, _ in self.scalars])
+                b_deps = [b_name]
             if self.r() < 0.3:
                 a_name, b_name = b_name, a.name
             else:
@@ -865,6 +894,42 @@ class Gen:
         ax = f", {axis}" if axis else ""
         return self.emit(f"_vmap(xp, {fname}, {v.name}{ax})", [v.name], ("fixed", 0.0), "vmap", pre_lines=body)
 
+    def op_misc(self):
+        """clip, round(decimals), sort/argsort, diff, roll, tile/repeat, tril/triu."""
+        v = self.pick()
+        if v is None:
+            return None
+        nd, k = v.ndim, v.kind
+        ax = int(self.rng.integers(-nd, nd)) if nd else None
+        r = self.r()
+        if r < 0.2 and k in "iuf":
+            lo, hi = sorted([self.choice([-1, 0, 2, 5]), self.choice([-1, 0, 2, 5])])
+            if k == "f" and self.r() < 0.3:
+                lo, hi = self.choice([("np.nan", "2.0"), ("-0.0", "0.0"), ("-np.inf", "1.5")])
+            if k == "u":
+                lo, hi = abs(int(lo)) if not isinstance(lo, str) else 0, abs(int(hi)) + 1 if not isinstance(hi, str) else 3
+            return self.emit(f"xp.clip({v.name}, {lo}, {hi})", [v.name], ("pass",), "clip")
+        if r < 0.3 and k == "f":
+            return self.emit(f"xp.round({v.name}, {self.choice([0, 1, 2, -1])})", [v.name], ("disc",), "round")
+        if r < 0.45 and nd and k != "c":
+            if self.r() < 0.5:
+                return self.emit(f"xp.sort({v.name}, axis={ax})", [v.name], ("pass",), "sort")
+            return self.emit(f"xp.argsort({v.name}, axis={ax}, kind='stable')", [v.name], ("disc",), "argsort")
+        if r < 0.55 and nd:
+            return self.emit(f"xp.diff({v.name}, axis={ax})", [v.name], ("add",) if k != "b" else ("disc",), "diff")
+        if r < 0.7 and nd:
+            return self.emit(f"xp.roll({v.name}, {int(self.rng.integers(-4, 5))}, axis={ax})", [v.name], ("pass",),
+                             "roll")
+        if r < 0.8:
+            return self.emit(f"xp.tile({v.name}, {(self.choice([1, 2]),) * max(nd, 1)!r})", [v.name], ("pass",), "tile")
+        if r < 0.9 and nd:
+            return self.emit(f"xp.repeat({v.name}, {self.choice([0, 1, 2, 3])}, axis={ax})", [v.name], ("pass",),
+                             "repeat")
+        if nd >= 2:
+            fn = self.choice(["tril", "triu"])
+            return self.emit(f"xp.{fn}({v.name}, {int(self.rng.integers(-2, 3))})", [v.name], ("pass",), fn)
+        return None
+
     def op_invalid(self):
         """A statement NumPy rejects for its shapes or dtypes (tracejit must raise as well)."""
         if self.depth:
@@ -903,7 +968,7 @@ class Gen:
         return None
 
     def step(self):
-        ops = [(self.op_invalid, 0.12 if self.depth == 0 else 0), (self.op_unary, 3), (self.op_binary, 4), (self.op_where, 1), (self.op_cast, 1.5),
+        ops = [(self.op_invalid, 0.12 if self.depth == 0 else 0), (self.op_misc, 1.2), (self.op_unary, 3), (self.op_binary, 4), (self.op_where, 1), (self.op_cast, 1.5),
                (self.op_reduce, 2.5), (self.op_cumulative, 0.7), (self.op_struct, 3), (self.op_contract, 0.8),
                (self.op_index, 1.2), (self.op_control, 1.2 if self.depth == 0 else 0.3)]
         w = np.array([x[1] for x in ops])
@@ -1052,9 +1117,17 @@ def generate(seed: int, max_stmts: int | None = None) -> Program:
         dt = str(rng.choice(DTYPES)) if i == 0 or rng.random() < 0.6 else inputs[0][2]
         src = make_input(rng, dt, shape)
         inputs.append((f"a{i}", src, dt))
+    if rng.random() < 0.12:
+        # A Python scalar argument: weakly typed under NEP 50 (and under jit).
+        lit = str(rng.choice(["2", "-3", "0", "7", "True", "2.5", "-0.0", "np.nan", "np.inf", "1e-310",
+                              "0.1", "(1-2j)", "1j"]))
+        inputs.append((f"a{n_in}", lit, "scalar"))
     env = eval_numpy([f"{n} = {s}" for n, s, _ in inputs], {})
-    for n, _, _ in inputs:
-        gen.vars.append(_Var(n, env[n], 0.0))
+    for n, _, dt in inputs:
+        if dt == "scalar":
+            gen.scalars.append((n, env[n]))
+        else:
+            gen.vars.append(_Var(n, env[n], 0.0))
     n_stmts = max_stmts or int(rng.integers(2, 11))
     for _ in range(n_stmts):
         gen.step()
@@ -1064,7 +1137,7 @@ def generate(seed: int, max_stmts: int | None = None) -> Program:
     if gen.raised:
         outputs = [gen.stmts[-1].target]
     else:
-        produced = [v for v in gen.vars[n_in:]]
+        produced = [v for v in gen.vars[n_in - len(gen.scalars):]]
         if not produced:
             produced = gen.vars[:1]
         used = {d for s in gen.stmts for d in s.deps}
