@@ -28,6 +28,7 @@ from tracejit.diagnostics.report import report
 from tracejit.buckets import bucketed_jit, pad_to_bucket
 from tracejit import numpy, lax, random  # noqa: F401
 from tracejit import tree_util, tree, nn  # noqa: F401
+from tracejit import scipy  # noqa: F401
 
 import numpy as _np
 
