@@ -9,6 +9,6 @@ Examples
 >>> float(jsp.special.gammaln(4.0))  # log(3!)
 1.791759469228055
 """
-from tracejit.scipy import linalg, special, stats  # noqa: F401
+from tracejit.scipy import linalg, signal, special, stats  # noqa: F401
 
-__all__ = ["linalg", "special", "stats"]
+__all__ = ["linalg", "signal", "special", "stats"]
