@@ -107,8 +107,9 @@ def _parts(a):
     return [a.real, a.imag] if a.dtype.kind == "c" else [a]
 
 
-def compare(got, want, err: float) -> tuple[str, str] | None:
-    """First difference between ``got`` and NumPy's ``want`` (error bound ``err``), or None."""
+def compare(got, want, err) -> tuple[str, str] | None:
+    """First difference between ``got`` and NumPy's ``want`` (error bound ``err``: a float or
+    per-element bounds), or None."""
     g, w = np.asarray(got), np.asarray(want)
     if g.shape != w.shape:
         return "shape", f"shape {g.shape} != numpy {w.shape}"
@@ -120,14 +121,16 @@ def compare(got, want, err: float) -> tuple[str, str] | None:
             return "value", f"at {bad}: got {g[tuple(np.array(bad).T)] if bad else g} numpy {w[tuple(np.array(bad).T)] if bad else w}"
         return None
     eps = float(np.finfo(w.dtype).eps)
+    err = np.broadcast_to(np.asarray(err, np.float64), w.shape)
+    exact = not np.any(err)
     for gp, wp in zip(_parts(g), _parts(w)):
         gn, wn = np.isnan(gp), np.isnan(wp)
         if not np.array_equal(gn, wn):
             bad = np.argwhere(gn != wn)[:3].tolist()
             return "nan", f"NaN positions differ at {bad}: got {gp[gn != wn][:3]} numpy {wp[gn != wn][:3]}"
         m = ~wn
-        gv, wv = gp[m], wp[m]
-        if err == 0:
+        gv, wv, ev = gp[m], wp[m], err[m]
+        if exact:
             if not np.array_equal(gv, wv):
                 i = np.flatnonzero(gv != wv)[:3]
                 return "value", f"got {gv[i].tolist()} numpy {wv[i].tolist()} (exact expected)"
@@ -141,7 +144,7 @@ def compare(got, want, err: float) -> tuple[str, str] | None:
                 return "value", f"infinities differ: got {gv[inf][:3].tolist()} numpy {wv[inf][:3].tolist()}"
             with np.errstate(all="ignore"):
                 d = np.abs(gv[~inf].astype(np.float64) - wv[~inf].astype(np.float64))
-                tol = err + 4 * eps * np.abs(wv[~inf].astype(np.float64))
+                tol = ev[~inf] + 4 * eps * np.abs(wv[~inf].astype(np.float64))
             if np.any(d > tol):
                 i = np.flatnonzero(d > tol)[:3]
                 return "value", (f"got {gv[~inf][i].tolist()} numpy {wv[~inf][i].tolist()} "
@@ -302,7 +305,7 @@ def minimize(p: pg.Program, target, budget_s=20.0, backends=BACKENDS):
         checks[0] += 1
         try:
             _, errs = analyze_quiet(q)
-            if any(math.isinf(errs[o]) for o in q.outputs):
+            if any(math.isinf(pg.bound_max(errs[o])) for o in q.outputs):
                 return False
         except Exception:
             if target[1] not in ("no_raise",):
@@ -352,7 +355,7 @@ def reproducer(p: pg.Program, res: Result) -> str:
         _, errs = analyze_quiet(p)
     except Exception:
         errs = {}
-    bounds = [errs.get(o, 0.0) for o in p.outputs]
+    bounds = [pg.bound_max(errs.get(o, 0.0)) for o in p.outputs]
     head = [f"# tracejit differential fuzzer (tests/fuzz), seed {p.seed}"]
     for m in res.mismatches:
         head.append(f"# {m.backend}: {m.kind} (output {m.output}): {m.detail}")

@@ -239,10 +239,21 @@ def _sumabs(x) -> float:
     return float(a.sum()) if a.size else 0.0
 
 
-def error_bound(model, out, dep_vals, dep_errs) -> float:
-    """Absolute error a correct compiler may add to ``out`` (0: exact, inf: not comparable)."""
+def bound_max(err) -> float:
+    """The largest entry of an error bound (a float, or an array of per-element bounds)."""
+    if isinstance(err, np.ndarray):
+        return float(err.max()) if err.size else 0.0
+    return float(err)
+
+
+def error_bound(model, out, dep_vals, dep_errs):
+    """Absolute error a correct compiler may add to ``out`` (0: exact, inf: not comparable).
+
+    A float, or for a transcendental function of exact inputs an array of per-element bounds
+    (a few ULP of each element, so a huge element does not loosen the bound of a small one)."""
     kind = model[0]
     out = np.asarray(out)
+    dep_errs = [bound_max(e) for e in dep_errs]
     exact_in = all(e == 0 for e in dep_errs)
     E = max(dep_errs) if dep_errs else 0.0
     if kind == "raises":
@@ -268,6 +279,12 @@ def error_bound(model, out, dep_vals, dep_errs) -> float:
         err = 0.0 if exact_in else E + 2 * eps * M
     elif kind == "trans":                    # ("trans", lipschitz1)
         if exact_in:
+            if out.dtype.kind in "fc" and out.size:
+                real = np.finfo(out.dtype)
+                with np.errstate(all="ignore"):
+                    a = np.abs(out.astype(np.complex128 if out.dtype.kind == "c" else np.float64))
+                a = np.where(np.isfinite(a), a, 0.0)
+                return TRANS_ULP * (float(real.eps) * a + float(real.smallest_subnormal))
             err = TRANS_ULP * eps * M
         elif model[1]:
             err = E + TRANS_ULP * eps * M
@@ -422,7 +439,7 @@ class Gen:
             return None
         sc = dict(self.scalars)
         dep_vars = [_Var(d, np.asarray(sc[d]), 0.0) if d in sc else self.var(d) for d in deps]
-        err = error_bound(model, val, [d.val for d in dep_vars], [d.err for d in dep_vars])
+        err = bound_max(error_bound(model, val, [d.val for d in dep_vars], [d.err for d in dep_vars]))
         if math.isinf(err) or (self.exact_only and err):
             return None
         v = _Var(target, val, err)
