@@ -162,6 +162,27 @@ def test_register_with_keys_and_class_decorators():
     assert jtree.leaves(KP(1, (2, 3))) == [1, 2, 3]
 
 
+def test_register_pytree_node_with_keys_func():
+    class Two:
+        def __init__(self, x, y): self.x, self.y = x, y
+
+    tu.register_pytree_node(Two, lambda t: ((t.x, t.y), None), lambda _, c: Two(*c),
+                            lambda t: (((tu.GetAttrKey("x"), t.x), (tu.GetAttrKey("y"), t.y)), None))
+    assert [tu.keystr(p) for p, _ in jtree.leaves_with_path(Two(1, 2))] == [".x", ".y"]
+    # re-registering without keys falls back to flat indices
+    tu.register_pytree_node(Two, lambda t: ((t.x, t.y), None), lambda _, c: Two(*c))
+    assert [tu.keystr(p) for p, _ in jtree.leaves_with_path(Two(1, 2))] == ["[<flat index 0>]", "[<flat index 1>]"]
+
+    # a dataclass registered with its own flatten (one child) gets flat-index keys, not field names
+    @dataclasses.dataclass
+    class Half:
+        a: Any
+        b: Any
+
+    tu.register_pytree_node(Half, lambda h: ((h.a,), h.b), lambda b, c: Half(c[0], b))
+    assert [tu.keystr(p) for p, _ in jtree.leaves_with_path(Half(1, 2))] == ["[<flat index 0>]"]
+
+
 def test_register_dataclass_and_static():
     @tu.register_dataclass
     @dataclasses.dataclass

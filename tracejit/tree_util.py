@@ -21,8 +21,8 @@ import functools
 from typing import Any, Callable, NamedTuple
 
 from tracejit.core.pytree import (LEAF, PyTreeDef, _node_type_of, _registry, broadcast_prefix,  # noqa: F401
-                                  register_pytree_node, tree_flatten, tree_leaves, tree_map, tree_structure,
-                                  tree_unflatten)
+                                  tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten)
+from tracejit.core import pytree as _core
 
 __all__ = [
     "DictKey", "FlattenedIndexKey", "GetAttrKey", "KeyEntry", "KeyPath", "Partial", "PyTreeDef", "SequenceKey",
@@ -442,6 +442,36 @@ def flatten_one_level_with_keys(tree):
 
 
 # ------------------------------------------------------------------------------------------- registration
+def register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func=None) -> None:
+    """Register ``nodetype`` as a pytree node (``jax.tree_util.register_pytree_node``).
+
+    Parameters
+    ----------
+    nodetype : type
+    flatten_func : callable
+        ``x -> (children, aux_data)``; ``aux_data`` must be hashable.
+    unflatten_func : callable
+        ``(aux_data, children) -> x``.
+    flatten_with_keys_func : callable, optional
+        ``x -> (((key, child), ...), aux_data)``, giving key paths (else children get
+        :class:`FlattenedIndexKey` entries).
+
+    Examples
+    --------
+    >>> class Pair:
+    ...     def __init__(self, a, b): self.a, self.b = a, b
+    >>> register_pytree_node(Pair, lambda p: ((p.a, p.b), None), lambda _, c: Pair(*c))
+    >>> tree_leaves(Pair(1, [2]))
+    [1, 2]
+    """
+    _core.register_pytree_node(nodetype, flatten_func, unflatten_func)
+    _explicit.add(nodetype)
+    if flatten_with_keys_func is not None:
+        _key_registry[nodetype] = flatten_with_keys_func
+    else:
+        _key_registry.pop(nodetype, None)
+
+
 def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatten_func=None):
     """Register ``nodetype`` as a pytree node whose children have key path entries.
 
@@ -467,9 +497,7 @@ def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatt
         def flatten_func(x):
             pairs, aux = flatten_with_keys(x)
             return [c for _, c in pairs], aux
-    register_pytree_node(nodetype, flatten_func, unflatten_func)
-    _key_registry[nodetype] = flatten_with_keys
-    _explicit.add(nodetype)
+    register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys)
 
 
 def register_pytree_node_class(cls):
