@@ -23,7 +23,7 @@ def _softplus(x):
     return np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0)
 
 
-_erf = np.vectorize(math.erf)
+_erfc = np.vectorize(math.erfc)
 SELU_A, SELU_S = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 
 # name -> (tracejit function, independent float64 reference)
@@ -51,7 +51,7 @@ ACTIVATIONS = {
     "celu_0.5": (lambda x: nn.celu(x, 0.5), lambda x: np.where(x > 0, x, 0.5 * (np.exp(np.minimum(x, 0) / 0.5) - 1))),
     "selu": (nn.selu, lambda x: SELU_S * np.where(x > 0, x, SELU_A * (np.exp(np.minimum(x, 0)) - 1))),
     "gelu": (nn.gelu, lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))),
-    "gelu_exact": (lambda x: nn.gelu(x, approximate=False), lambda x: 0.5 * x * (1 + _erf(x / np.sqrt(2)))),
+    "gelu_exact": (lambda x: nn.gelu(x, approximate=False), lambda x: 0.5 * x * _erfc(-x / np.sqrt(2))),
     "squareplus": (nn.squareplus, lambda x: (x + np.sqrt(x * x + 4)) / 2),
     "squareplus_1": (lambda x: nn.squareplus(x, 1.0), lambda x: (x + np.sqrt(x * x + 1)) / 2),
     "mish": (nn.mish, lambda x: x * np.tanh(_softplus(x))),
@@ -98,6 +98,13 @@ def test_kink_derivatives_follow_jax():
     _, t = tracejit.jvp(nn.relu, (np.array([-1.0, 0.0, 2.0]),), (np.ones(3),))
     np.testing.assert_array_equal(t, [0.0, 0.0, 1.0])
     np.testing.assert_array_equal(tracejit.vmap(tracejit.grad(nn.relu))(np.array([-1.0, 0.0, 2.0])), [0, 0, 1])
+
+
+def test_gelu_exact_far_tail():
+    x = np.array([-30.0, -12.0, -8.0])
+    want = 0.5 * x * _erfc(-x / np.sqrt(2))
+    np.testing.assert_allclose(nn.gelu(x, approximate=False), want, rtol=1e-12)
+    np.testing.assert_allclose(tracejit.jit(lambda v: nn.gelu(v, approximate=False))(x), want, rtol=1e-12)
 
 
 def test_relu_nan_and_integers():

@@ -270,7 +270,7 @@ def gelu(x, approximate: bool = True):
     """Gaussian error linear unit.
 
     ``approximate=True`` (the default, as JAX): ``x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x**3)))``;
-    ``approximate=False``: ``x/2 * (1 + erf(x / sqrt(2)))``.
+    ``approximate=False``: ``x/2 * erfc(-x / sqrt(2))`` (accurate for large negative ``x`` too).
 
     Examples
     --------
@@ -283,8 +283,9 @@ def gelu(x, approximate: bool = True):
         c = _const(np.sqrt(2 / np.pi), x)
         cdf = 0.5 * (1.0 + jnp.tanh(c * (x + 0.044715 * (x ** 3))))
         return x * cdf
+    from tracejit.scipy.special import erfc
     sqrt_half = _const(np.sqrt(0.5), x)
-    return 0.5 * x * (1.0 + lax.erf(x * sqrt_half))
+    return 0.5 * x * erfc(-x * sqrt_half)
 
 
 def glu(x, axis: int = -1):
