@@ -38,6 +38,25 @@ def test_tree_namespace_basics():
     assert jtree.map(lambda x: 0 if x is None else x, (None, 2), is_leaf=lambda x: x is None) == (0, 2)
 
 
+def test_ordereddict_and_defaultdict():
+    od = collections.OrderedDict([("b", 1), ("a", 2)])
+    leaves, td = jtree.flatten(od)
+    assert leaves == [1, 2]                                   # insertion order, not sorted
+    back = td.unflatten([3, 4])
+    assert type(back) is collections.OrderedDict and list(back.items()) == [("b", 3), ("a", 4)]
+    assert td != jtree.structure(collections.OrderedDict([("a", 2), ("b", 1)]))
+    assert td != jtree.structure({"b": 1, "a": 2})
+    assert [tu.keystr(p) for p, _ in jtree.leaves_with_path(od)] == ["['b']", "['a']"]
+    dd = collections.defaultdict(list, {"y": 1, "x": 2})
+    leaves, td = jtree.flatten(dd)
+    assert leaves == [2, 1]
+    back = td.unflatten([5, 6])
+    assert type(back) is collections.defaultdict and back.default_factory is list and dict(back) == {"x": 5, "y": 6}
+    assert [tu.keystr(p) for p, _ in jtree.leaves_with_path(dd)] == ["['x']", "['y']"]
+    out = tracejit.jit(lambda d: jtree.map(lambda v: v * 2, d))(collections.OrderedDict(w=np.ones(2), b=np.zeros(1)))
+    assert type(out) is collections.OrderedDict and list(out) == ["w", "b"]
+
+
 def test_map_with_prefix_rest():
     # rest trees may have ``tree``'s structure as a prefix: f gets whole subtrees.
     out = jtree.map(lambda a, b: (a, b), (1, 2), ([3, 4], {"k": 5}))

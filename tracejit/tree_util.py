@@ -16,6 +16,7 @@ Examples
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 from typing import Any, Callable, NamedTuple
@@ -145,8 +146,10 @@ def _keyed_children(x, node):
         return [k for k, _ in pairs], [c for _, c in pairs], aux
     children, aux = node.to_iterable(x)
     children = list(children)
-    if cls is dict:
+    if cls is dict or cls is collections.OrderedDict:
         keys = [DictKey(k) for k in aux]
+    elif cls is collections.defaultdict:
+        keys = [DictKey(k) for k in aux[1]]
     elif cls in (tuple, list):
         keys = [SequenceKey(i) for i in range(len(children))]
     elif isinstance(x, tuple) and hasattr(cls, "_fields"):

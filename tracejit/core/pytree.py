@@ -3,6 +3,7 @@ dataclasses and registered classes) flattened into a list of leaves plus a
 hashable structure description (:class:`PyTreeDef`)."""
 from __future__ import annotations
 
+import collections
 import dataclasses
 from typing import Any, Callable, NamedTuple
 
@@ -45,6 +46,13 @@ register_pytree_node(tuple, lambda t: (t, None), lambda _, c: tuple(c))
 register_pytree_node(list, lambda l: (l, None), lambda _, c: list(c))
 register_pytree_node(dict, _dict_flatten, lambda keys, c: dict(zip(keys, c)))
 register_pytree_node(type(None), lambda n: ((), None), lambda _, c: None)
+# As JAX: an OrderedDict keeps its insertion order (the order is part of the structure); a defaultdict
+# sorts its keys like dict and keeps its default_factory in the aux data.
+register_pytree_node(collections.OrderedDict, lambda d: (list(d.values()), tuple(d)),
+                     lambda keys, c: collections.OrderedDict(zip(keys, c)))
+register_pytree_node(collections.defaultdict,
+                     lambda d: ([d[k] for k in sorted(d)], (d.default_factory, tuple(sorted(d)))),
+                     lambda aux, c: collections.defaultdict(aux[0], zip(aux[1], c)))
 
 
 class _Children(tuple):
