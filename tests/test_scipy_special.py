@@ -193,7 +193,10 @@ GRADS = [
     ("expit", sp.expit, 0.3), ("expi", sp.expi, 1.5), ("exp1", sp.exp1, 0.5),
     ("gammainc_x", lambda x: sp.gammainc(2.5, x), 1.7), ("gammainc_a", lambda a: sp.gammainc(a, 2.0), 1.5),
     ("gammaincc_a", lambda a: sp.gammaincc(a, 7.0), 2.5), ("gammainc_a_small", lambda a: sp.gammainc(a, 0.3), 0.4),
-    ("betainc_x", lambda x: sp.betainc(2.0, 3.0, x), 0.3), ("zeta_q", lambda q: sp.zeta(3.0, q), 0.8),
+    ("betainc_x", lambda x: sp.betainc(2.0, 3.0, x), 0.3),
+    ("betainc_a", lambda a: sp.betainc(a, 3.0, 0.3), 2.0), ("betainc_b", lambda b: sp.betainc(2.0, b, 0.3), 3.0),
+    ("betainc_a_swapped", lambda a: sp.betainc(a, 0.7, 0.9), 1.5),
+    ("betainc_b_swapped", lambda b: sp.betainc(5.0, b, 0.8), 2.5), ("zeta_q", lambda q: sp.zeta(3.0, q), 0.8),
     ("polygamma", lambda x: sp.polygamma(2, x), 1.3), ("betaln", lambda a: sp.betaln(a, 3.0), 0.7),
     ("xlogy", lambda y: sp.xlogy(2.0, y), 1.3), ("xlog1py", lambda y: sp.xlog1py(2.0, y), 1.3),
     ("multigammaln", lambda a: sp.multigammaln(a, 2), 2.2), ("kl_div", lambda p: sp.kl_div(p, 0.4), 0.3),
@@ -206,6 +209,20 @@ def test_grad_vs_central_differences(name, fn, x):
     fd = (float(fn(x + h)) - float(fn(x - h))) / (2 * h)
     g = float(jax.grad(fn)(x))
     assert g == pytest.approx(fd, rel=1e-6, abs=1e-9)
+
+
+def test_betainc_parameter_derivatives_vs_mpmath():
+    a = np.array([0.5, 2.0, 7.5, 30.0, 1.2])
+    b = np.array([3.0, 0.8, 7.0, 20.0, 45.0])
+    x = np.array([0.3, 0.9, 0.5, 0.62, 0.01])
+    ga, gb = jax.vmap(jax.grad(sp.betainc, argnums=(0, 1)), in_axes=(0, 0, 0))(a, b, x)
+    with mp.workdps(30):
+        ra = [float(mp.diff(lambda t: mp.betainc(t, mp.mpf(bb), 0, mp.mpf(xx), regularized=True), mp.mpf(aa)))
+              for aa, bb, xx in zip(a, b, x)]
+        rb = [float(mp.diff(lambda t: mp.betainc(mp.mpf(aa), t, 0, mp.mpf(xx), regularized=True), mp.mpf(bb)))
+              for aa, bb, xx in zip(a, b, x)]
+    np.testing.assert_allclose(ga, ra, rtol=1e-11)
+    np.testing.assert_allclose(gb, rb, rtol=1e-11)
 
 
 def test_grad_under_jit_and_vmap():
