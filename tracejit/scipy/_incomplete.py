@@ -145,8 +145,8 @@ def _igamma_parts(a, x):
     """(P, Q, dP/da) for a > 0, 0 < x < inf (elements outside use safe values)."""
     sp = _sp()
     use_series = (x < a + 1.0)
-    xs = _where(use_series, x, jnp.minimum(x, 0.5 * (a + 1.0)))
-    xc = _where(use_series, a + 2.0, x)
+    xs = _where(use_series, x, 0.0)              # unused lanes converge at once
+    xc = _where(use_series, 2.0 * a + 100.0, x)  # unused lanes: far from the slow region
     s, ds = _igamma_series(a, xs)
     f, df = _igammac_cf(a, xc)
     x_ = x
