@@ -156,3 +156,24 @@ def test_logsumexp_shift_carries_no_derivative():
     np.testing.assert_allclose(g, e / e.sum(1, keepdims=True), rtol=1e-15)
     _, f_vjp = vjp(lambda x: jnp.logsumexp(x), x)
     np.testing.assert_allclose(f_vjp(1.0)[0], np.exp(x) / np.exp(x).sum(), rtol=1e-14)
+
+
+def _axis_choices(ndim):
+    import itertools
+    return [None] + [c for k in range(1, ndim + 1) for c in itertools.combinations(range(ndim), k)]
+
+
+@pytest.mark.parametrize("shape", [(3, 1), (2, 1, 3)])
+@pytest.mark.parametrize("reducer", ["max", "sum", "prod", "logsumexp"])
+def test_jit_grad_of_reductions_over_size_one_axes(shape, reducer):
+    """jit(grad) equals eager grad for every axis subset and keepdims (size-1 axes included)."""
+    rng = np.random.default_rng(len(shape))
+    x = rng.uniform(0.5, 1.5, size=shape)
+    red = getattr(jnp, reducer)
+    for axis in _axis_choices(len(shape)):
+        for keepdims in (False, True):
+            def f(x):
+                y = red(x, axis=axis, keepdims=keepdims)
+                return jnp.sum(jnp.sin(y) * jnp.sum(x)) + jnp.sum(x * (y if keepdims else 1.0))
+            np.testing.assert_allclose(tracejit.jit(grad(f))(x), grad(f)(x), rtol=1e-12, atol=1e-14,
+                                       err_msg=f"axis={axis} keepdims={keepdims}")
