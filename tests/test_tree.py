@@ -140,7 +140,7 @@ def test_transpose_and_broadcast():
     t = [{"m": i, "v": 10 * i} for i in range(3)]
     assert jtree.transpose(outer, inner, t) == {"m": [0, 1, 2], "v": [0, 10, 20]}
     assert jtree.transpose(outer, None, t) == {"m": [0, 1, 2], "v": [0, 10, 20]}
-    with pytest.raises(ValueError):
+    with pytest.raises(TypeError):
         jtree.transpose(outer, jtree.structure((0, 0)), t)
     assert jtree.broadcast([1, 2, 3], [[0, 0], 0, (0, 0, 0)]) == [[1, 1], 2, (3, 3, 3)]
     assert jtree.broadcast(5, {"a": 0, "b": [0, 0]}) == {"a": 5, "b": [5, 5]}

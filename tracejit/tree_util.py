@@ -300,15 +300,24 @@ def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
         ``None``: inferred from the first subtree.
     pytree_to_transpose : pytree
 
+    Raises
+    ------
+    TypeError
+        When ``pytree_to_transpose`` does not have the structure ``outer(inner)``.
+
     Examples
     --------
     >>> tree_transpose(tree_structure([0, 0]), tree_structure((0, 0)), [(1, 2), (3, 4)])
     ([1, 3], [2, 4])
     """
-    subtrees = outer_treedef.flatten_up_to(pytree_to_transpose)
-    if inner_treedef is None:
-        inner_treedef = tree_structure(subtrees[0]) if subtrees else LEAF
-    columns = [inner_treedef.flatten_up_to(s) for s in subtrees]
+    try:
+        subtrees = outer_treedef.flatten_up_to(pytree_to_transpose)
+        if inner_treedef is None:
+            inner_treedef = tree_structure(subtrees[0]) if subtrees else LEAF
+        columns = [inner_treedef.flatten_up_to(s) for s in subtrees]
+    except ValueError as e:   # JAX raises TypeError for a tree that is not outer(inner)
+        raise TypeError(f"tree_transpose: mismatch between the tree and {outer_treedef} of {inner_treedef}: "
+                        f"{e}") from None
     transposed = [outer_treedef.unflatten([col[i] for col in columns]) for i in range(inner_treedef.num_leaves)]
     return inner_treedef.unflatten(transposed)
 
