@@ -63,6 +63,8 @@ UNARY = [
     ("i1", sp.i1, lambda v: mp.besseli(1, v), RNG.uniform(-700, 700, 30), 1e-14),
     ("expi", sp.expi, mp.ei, np.concatenate([RNG.uniform(-60, 60, 40), 10 ** RNG.uniform(-5, 2.8, 20)]), 1e-13),
     ("exp1", sp.exp1, mp.e1, 10 ** RNG.uniform(-5, 2.8, 40), 1e-13),
+    ("spence", sp.spence, lambda v: mp.polylog(2, 1 - v),
+     np.concatenate([RNG.uniform(0, 5, 40), 10 ** RNG.uniform(-10, 10, 20), [0.5, 1.5, 2.0, 3.0, 1.0]]), 1e-14),
     ("expit", sp.expit, lambda v: 1 / (1 + mp.exp(-v)), RNG.uniform(-30, 30, 30), 1e-15),
     ("logit", sp.logit, lambda v: mp.log(v / (1 - v)), np.concatenate([RNG.uniform(0, 1, 30), [1e-300, 1 - 1e-12]]),
      1e-14),
@@ -133,6 +135,8 @@ def test_special_values():
         np.testing.assert_array_equal(sp.rel_entr(np.array([0.0, 1.0, 1.0]), np.array([0.0, 0.0, -1.0])),
                                       [0.0, inf, inf])
         np.testing.assert_array_equal(sp.kl_div(np.array([0.0, 1.0]), np.array([2.0, 0.0])), [2.0, inf])
+        np.testing.assert_array_equal(sp.spence(np.array([0.0, 1.0, inf])), [math.pi ** 2 / 6, 0.0, -inf])
+        assert np.isnan(sp.spence(np.array([-1.0, nan]))).all()
 
 
 def test_binary_functions_vs_mpmath():
@@ -199,7 +203,7 @@ GRADS = [
     ("betainc_b_swapped", lambda b: sp.betainc(5.0, b, 0.8), 2.5), ("zeta_q", lambda q: sp.zeta(3.0, q), 0.8),
     ("polygamma", lambda x: sp.polygamma(2, x), 1.3), ("betaln", lambda a: sp.betaln(a, 3.0), 0.7),
     ("xlogy", lambda y: sp.xlogy(2.0, y), 1.3), ("xlog1py", lambda y: sp.xlog1py(2.0, y), 1.3),
-    ("multigammaln", lambda a: sp.multigammaln(a, 2), 2.2), ("kl_div", lambda p: sp.kl_div(p, 0.4), 0.3),
+    ("multigammaln", lambda a: sp.multigammaln(a, 2), 2.2), ("spence", sp.spence, 2.5), ("kl_div", lambda p: sp.kl_div(p, 0.4), 0.3),
 ]
 
 

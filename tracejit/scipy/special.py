@@ -46,7 +46,7 @@ __all__ = [
     "bernoulli", "beta", "betainc", "betaln", "comb", "digamma", "entr", "erf", "erfc", "erfinv", "exp1",
     "expi", "expit", "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1",
     "i1e", "kl_div", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
-    "poch", "polygamma", "psi", "rel_entr", "softmax", "xlog1py", "xlogy", "zeta",
+    "poch", "polygamma", "psi", "rel_entr", "softmax", "spence", "xlog1py", "xlogy", "zeta",
 ]
 
 _PI = math.pi
@@ -1197,6 +1197,75 @@ def i1(x):
     """
     dt, (x,) = promote_args_inexact(x)
     return finish(jnp.exp(jnp.abs(x)) * _i1e_cj(x), dt)
+
+
+# ============================================================================ spence (dilogarithm)
+
+_LI2_COEFFS = [1.0 / (k * k) for k in range(58, 0, -1)]   # sum_k z^k / k^2, highest degree first
+_PI2_6 = math.pi ** 2 / 6
+
+
+def _li2_series(z):
+    """Li2(z) = sum_{k>=1} z^k / k^2 for |z| <= 1/2."""
+    return z * horner(_LI2_COEFFS, z)
+
+
+def _spence64(x):
+    """spence(x) = Li2(1 - x) for x >= 0, mapping 1 - x into |z| <= 1/2 by Li2's identities."""
+    xs = _where(x > 0, x, 0.5)
+    xs = _where(jnp.isinf(xs), 4.0, xs)
+    # x in [0.5, 1.5]: z = 1 - x exactly
+    mid = _li2_series(_where((xs >= 0.5) & (xs <= 1.5), 1.0 - xs, 0.0))
+    # x in (0, 0.5): reflection Li2(z) = pi^2/6 - log z log(1-z) - Li2(1-z), 1 - z = x
+    xl = _where(xs < 0.5, xs, 0.25)
+    low = _PI2_6 - jnp.log1p(-xl) * jnp.log(xl) - _li2_series(xl)
+    # x in (1.5, 2]: Landen Li2(z) = -Li2(z/(z-1)) - log(1-z)^2 / 2, z/(z-1) = (x-1)/x
+    xm = _where((xs > 1.5) & (xs <= 2.0), xs, 1.75)
+    lx = jnp.log(xm)
+    upper_mid = -_li2_series((xm - 1.0) / xm) - 0.5 * lx * lx
+    # x > 2: Li2(z) = -pi^2/6 - log(-z)^2 / 2 - Li2(1/z), 1/z = 1/(1-x) in (-1, 0)
+    xh = _where(xs > 2.0, xs, 4.0)
+    lxm1 = jnp.log(xh - 1.0)
+    u = 1.0 / (1.0 - xh)
+    # 1/z in [-1/2, 0) (x >= 3): series; else Landen again: -Li2(1/x) - log(x/(x-1))^2 / 2
+    lr = jnp.log(xh / (xh - 1.0))
+    li2_u = _where(xh >= 3.0, _li2_series(_where(xh >= 3.0, u, 0.0)),
+                   -_li2_series(1.0 / xh) - 0.5 * lr * lr)
+    high = -_PI2_6 - 0.5 * lxm1 * lxm1 - li2_u
+    out = _where(xs < 0.5, low, _where(xs <= 1.5, mid, _where(xs <= 2.0, upper_mid, high)))
+    out = _where(x == 0, _PI2_6, out)
+    out = _where(x == _INF, -_INF, out)
+    return _where((x < 0) | jnp.isnan(x), np.nan, out)
+
+
+@custom_jvp
+def _spence_cj(x):
+    return _spence64(x)
+
+
+def _spence_deriv(x):
+    safe = _where(x == 1.0, 2.0, x)
+    return _where(x == 1.0, -1.0, jnp.log(safe) / (1.0 - safe))
+
+
+_spence_cj.defjvps(lambda t, ans, x: t * _spence_deriv(x))
+
+
+def spence(x):
+    """Spence's function ``int_1^x log(t) / (1 - t) dt = Li2(1 - x)`` for ``x >= 0`` (``jax.scipy.special.spence``).
+
+    NaN for ``x < 0``; ``spence(0) = pi**2 / 6``.
+
+    Examples
+    --------
+    >>> from tracejit.scipy.special import spence
+    >>> float(spence(1.0))
+    0.0
+    >>> round(float(spence(0.0)), 14)  # pi**2 / 6
+    1.64493406684823
+    """
+    dt, (x,) = promote_args_inexact(x)
+    return finish(_spence_cj(x), dt)
 
 
 from tracejit.scipy._incomplete import betainc, exp1, expi, gammainc, gammaincc  # noqa: E402,F401
