@@ -333,8 +333,9 @@ def error_bound(model, out, dep_vals, dep_errs):
         raise ValueError(model)
     if out.dtype.kind not in "fc" and err:
         return math.inf
-    if kind in ("sum", "mean", "cum", "prod", "dot") and out.dtype.kind in "fc":
-        # Reassociated: the sign of a zero sum depends on the order (not compared).
+    if (kind in ("sum", "mean", "cum", "prod", "dot") or not exact_in) and out.dtype.kind in "fc":
+        # Reassociated (or computed from such a value): the sign of a zero depends on the order,
+        # so it is not compared; the tiny bound keeps the value marked approximate downstream.
         err = max(err, float(np.finfo(out.dtype).smallest_subnormal))
     if math.isnan(err):
         return math.inf
