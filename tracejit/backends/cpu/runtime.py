@@ -148,22 +148,13 @@ def run_dot(step: DotStep, env):
     blas.gemm(a3, b3, out.reshape(b, m, n), alpha, beta)
 
 
-_CONTROL_FLOW = {"cond", "while", "scan"}
 
 
 def make_numpy_step(step: NumpyStep, buffers):
     rule = impl_rules[step.eqn.primitive]
-    if step.eqn.primitive.name in _CONTROL_FLOW:
-        from tracejit.backends.cpu import loops, subprograms
-        native = loops.native_loop(step.eqn)
-        if native is not None:
-            return _native_loop_step(native, step)
-        subprograms.install()
-        plain = rule
-
-        def rule(*args, **params):
-            with subprograms.compiled_bodies():
-                return plain(*args, **params)
+    if step.loop is not None:
+        # Control flow, compiled by the backend: a native loop, or a host loop of compiled bodies.
+        return _loop_step(step.loop, step)
     params = step.eqn.params
     ins = step.inputs
     outs = step.outputs
@@ -180,8 +171,8 @@ def make_numpy_step(step: NumpyStep, buffers):
     return run
 
 
-def _native_loop_step(native, step: NumpyStep):
-    """A native loop's results are fresh arrays of the right type: they become the buffers (no copy).
+def _loop_step(loop, step: NumpyStep):
+    """A loop's results are fresh arrays of the right type: they become the buffers (no copy).
 
     Its operands are buffers of the plan (C-contiguous, of the operand's dtype) or literals,
     made arrays of the operand's type once here, so the call skips every check."""
@@ -190,7 +181,7 @@ def _native_loop_step(native, step: NumpyStep):
                for b, a in zip(step.inputs, step.eqn.inputs)]
 
     def run(env):
-        results = native.run_prepared([env[b] if f is None else f for b, f in sources])
+        results = loop.run_prepared([env[b] if f is None else f for b, f in sources])
         for bid, r in zip(outs, results):
             env[bid] = r
     run.allocates = set(outs)      # the executable need not allocate these outputs itself
@@ -332,21 +323,26 @@ def prime_in_background(pools) -> None:
                          daemon=True).start()
 
 
-# Arrays whose memory a call with donate_argnums gave to its output: {id(array): (weakref, function name)}.
+# Arrays whose memory a call with donate_argnums gave to its output: {id(array): weak reference}.
 # Such an array now holds the call's result, not its own value: passing it to a call again raises, as
 # JAX does for a deleted (donated) array. An entry leaves with its array.
 _donated: dict = {}
 
 
+class _DonatedRef(weakref.ref):
+    __slots__ = ("key", "name")
+
+
+def _forget_donated(ref) -> None:
+    if _donated.get(ref.key) is ref:
+        del _donated[ref.key]
+
+
 def _mark_donated(a, name: str) -> None:
-    key = id(a)
-
-    def forget(ref, key=key):
-        entry = _donated.get(key)
-        if entry is not None and entry[0] is ref:
-            del _donated[key]
-
-    _donated[key] = (weakref.ref(a, forget), name)
+    ref = _DonatedRef(a, _forget_donated)
+    ref.key = key = id(a)
+    ref.name = name
+    _donated[key] = ref
 
 
 def _shares_with_others(a, pos, args) -> bool:
@@ -359,12 +355,12 @@ def _shares_with_others(a, pos, args) -> bool:
 
 def _check_not_donated(args) -> None:
     for i, a in enumerate(args):
-        entry = _donated.get(id(a))
-        if entry is not None and entry[0]() is a:
+        ref = _donated.get(id(a))
+        if ref is not None and ref() is a:
             from tracejit.core.errors import DeletedArrayError
             raise DeletedArrayError(
                 f"Array has been deleted with shape={a.dtype}{list(a.shape)} (flattened argument {i}): it was "
-                f"donated to {entry[1]} (donate_argnums/donate_argnames), which wrote its result into "
+                f"donated to jit({ref.name}) (donate_argnums/donate_argnames), which wrote its result into "
                 "the array's memory, so the array no longer holds its own value and cannot be passed "
                 "to a jitted function again. Use that call's result instead, pass a copy "
                 "(f(x.copy())), or don't donate the argument.")
