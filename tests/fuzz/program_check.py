@@ -430,6 +430,11 @@ def inject_bug(name: str):
 def _setup_worker():
     import tracejit
     tracejit.config.update("compilation_cache_dir", "off")
+    if os.environ.get("FUZZ_PARALLEL"):
+        # Every kernel splits over the thread team, however small (the thresholds are tuning
+        # constants): the small programs exercise the parallel ranges, granules and row splits.
+        from tracejit.backends.cpu import runtime
+        runtime.OPENMP_MIN_WORK = runtime.OPENMP_MIN_WORK_MATH = runtime.PARALLEL_MIN_WORK = 1
     if os.environ.get("FUZZ_INJECT"):
         inject_bug(os.environ["FUZZ_INJECT"])
     if os.environ.get("FUZZ_CHECKS"):
@@ -502,6 +507,8 @@ class _Worker:
         if self.args.max_stmts:
             cmd += ["--max-stmts", str(self.args.max_stmts)]
         env = dict(os.environ, TRACEJIT_NUM_THREADS=os.environ.get("TRACEJIT_NUM_THREADS", "1"))
+        if getattr(self.args, "parallel", 0):
+            env.update(FUZZ_PARALLEL="1", TRACEJIT_NUM_THREADS=str(self.args.parallel))
         err = subprocess.DEVNULL
         if self.args.out:
             os.makedirs(self.args.out, exist_ok=True)
@@ -612,6 +619,8 @@ def main(argv=None):
     ap.add_argument("--minimize-budget", type=float, default=20.0, help="seconds to minimize a mismatch (0: off)")
     ap.add_argument("--max-stmts", type=int, default=None)
     ap.add_argument("--seed", type=int, default=None, help="check one seed and print its program")
+    ap.add_argument("--parallel", type=int, default=0, metavar="THREADS",
+                    help="split every kernel over THREADS threads, however small (parallel ranges)")
     ap.add_argument("--verbose", "-v", action="store_true")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
