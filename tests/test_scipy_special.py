@@ -229,6 +229,20 @@ def test_betainc_parameter_derivatives_vs_mpmath():
     np.testing.assert_allclose(gb, rb, rtol=1e-11)
 
 
+def test_sph_harm_vs_mpmath():
+    n = RNG.integers(0, 10, 40)
+    m = np.array([RNG.integers(-k, k + 1) for k in n])
+    az, pol = RNG.uniform(0, 2 * np.pi, 40), RNG.uniform(0, np.pi, 40)
+    got = sp.sph_harm(m, n, az, pol)
+    assert got.dtype == np.complex128
+    ref = np.array([complex(mp.spherharm(int(b), int(a), mp.mpf(p), mp.mpf(t))) for a, b, t, p in zip(m, n, az, pol)])
+    np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(sp.sph_harm_y(n, m, pol, az), ref, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(jax.jit(lambda *a: sp.sph_harm(*a, n_max=9))(m, n, az, pol), got, rtol=1e-13, atol=1e-15)
+    assert sp.sph_harm(3, 2, 0.3, 0.4) == 0
+    assert sp.sph_harm(1, 1, np.float32(0.3), np.float32(0.4)).dtype == np.complex64
+
+
 def test_grad_under_jit_and_vmap():
     f = lambda x: sp.gammaln(x) + sp.log_ndtr(-x) + sp.gammainc(x, 2.0)
     xs = np.array([0.5, 1.5, 3.0])

@@ -46,7 +46,8 @@ __all__ = [
     "bernoulli", "beta", "betainc", "betaln", "comb", "digamma", "entr", "erf", "erfc", "erfinv", "exp1",
     "expi", "expit", "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1",
     "i1e", "kl_div", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
-    "poch", "polygamma", "psi", "rel_entr", "softmax", "spence", "xlog1py", "xlogy", "zeta",
+    "poch", "polygamma", "psi", "rel_entr", "softmax", "spence", "sph_harm", "sph_harm_y", "xlog1py", "xlogy",
+    "zeta",
 ]
 
 _PI = math.pi
@@ -1266,6 +1267,96 @@ def spence(x):
     """
     dt, (x,) = promote_args_inexact(x)
     return finish(_spence_cj(x), dt)
+
+
+# ============================================================================ spherical harmonics
+
+def _static_n_max(n, n_max, name):
+    if n_max is not None:
+        return int(n_max)
+    from tracejit.numpy._util import is_tracer
+    if is_tracer(n):
+        raise ValueError(f"{name}: pass a static n_max when n is traced (as JAX)")
+    return int(np.max(np.asarray(n))) if np.size(n) else 0
+
+
+def _sph_harm(m, n, azimuth, polar, n_max):
+    """Y_n^m with the Condon-Shortley phase, by the normalized associated Legendre recurrence in n."""
+    dt = result_float_dtype(azimuth, polar)
+    m = jnp.asarray(to_operand(m))
+    n = jnp.asarray(to_operand(n))
+    az = convert(to_operand(azimuth), F64)
+    po = convert(to_operand(polar), F64)
+    m, n, az, po = jnp.broadcast_arrays(m, n, az, po)
+    mf = convert(m, F64)
+    nf = convert(n, F64)
+    ma = jnp.abs(mf)
+    x = jnp.cos(po)
+    s = jnp.abs(jnp.sin(po))
+    # Pbar_m^m = (-1)^m sqrt((2m+1)/(4 pi) prod_{k<=m} (2k-1)/(2k)) s^m
+    pmm = jnp.full_like(x, 1.0 / math.sqrt(4 * math.pi))
+    for k in range(1, n_max + 1):
+        pmm = _where(ma >= k, pmm * (-s) * math.sqrt((2 * k - 1) / (2 * k)), pmm)
+    pmm = pmm * jnp.sqrt(2 * ma + 1)
+    prev = jnp.zeros_like(x)
+    cur = jnp.zeros_like(x)
+    out = jnp.zeros_like(x)
+    for l in range(n_max + 1):
+        lf = float(l)
+        at_m = ma == lf
+        next_m = ma == lf - 1
+        denom = jnp.maximum(lf * lf - ma * ma, 1.0)
+        a = jnp.sqrt(max(4 * lf * lf - 1, 0.0) / denom)
+        b = jnp.sqrt(jnp.maximum(((lf - 1) ** 2 - ma * ma) / max(4 * (lf - 1) ** 2 - 1, 1.0), 0.0))
+        rec = a * (x * cur - b * prev)
+        new = _where(at_m, pmm, _where(next_m, jnp.sqrt(2 * ma + 3) * x * cur, _where(ma < lf, rec, 0.0)))
+        prev, cur = cur, new
+        out = _where(nf == lf, cur, out)
+    # negative m: Y_n^-m = (-1)^m conj(Y_n^m); the phase e^{i m phi} carries the conjugation
+    sign = _where((mf < 0) & ((ma - 2.0 * jnp.floor(0.5 * ma)) != 0), -1.0, 1.0)
+    val = sign * out
+    ok = (ma <= nf) & (nf >= 0) & (nf <= n_max)
+    val = _where(ok, val, 0.0)
+    cdt = np.complex64 if dt == np.float32 else np.complex128
+    phase = jnp.exp(1j * jnp.astype(mf * az, np.complex128))
+    return jnp.astype(jnp.astype(val, np.complex128) * phase, cdt)
+
+
+def sph_harm(m, n, theta, phi, n_max=None):
+    """Spherical harmonic ``Y_n^m(theta, phi)`` with SciPy's (pre-1.15) convention:
+    ``theta`` azimuthal, ``phi`` polar, Condon-Shortley phase (``jax.scipy.special.sph_harm``).
+
+    Parameters
+    ----------
+    m, n : array_like of int
+        Order and degree (``|m| <= n``; 0 elsewhere).
+    theta, phi : array_like
+        Azimuthal and polar angles.
+    n_max : int, optional
+        Static bound on ``n``; required when ``n`` is traced.
+
+    Examples
+    --------
+    >>> from tracejit.scipy.special import sph_harm
+    >>> round(float(sph_harm(0, 0, 0.0, 0.0).real), 12)  # 1 / sqrt(4 pi)
+    0.282094791774
+    """
+    return _sph_harm(m, n, theta, phi, _static_n_max(n, n_max, "sph_harm"))
+
+
+def sph_harm_y(n, m, theta, phi, diff_n=0):
+    """Spherical harmonic with SciPy 1.15's argument order: degree ``n``, order ``m``, polar
+    ``theta``, azimuthal ``phi`` (``jax.scipy.special.sph_harm_y``; ``diff_n=0`` only).
+
+    Examples
+    --------
+    >>> from tracejit.scipy.special import sph_harm_y
+    >>> round(float(sph_harm_y(1, 0, 0.0, 0.0).real), 12)  # sqrt(3 / (4 pi))
+    0.488602511903
+    """
+    if diff_n != 0:
+        raise NotImplementedError("sph_harm_y: only diff_n=0 is supported")
+    return _sph_harm(m, n, phi, theta, _static_n_max(n, None, "sph_harm_y"))
 
 
 from tracejit.scipy._incomplete import betainc, exp1, expi, gammainc, gammaincc  # noqa: E402,F401
