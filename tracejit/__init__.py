@@ -26,6 +26,7 @@ from tracejit.api_vmap import vmap
 from tracejit.diagnostics.advisor import advise
 from tracejit.diagnostics.report import report
 from tracejit.buckets import bucketed_jit, pad_to_bucket
+from tracejit.jit_cache import clear_caches
 from tracejit import numpy, lax, random  # noqa: F401
 from tracejit import tree_util, tree, nn  # noqa: F401
 from tracejit import scipy  # noqa: F401
@@ -58,4 +59,5 @@ __all__ = [
     "jacobian", "hessian", "stop_gradient", "custom_vjp", "custom_jvp", "checkpoint", "remat",
     "checkpoint_policies", "float0", "vmap", "advise", "report", "bucketed_jit", "pad_to_bucket", "random", "tree",
     "nn",
+    "clear_caches",
 ]

@@ -9,6 +9,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from tracejit import jit_cache
 from tracejit.config import config
 from tracejit.core import dtypes, errors
 from tracejit.core.avals import ShapedArray
@@ -103,7 +104,8 @@ def _hashable_static(value, name):
 class CacheEntry:
     """What one signature compiled to."""
 
-    __slots__ = ("program", "executable", "out_tree", "timings", "in_avals")
+    # used: set by calls, cleared by the in-process cache's eviction (tracejit/jit_cache.py).
+    __slots__ = ("program", "executable", "out_tree", "timings", "in_avals", "used", "nbytes", "__weakref__")
 
     def __init__(self, program, executable, out_tree, timings, in_avals):
         self.program = program
@@ -111,6 +113,8 @@ class CacheEntry:
         self.out_tree = out_tree
         self.timings = timings
         self.in_avals = in_avals
+        self.used = True
+        self.nbytes = 0
 
 
 def _source_location(fun) -> str:
@@ -146,6 +150,7 @@ class Jitted:
         self._fast_cache: dict = {}
         self._lock = threading.RLock()
         self.signatures_compiled: list[_Signature] = []
+        jit_cache.register(self)
 
     # ------------------------------------------------------------------ setup
     def _param_names(self):
@@ -269,8 +274,19 @@ class Jitted:
                 if entry is None:
                     entry = self._compile(sig, traced)
                     self._cache[key] = entry
-                    self.signatures_compiled.append(sig)
+                    if sig not in self.signatures_compiled:   # (again after an eviction)
+                        self.signatures_compiled.append(sig)
+                    jit_cache.added(self, key, entry)
+        entry.used = True
         return entry
+
+    def _forget(self, key, entry) -> None:
+        """Drop ``entry`` (evicted by the in-process cache's budget) if it is still cached under ``key``."""
+        if self._cache.get(key) is entry:
+            self._cache.pop(key, None)
+        for fast, hit in list(self._fast_cache.items()):
+            if hit is entry:
+                self._fast_cache.pop(fast, None)
 
     # ------------------------------------------------------------------ calling
     def _fast_key(self, args, kwargs):
@@ -292,6 +308,7 @@ class Jitted:
         if fast is not None:
             hit = self._fast_cache.get(fast)
             if hit is not None:
+                hit.used = True
                 outs = hit.executable(*args)
                 return outs[0] if hit.out_tree is LEAF else tree_unflatten(hit.out_tree, outs)
         sig, leaves = self._signature_of(args, kwargs)
@@ -338,9 +355,11 @@ class Jitted:
     def clear_cache(self):
         """Forget every compiled signature."""
         with self._lock:
+            entries = [e for e in self._cache.values() if isinstance(e, CacheEntry)]
             self._cache.clear()
             self._fast_cache.clear()
             self.signatures_compiled.clear()
+        jit_cache.removed(entries)
 
     def __get__(self, obj, objtype=None):
         # Jitted methods bind `self` like plain functions do.

@@ -46,6 +46,9 @@ class Config:
         "blas": lambda: os.environ.get("TRACEJIT_BLAS", "auto"),
         # What to do when one PRNG key is used twice in a traced function: off / warn / error.
         "key_reuse": lambda: os.environ.get("TRACEJIT_KEY_REUSE", "warn"),
+        # Byte budget of the in-process compile cache (every jitted function's executables; least
+        # recently used dropped above it): bytes or "512M"/"2G"; 0 = unbounded. See tracejit/jit_cache.py.
+        "jit_cache_max_bytes": lambda: os.environ.get("TRACEJIT_JIT_CACHE_MAX_BYTES", "512M"),
     }
 
     def __init__(self):

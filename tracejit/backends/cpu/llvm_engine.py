@@ -8,12 +8,17 @@ coarse lock costs little.
 
 The persistent compile cache can store ``object_code(ir)`` bytes and later
 rebuild a callable module with ``load_object(bytes)``: MCJIT accepts relocatable
-object files through ``ExecutionEngine.add_object_file``.
+object files through ``ExecutionEngine.add_object_file``.  Every compile loads
+its code that way (an engine that code-generates a module itself keeps the
+module and the code generator's state alive with the code: ~0.7 MB a compile).
+
+Forking while another thread compiles is safe: see "fork safety" below.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 import time
 from typing import Dict, Optional, Union
@@ -39,6 +44,95 @@ __all__ = [
 # Re-entrant so helpers (e.g. object_code called from a cache layer that
 # already holds the lock) do not deadlock.
 COMPILE_LOCK = threading.RLock()
+
+
+# --------------------------------------------------------------------------- fork safety
+#
+# A fork() copies only the forking thread.  A lock held by another thread at
+# that moment stays held in the child forever, and LLVM's state (its global
+# context, a module half parsed, llvmlite's own lock around every LLVM call)
+# may be mid-update.  So, before a fork, the forking thread waits for the
+# start-up work to stop and then takes COMPILE_LOCK and llvmlite's lock: no
+# compile is inside LLVM while the process is copied.  The parent releases
+# them after the fork; the child re-initializes them, and re-initializes the
+# Python locks other threads may have held at the fork (they guard caches
+# whose entries are published atomically, so fresh locks leave them
+# consistent).  ``_CHILD_LOCKS`` lists those locks; each Jitted's own lock is
+# re-initialized by tracejit.api, the thread pool and the OpenMP team by
+# runtime.py and parallel.py.
+
+_CHILD_LOCKS = (
+    ("tracejit.config", "config._lock"),
+    ("tracejit.backends.cpu.mathlib", "_lock"),
+    ("tracejit.backends.cpu.rare_paths", "_cells_lock"),
+    ("tracejit.backends.cpu.subprograms", "_lock"),
+    ("tracejit.backends.cpu.parallel", "_lock"),
+    ("tracejit.backends.cpu.runtime", "_pool_lock"),
+    ("tracejit.backends.cpu.blas", "_lock"),
+    ("tracejit.backends.cpu.warmup", "_lock"),
+    ("tracejit.diagnostics.persistent_cache", "_lock"),
+)
+
+
+def _llvmlite_lock():
+    """llvmlite's process-wide lock around LLVM calls (an RLock), or None if its internals moved."""
+    return getattr(getattr(getattr(ffi, "lib", None), "_lock", None), "_lock", None)
+
+
+def reinit_lock(lock):
+    """Return ``lock`` unlocked, for a forked child: re-initialized in place where possible."""
+    reinit = getattr(lock, "_at_fork_reinit", None)
+    if reinit is not None:
+        reinit()
+        return lock
+    return type(lock)() if isinstance(lock, type(threading.RLock())) else threading.Lock()
+
+
+def _before_fork() -> None:
+    import sys
+    warmup = sys.modules.get("tracejit.backends.cpu.warmup")
+    if warmup is not None:
+        warmup.wait()           # it takes COMPILE_LOCK: it must not be waiting for it
+    COMPILE_LOCK.acquire()
+    lock = _llvmlite_lock()
+    if lock is not None:
+        lock.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    lock = _llvmlite_lock()
+    if lock is not None:
+        lock.release()
+    COMPILE_LOCK.release()
+
+
+def _after_fork_in_child() -> None:
+    import sys
+    global COMPILE_LOCK
+    lock = _llvmlite_lock()
+    if lock is not None:
+        ffi.lib._lock._lock = reinit_lock(lock)
+    COMPILE_LOCK = reinit_lock(COMPILE_LOCK)
+    for module_name, path in _CHILD_LOCKS:
+        owner = sys.modules.get(module_name)
+        if owner is None:
+            continue
+        *parents, attr = path.split(".")
+        for name in parents:
+            owner = getattr(owner, name, None)
+        old = getattr(owner, attr, None) if owner is not None else None
+        if old is not None:
+            fresh = reinit_lock(old)
+            if fresh is not old:
+                object.__setattr__(owner, attr, fresh)
+    rare = sys.modules.get("tracejit.backends.cpu.rare_paths")
+    for cell in list(getattr(rare, "_cells", {}).values()):
+        cell.compile_lock = reinit_lock(cell.compile_lock)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)
 
 _initialized = False
 _tm: Optional[llvm.TargetMachine] = None
@@ -145,6 +239,10 @@ LIGHT = "light"
 
 
 def _optimize(mod: llvm.ModuleRef, speed_level: Union[int, str] = 3, vectorize: bool = True) -> None:
+    # A new pass builder for every run: llvmlite's run registers the callbacks of a short-lived
+    # StandardInstrumentations object in the builder, so a builder run twice calls into freed
+    # memory.  (llvmlite never frees a builder's instrumentation callbacks: about 10 KB of native
+    # memory per compile stays allocated for good; see docs/diagnostics.md.)
     if speed_level == LIGHT:
         _optimize_light(mod)
         return
@@ -211,6 +309,7 @@ class CompiledModule:
         self._asm: Optional[str] = None
         self._addr_cache: Dict[str, int] = {}
         self.parts: list = []       # modules compiled alongside this one (their code lives as long as it)
+        self.nbytes = 0             # size of its object code (what the in-process cache budgets)
 
     @property
     def llvm_ir(self) -> Optional[str]:
@@ -244,16 +343,6 @@ class CompiledModule:
         return f"<CompiledModule {self.name!r} timings={self.timings}>"
 
 
-def _new_engine(mod: llvm.ModuleRef):
-    # An ExecutionEngine takes ownership of (and later frees) the target
-    # machine it is given, so each engine gets its own; the shared _tm is only
-    # used for optimization and object/assembly emission.
-    engine = llvm.create_mcjit_compiler(mod, _new_target_machine())
-    engine.finalize_object()
-    engine.run_static_constructors()
-    return engine
-
-
 def compile_ir(ir_src, *, name: str = "module", optimize: bool = True, speed_level: Union[int, str] = 3,
                vectorize: bool = True) -> CompiledModule:
     """Parse, optimize (new pass builder) and JIT ``ir_src`` (text or ir.Module).
@@ -261,6 +350,11 @@ def compile_ir(ir_src, *, name: str = "module", optimize: bool = True, speed_lev
     Code generators that emit explicit vector loops pass ``vectorize=False``:
     LLVM's loop vectorizer and unroller then have nothing to gain and cost
     compile time.
+
+    The module is emitted as object code and loaded like a persistent-cache
+    hit (:func:`load_object`): an engine that code-generates its own module
+    keeps that module and the code generator's state alive with the code
+    (~0.7 MB for a small kernel); a loaded object costs only its code.
     """
     _ensure_init()
     with COMPILE_LOCK:
@@ -270,12 +364,11 @@ def compile_ir(ir_src, *, name: str = "module", optimize: bool = True, speed_lev
         if optimize:
             _optimize(mod, speed_level, vectorize)
         t2 = time.perf_counter()
-        opt_text = None
-        engine = _new_engine(mod)
+        compiled = load_object(_tm.emit_object(mod), name=name)
         t3 = time.perf_counter()
-    timings = {"parse": (t1 - t0) * 1e3, "optimize": (t2 - t1) * 1e3,
-               "codegen": (t3 - t2) * 1e3}
-    return CompiledModule(engine, opt_text, timings, name, mod)
+    compiled._module_ref = mod        # the optimized IR, for llvm_ir
+    compiled.timings = {"parse": (t1 - t0) * 1e3, "optimize": (t2 - t1) * 1e3, "codegen": (t3 - t2) * 1e3}
+    return compiled
 
 
 def _emit_object_unlocked(tm: llvm.TargetMachine, mod: llvm.ModuleRef) -> bytes:
@@ -367,5 +460,7 @@ def load_object(obj: bytes, *, name: str = "module") -> CompiledModule:
         engine.add_object_file(llvm.ObjectFileRef.from_data(bytes(obj)))
         engine.finalize_object()
         t1 = time.perf_counter()
-    return CompiledModule(engine, None, {"parse": 0.0, "optimize": 0.0,
-                                         "codegen": (t1 - t0) * 1e3}, name, empty)
+    compiled = CompiledModule(engine, None, {"parse": 0.0, "optimize": 0.0,
+                                             "codegen": (t1 - t0) * 1e3}, name, empty)
+    compiled.nbytes = len(obj)
+    return compiled
