@@ -220,6 +220,39 @@ def analyze_quiet(program):
         return pg.analyze(program)
 
 
+# ------------------------------------------------------------------------------ bug classes
+
+# Root-cause classes of mismatches seen in campaigns (issue 12), tested in order on the keys of
+# the minimized program's mismatches and its source; a summary groups programs by them. A rule
+# is a guess from the shape of the reproducer: delete it once its bug is fixed.
+BUG_CLASSES = [
+    ("crash", lambda k, src: ":crash" in k or ":timeout" in k),
+    ("known: Python int scalar outside the dtype (OverflowError)", lambda k, src: "OverflowError(Python integer" in k),
+    ("known: int64 vs uint64 comparison (TypeError)", lambda k, src: "requires operands of one dtype" in k),
+    ("complex x - (-0.0): np.signbit of a complex literal in simplify", lambda k, src: "signbit" in k),
+    ("float16 .at[] update with a Python float: KeyError in fusion", lambda k, src: "KeyError" in k and "_at(" in src),
+    ("loop result returned and reshaped: None in runtime env", lambda k, src: "'NoneType' object has no attribute" in k),
+    ("known: complex reciprocal / x**-1", lambda k, src: "complex" in src and ("reciprocal(" in src or "** -1" in src)),
+    ("complex x*1, x/1 (and mean over one element) simplified to x",
+     lambda k, src: "complex" in src and (":nan:" in k or ":value:" in k)
+     and (re.search(r"[/*] 1(\.0)?\b|\b1(\.0)? \*", src) or "mean(" in src)),
+    ("known: float -> unsigned cast out of range",
+     lambda k, src: ":value:" in k and re.search(r"(astype\(|dtype=)np\.uint", src)),
+    ("known: dtype promotion", lambda k, src: ":dtype:" in k),
+]
+
+
+def classify(keys, src: str) -> str:
+    k = " ".join(keys)
+    for name, rule in BUG_CLASSES:
+        try:
+            if rule(k, src):
+                return name
+        except Exception:
+            pass
+    return "unclassified: " + (keys[0] if keys else "?")
+
+
 # ---------------------------------------------------------------------------------- minimizing
 
 def _rename(lines, old, new):
@@ -290,6 +323,16 @@ def _input_candidates(p: pg.Program, env):
                 yield replace(p, inputs=new)
 
 
+def _body_candidates(p: pg.Program):
+    """``p`` with one statement of a nested body (cond branch, loop or vmap body) removed."""
+    for i, s in enumerate(p.stmts):
+        for j, ln in enumerate(s.lines):
+            if re.match(r"\s+v\d+ = ", ln):
+                stmts = list(p.stmts)
+                stmts[i] = replace(s, lines=s.lines[:j] + s.lines[j + 1:])
+                yield replace(p, stmts=stmts)
+
+
 def _mismatch_sig(res: Result):
     return {(m.backend, m.kind) for m in res.mismatches}
 
@@ -337,6 +380,10 @@ def minimize(p: pg.Program, target, budget_s=20.0, backends=BACKENDS):
                     if len(q.stmts) < len(best.stmts) and fails(q):
                         best, changed = q, True
                         break
+            for q in _body_candidates(best):
+                if fails(q):
+                    best, changed = q, True
+                    break
             env = pg.eval_numpy([f"{n} = {src}" for n, src in best.inputs], {})
             for q in _input_candidates(best, env):
                 if fails(q):
@@ -460,6 +507,8 @@ def check_seed(seed, out_dir=None, minimize_budget=20.0, max_stmts=None):
         rec["mismatches"] = [dict(key=m.key(), backend=m.backend, kind=m.kind, detail=m.detail,
                                   output=m.output) for m in res.mismatches]
         rec["min_keys"] = [m.key() for m in small_res.mismatches]
+        rec["class"] = classify(rec["min_keys"] or [m["key"] for m in rec["mismatches"]],
+                                small.function_source() + small.inputs_source())
         rec["min_stmts"] = len(small.stmts)
         rec["min_checks"] = n_checks
         if out_dir:
@@ -595,13 +644,21 @@ def run_campaign(args, emit=print):
 
 def summarize(records, seconds):
     by_class = collections.defaultdict(list)
+    by_bug = collections.defaultdict(list)
     for r in records:
-        for k in dict.fromkeys(r.get("min_keys") or [m["key"] for m in r.get("mismatches", [])]):
+        keys = list(dict.fromkeys(r.get("min_keys") or [m["key"] for m in r.get("mismatches", [])]))
+        for k in keys:
             by_class[k].append(r["seed"])
+        if keys:
+            by_bug[r.get("class") or classify(keys, "")].append(r["seed"])
     n_bad = sum(1 for r in records if r.get("mismatches"))
     lines = [f"programs: {len(records)}  with mismatches: {n_bad}  "
              f"numpy-raises programs: {sum(1 for r in records if r.get('numpy_raises'))}  "
-             f"wall: {seconds:.1f}s  throughput: {len(records) / max(seconds, 1e-9):.1f} programs/s"]
+             f"wall: {seconds:.1f}s  throughput: {len(records) / max(seconds, 1e-9):.1f} programs/s",
+             "by class (a guess from the minimized program, see BUG_CLASSES):"]
+    for k, seeds in sorted(by_bug.items(), key=lambda kv: -len(kv[1])):
+        lines.append(f"  {len(seeds):6d}  {k}  seeds {seeds[:6]}")
+    lines.append("by mismatch (backend:kind:op:dtype of the minimized program):")
     for k, seeds in sorted(by_class.items(), key=lambda kv: -len(kv[1])):
         lines.append(f"  {len(seeds):6d}  {k}  seeds {seeds[:6]}")
     return "\n".join(lines), by_class
