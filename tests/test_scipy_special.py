@@ -164,6 +164,10 @@ def test_binary_functions_vs_mpmath():
     np.testing.assert_array_equal(sp.factorial(np.array([0, 1, 5, -1])), [1.0, 1.0, 120.0, 0.0])
     np.testing.assert_array_equal(sp.comb(np.array([5, 10, 3, 5]), np.array([2, 3, 5, -1])), [10.0, 120.0, 0.0, 0.0])
     np.testing.assert_array_equal(sp.comb(4, 2, repetition=True), 10.0)
+    en, ex = RNG.integers(0, 12, n).astype(float), np.concatenate([RNG.uniform(0, 3, n // 2), 10 ** RNG.uniform(-6, 2.5, n // 2)])
+    assert _rel_err(sp.expn(en, ex), _ref(lambda a, b: mp.expint(int(a), b), en, ex)).max() < 1e-13
+    np.testing.assert_array_equal(sp.expn(np.array([0.0, 1.0, 3.0]), 0.0), [np.inf, np.inf, 0.5])
+    assert np.isnan(sp.expn(np.array([-1.0, 1.5]), 1.0)).all()
     assert float(sp.poch(3.0, 2.0)) == 12.0
 
 
@@ -203,7 +207,7 @@ GRADS = [
     ("betainc_b_swapped", lambda b: sp.betainc(5.0, b, 0.8), 2.5), ("zeta_q", lambda q: sp.zeta(3.0, q), 0.8),
     ("polygamma", lambda x: sp.polygamma(2, x), 1.3), ("betaln", lambda a: sp.betaln(a, 3.0), 0.7),
     ("xlogy", lambda y: sp.xlogy(2.0, y), 1.3), ("xlog1py", lambda y: sp.xlog1py(2.0, y), 1.3),
-    ("multigammaln", lambda a: sp.multigammaln(a, 2), 2.2), ("spence", sp.spence, 2.5), ("kl_div", lambda p: sp.kl_div(p, 0.4), 0.3),
+    ("multigammaln", lambda a: sp.multigammaln(a, 2), 2.2), ("spence", sp.spence, 2.5), ("expn", lambda x: sp.expn(3, x), 0.7), ("kl_div", lambda p: sp.kl_div(p, 0.4), 0.3),
 ]
 
 

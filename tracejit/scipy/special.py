@@ -44,7 +44,7 @@ from tracejit.scipy._common import B2K, F64, finish, horner, promote_args_inexac
 
 __all__ = [
     "bernoulli", "beta", "betainc", "betaln", "comb", "digamma", "entr", "erf", "erfc", "erfinv", "exp1",
-    "expi", "expit", "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1",
+    "expi", "expn", "expit", "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1",
     "i1e", "kl_div", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
     "poch", "polygamma", "psi", "rel_entr", "softmax", "spence", "sph_harm", "sph_harm_y", "xlog1py", "xlogy",
     "zeta",
@@ -1359,4 +1359,4 @@ def sph_harm_y(n, m, theta, phi, diff_n=0):
     return _sph_harm(m, n, phi, theta, _static_n_max(n, None, "sph_harm_y"))
 
 
-from tracejit.scipy._incomplete import betainc, exp1, expi, gammainc, gammaincc  # noqa: E402,F401
+from tracejit.scipy._incomplete import betainc, exp1, expi, expn, gammainc, gammaincc  # noqa: E402,F401
