@@ -558,13 +558,13 @@ def _expn64(n, x):
     nm1 = n_ - 1.0
     t = jnp.ones_like(xs)            # (-x)^k / k!
     acc = jnp.zeros_like(xs)
-    special_term = jnp.zeros_like(xs)
+    t_pole = jnp.zeros_like(xs)
     for k in range(40):
         is_pole = nm1 == k
         acc = acc - _where(is_pole, 0.0, t / _where(is_pole, 1.0, k - nm1))
-        special_term = _where(is_pole, t * (sp._digamma64(jnp.maximum(n_, 1.0)) - jnp.log(xs)), special_term)
+        t_pole = _where(is_pole, t, t_pole)
         t = t * (-xs) / (k + 1)
-    ser = acc + special_term
+    ser = acc + t_pole * (sp._digamma64(jnp.maximum(n_, 1.0)) - jnp.log(xs))
     xl = _where(small, 2.0, x)
     xl = _where(jnp.isinf(xl), 2.0, xl)
     # e^x E_n(x) = 1/(x + n - 1*n/(x + n + 2 - 2(n+1)/(x + n + 4 - ...))) (modified Lentz)
