@@ -63,6 +63,7 @@ def test_lu():
     a = np.array([[1.0, 2.0, 0.0], [3.0, 4.0, 1.0], [0.0, 5.0, 6.0]])
     lu, piv = sl.lu_factor(a)
     np.testing.assert_array_equal(piv, [1, 2, 2])  # LAPACK getrf's 0-based interchanges
+    assert piv.dtype == np.int32
     b = RNG.normal(size=(3, 2))
     np.testing.assert_allclose(a @ sl.lu_solve((lu, piv), b), b, atol=1e-12)
     np.testing.assert_allclose(a.T @ sl.lu_solve((lu, piv), b, trans=1), b, atol=1e-12)

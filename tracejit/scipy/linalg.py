@@ -186,11 +186,11 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     >>> from tracejit.scipy.linalg import lu_factor
     >>> lu, piv = lu_factor(np.array([[1.0, 2.0], [3.0, 4.0]]))
     >>> piv
-    array([1, 1])
+    array([1, 1], dtype=int32)
     """
     (a,) = _inexact(a)
     lu_, piv, _ = _lu_batched(a)
-    return lu_, piv
+    return lu_, jnp.astype(piv, np.int32)   # LAPACK's int32 pivots, as SciPy and JAX
 
 
 def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
