@@ -16,6 +16,10 @@ check                compares                                                   
 ``vmap_jvp``         ``vmap(jvp(f))`` with per-example ``jvp``                     1e-12
 ``jit_grad``         ``jit(grad(g))`` with eager ``grad(g)``                      1e-9
 ``jit_jvp``          ``jit(jvp(f))`` with eager ``jvp(f)``                         1e-9
+``jit_vmap_grad``    ``jit(vmap(grad(g)))`` with ``vmap(grad(g))``                1e-9
+``grad_of_jit``      ``grad(jit(g))`` with ``grad(g)``                           1e-9
+``remat_grad``       ``grad(checkpoint(g))`` with ``grad(g)``                    1e-12
+``linearize``        ``linearize(f)`` with ``jvp(f)``                            1e-12
 ``hvp_fd``           ``jvp(grad(g))(D)`` with central differences of ``grad(g)``  1e-5
 ===================  ==========================================================  ==========
 
@@ -144,6 +148,28 @@ got = cat(tracejit.jit(lambda xs, ds: jvp(f, tuple(xs), tuple(ds))[1])(list(X), 
 want = cat(jvp(f, tuple(X), tuple(D))[1])
 RTOL = 1e-9
 ''',
+    "jit_vmap_grad": '''
+XB = [np.stack([x, x + 0.01 * d]) for x, d in zip(X, D)]
+got = cat(tracejit.jit(tracejit.vmap(grad(g, argnums=ARGS)))(*XB))
+want = cat(tracejit.vmap(grad(g, argnums=ARGS))(*XB))
+RTOL = 1e-9
+''',
+    "grad_of_jit": '''
+got = cat(grad(tracejit.jit(g), argnums=ARGS)(*X))
+want = cat(grad(g, argnums=ARGS)(*X))
+RTOL = 1e-9
+''',
+    "remat_grad": '''
+got = cat(grad(tracejit.checkpoint(g), argnums=ARGS)(*X))
+want = cat(grad(g, argnums=ARGS)(*X))
+RTOL = 1e-12
+''',
+    "linearize": '''
+out, f_jvp = tracejit.linearize(f, *X)
+got = cat(f_jvp(*D))
+want = cat(jvp(f, tuple(X), tuple(D))[1])
+RTOL = 1e-12
+''',
     "hvp_fd": '''
 gfun = lambda *xs: grad(g, argnums=ARGS)(*xs)
 want, want2 = fd(gfun, H), fd(gfun, 2 * H)
@@ -161,18 +187,15 @@ print("relative error", err, "tolerance", RTOL)
 assert err <= RTOL, ("mismatch", got, want)
 '''
 
-REVERSE = {"grad_fd", "vjp_jvp_identity", "jacrev_jacfwd", "vmap_grad", "jit_grad", "hvp_fd"}
-FORWARD_ONLY_EXTRA = {"jit_jvp"}
 
 
 def checks_for(program: GradProgram, seed: int) -> list:
-    names = ["jvp_fd", "jacfwd_jvp", "vmap_jvp"]
+    names = ["jvp_fd", "jacfwd_jvp", "vmap_jvp"] + (["linearize"] if seed % 3 == 0 else [])
     if program.forward_only:
         names.append("jit_jvp")
     else:
         names += ["grad_fd", "vjp_jvp_identity", "vmap_grad", "jit_grad"]
-        if seed % 4 == 0:
-            names.append("jacrev_jacfwd")
+        names.append(["jacrev_jacfwd", "jit_vmap_grad", "grad_of_jit", "remat_grad"][seed % 4])
         if seed % 5 == 0:
             names.append("hvp_fd")
     return names
