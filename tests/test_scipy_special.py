@@ -159,12 +159,13 @@ def test_binary_functions_vs_mpmath():
     err = _rel_err(sp.betainc(ba, bb, bx), _ref(lambda a, b, x: mp.betainc(a, b, 0, x, regularized=True), ba, bb, bx))
     assert err.max() < 1e-12
     np.testing.assert_allclose(sp.multigammaln(np.array([3.0, 7.5]), 3),
-                               [float(mp.log(mp.pi) * 3 / 2 + mp.loggamma(v) + mp.loggamma(v - 0.5) + mp.loggamma(v - 1))
-                                for v in (3.0, 7.5)], rtol=1e-14)
+                               [float(mp.log(mp.pi) * 3 / 2 + mp.loggamma(v) + mp.loggamma(v - 0.5)
+                                      + mp.loggamma(v - 1)) for v in (3.0, 7.5)], rtol=1e-14)
     np.testing.assert_array_equal(sp.factorial(np.array([0, 1, 5, -1])), [1.0, 1.0, 120.0, 0.0])
     np.testing.assert_array_equal(sp.comb(np.array([5, 10, 3, 5]), np.array([2, 3, 5, -1])), [10.0, 120.0, 0.0, 0.0])
     np.testing.assert_array_equal(sp.comb(4, 2, repetition=True), 10.0)
-    en, ex = RNG.integers(0, 12, n).astype(float), np.concatenate([RNG.uniform(0, 3, n // 2), 10 ** RNG.uniform(-6, 2.5, n // 2)])
+    en = RNG.integers(0, 12, n).astype(float)
+    ex = np.concatenate([RNG.uniform(0, 3, n // 2), 10 ** RNG.uniform(-6, 2.5, n // 2)])
     assert _rel_err(sp.expn(en, ex), _ref(lambda a, b: mp.expint(int(a), b), en, ex)).max() < 1e-13
     np.testing.assert_array_equal(sp.expn(np.array([0.0, 1.0, 3.0]), 0.0), [np.inf, np.inf, 0.5])
     assert np.isnan(sp.expn(np.array([-1.0, 1.5]), 1.0)).all()
@@ -207,7 +208,8 @@ GRADS = [
     ("betainc_b_swapped", lambda b: sp.betainc(5.0, b, 0.8), 2.5), ("zeta_q", lambda q: sp.zeta(3.0, q), 0.8),
     ("polygamma", lambda x: sp.polygamma(2, x), 1.3), ("betaln", lambda a: sp.betaln(a, 3.0), 0.7),
     ("xlogy", lambda y: sp.xlogy(2.0, y), 1.3), ("xlog1py", lambda y: sp.xlog1py(2.0, y), 1.3),
-    ("multigammaln", lambda a: sp.multigammaln(a, 2), 2.2), ("spence", sp.spence, 2.5), ("expn", lambda x: sp.expn(3, x), 0.7), ("kl_div", lambda p: sp.kl_div(p, 0.4), 0.3),
+    ("multigammaln", lambda a: sp.multigammaln(a, 2), 2.2), ("spence", sp.spence, 2.5),
+    ("expn", lambda x: sp.expn(3, x), 0.7), ("kl_div", lambda p: sp.kl_div(p, 0.4), 0.3),
 ]
 
 

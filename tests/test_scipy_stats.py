@@ -22,7 +22,8 @@ def _ref(fn, *cols):
 
 def test_norm():
     x = RNG.uniform(-30, 8, 30)
-    _close(stats.norm.logpdf(x, 0.5, 2.0), _ref(lambda x: -((x - 0.5) / 2) ** 2 / 2 - mp.log(2 * mp.sqrt(2 * mp.pi)), x))
+    _close(stats.norm.logpdf(x, 0.5, 2.0),
+           _ref(lambda x: -((x - 0.5) / 2) ** 2 / 2 - mp.log(2 * mp.sqrt(2 * mp.pi)), x))
     _close(stats.norm.cdf(x), _ref(mp.ncdf, x))
     _close(stats.norm.logcdf(x), _ref(lambda v: mp.log(mp.ncdf(v)), x))
     _close(stats.norm.sf(-x), _ref(mp.ncdf, x))

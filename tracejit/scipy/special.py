@@ -38,7 +38,7 @@ import numpy as np
 import tracejit.numpy as jnp
 from tracejit import lax
 from tracejit.api_ad import custom_jvp, stop_gradient
-from tracejit.numpy._util import aval, convert, to_operand
+from tracejit.numpy._util import convert, to_operand
 from tracejit.ops.random_bits import _GILES_F64
 from tracejit.scipy._common import B2K, F64, finish, horner, promote_args_inexact, result_float_dtype
 
