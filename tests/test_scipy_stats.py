@@ -155,3 +155,28 @@ def test_float32_and_jit_vmap_grad():
     gc = jax.grad(lambda a: stats.gamma.cdf(1.5, a))(2.0)
     fd = (float(stats.gamma.cdf(1.5, 2.0 + h)) - float(stats.gamma.cdf(1.5, 2.0 - h))) / (2 * h)
     assert float(gc) == pytest.approx(fd, rel=1e-6)
+
+
+def test_more_distributions():
+    k = np.arange(0, 6)
+    ref = _ref(lambda k: mp.binomial(5, k) * mp.beta(k + 1.5, 5 - k + 2.5) / mp.beta(1.5, 2.5), k)
+    _close(stats.betabinom.pmf(k, 5, 1.5, 2.5), ref)
+    assert stats.betabinom.logpmf(6, 5, 1.5, 2.5) == -np.inf
+    x = np.array([[2, 1, 0], [1, 1, 1]])
+    p = np.array([0.2, 0.3, 0.5])
+    _close(stats.multinomial.pmf(x, 3, p), [3 * 0.2 ** 2 * 0.3, 6 * 0.2 * 0.3 * 0.5])
+    assert stats.multinomial.logpmf(np.array([1, 1, 0]), 3, p) == -np.inf
+    xs = RNG.uniform(-3, 3, 10)
+    _close(stats.gennorm.logpdf(xs, 1.5), _ref(lambda v: mp.log(0.75 / mp.gamma(mp.mpf(2) / 3)) - abs(v) ** 1.5, xs))
+    _close(stats.gennorm.cdf(xs, 2.0), stats.norm.cdf(xs * math.sqrt(2)), rtol=1e-13)
+    _close(stats.gumbel_r.logpdf(xs, 0.5, 2.0), _ref(lambda v: -(v - 0.5) / 2 - mp.exp(-(v - 0.5) / 2) - mp.log(2), xs))
+    _close(stats.gumbel_l.logpdf(xs, 0.5, 2.0), _ref(lambda v: (v - 0.5) / 2 - mp.exp((v - 0.5) / 2) - mp.log(2), xs))
+    _close(stats.gumbel_r.cdf(xs), _ref(lambda v: mp.exp(-mp.exp(-v)), xs))
+    _close(stats.gumbel_l.cdf(xs), _ref(lambda v: 1 - mp.exp(-mp.exp(v)), xs))
+    _close(stats.gumbel_l.sf(xs) + stats.gumbel_l.cdf(xs), np.ones_like(xs))
+    q = RNG.uniform(0.01, 0.99, 10)
+    _close(stats.gumbel_r.cdf(stats.gumbel_r.ppf(q, 1.0, 2.0), 1.0, 2.0), q, rtol=1e-12)
+    _close(stats.gumbel_l.cdf(stats.gumbel_l.ppf(q, 1.0, 2.0), 1.0, 2.0), q, rtol=1e-12)
+    th = RNG.uniform(0, 2 * math.pi, 10)
+    _close(stats.wrapcauchy.pdf(th, 0.3), _ref(lambda t: (1 - 0.09) / (2 * mp.pi * (1 + 0.09 - 0.6 * mp.cos(t))), th))
+    assert stats.wrapcauchy.logpdf(7.0, 0.3) == -np.inf

@@ -10,10 +10,11 @@ Examples
 >>> round(float(norm.logpdf(1.0, loc=1.0, scale=1.0)), 12)
 -0.918938533205
 """
-from tracejit.scipy.stats import (bernoulli, beta, binom, cauchy, chi2, dirichlet, expon, gamma, geom,  # noqa: F401
-                                  laplace, logistic, multivariate_normal, nbinom, norm, pareto, poisson, t,
-                                  truncnorm, uniform, vonmises)
+from tracejit.scipy.stats import (bernoulli, beta, betabinom, binom, cauchy, chi2, dirichlet, expon,  # noqa: F401
+                                  gamma, gennorm, geom, gumbel_l, gumbel_r, laplace, logistic, multinomial,
+                                  multivariate_normal, nbinom, norm, pareto, poisson, t, truncnorm, uniform,
+                                  vonmises, wrapcauchy)
 
-__all__ = ["bernoulli", "beta", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma", "geom", "laplace",
-           "logistic", "multivariate_normal", "nbinom", "norm", "pareto", "poisson", "t", "truncnorm", "uniform",
-           "vonmises"]
+__all__ = ["bernoulli", "beta", "betabinom", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma", "gennorm",
+           "geom", "gumbel_l", "gumbel_r", "laplace", "logistic", "multinomial", "multivariate_normal", "nbinom",
+           "norm", "pareto", "poisson", "t", "truncnorm", "uniform", "vonmises", "wrapcauchy"]
