@@ -148,13 +148,22 @@ def run_dot(step: DotStep, env):
     blas.gemm(a3, b3, out.reshape(b, m, n), alpha, beta)
 
 
+_CONTROL_FLOW = {"cond", "while", "scan"}
 
 
 def make_numpy_step(step: NumpyStep, buffers):
     rule = impl_rules[step.eqn.primitive]
-    if step.loop is not None:
-        # Control flow, compiled by the backend: a native loop, or a host loop of compiled bodies.
-        return _loop_step(step.loop, step)
+    if step.eqn.primitive.name in _CONTROL_FLOW:
+        from tracejit.backends.cpu import loops, subprograms
+        native = loops.native_loop(step.eqn)
+        if native is not None:
+            return _native_loop_step(native, step)
+        subprograms.install()
+        plain = rule
+
+        def rule(*args, **params):
+            with subprograms.compiled_bodies():
+                return plain(*args, **params)
     params = step.eqn.params
     ins = step.inputs
     outs = step.outputs
@@ -171,8 +180,8 @@ def make_numpy_step(step: NumpyStep, buffers):
     return run
 
 
-def _loop_step(loop, step: NumpyStep):
-    """A loop's results are fresh arrays of the right type: they become the buffers (no copy).
+def _native_loop_step(native, step: NumpyStep):
+    """A native loop's results are fresh arrays of the right type: they become the buffers (no copy).
 
     Its operands are buffers of the plan (C-contiguous, of the operand's dtype) or literals,
     made arrays of the operand's type once here, so the call skips every check."""
@@ -181,7 +190,7 @@ def _loop_step(loop, step: NumpyStep):
                for b, a in zip(step.inputs, step.eqn.inputs)]
 
     def run(env):
-        results = loop.run_prepared([env[b] if f is None else f for b, f in sources])
+        results = native.run_prepared([env[b] if f is None else f for b, f in sources])
         for bid, r in zip(outs, results):
             env[bid] = r
     run.allocates = set(outs)      # the executable need not allocate these outputs itself
