@@ -168,6 +168,9 @@ def test_binary_functions_vs_mpmath():
     ex = np.concatenate([RNG.uniform(0, 3, n // 2), 10 ** RNG.uniform(-6, 2.5, n // 2)])
     assert _rel_err(sp.expn(en, ex), _ref(lambda a, b: mp.expint(int(a), b), en, ex)).max() < 1e-13
     np.testing.assert_array_equal(sp.expn(np.array([0.0, 1.0, 3.0]), 0.0), [np.inf, np.inf, 0.5])
+    ha, hb = RNG.uniform(0.1, 10, n), RNG.uniform(0.1, 10, n)
+    hx = np.where(hb > ha, RNG.uniform(-30, 30, n), RNG.uniform(0, 30, n))   # no-cancellation region
+    assert _rel_err(sp.hyp1f1(ha, hb, hx), _ref(mp.hyp1f1, ha, hb, hx)).max() < 1e-13
     assert np.isnan(sp.expn(np.array([-1.0, 1.5]), 1.0)).all()
     assert float(sp.poch(3.0, 2.0)) == 12.0
 
@@ -209,7 +212,8 @@ GRADS = [
     ("polygamma", lambda x: sp.polygamma(2, x), 1.3), ("betaln", lambda a: sp.betaln(a, 3.0), 0.7),
     ("xlogy", lambda y: sp.xlogy(2.0, y), 1.3), ("xlog1py", lambda y: sp.xlog1py(2.0, y), 1.3),
     ("multigammaln", lambda a: sp.multigammaln(a, 2), 2.2), ("spence", sp.spence, 2.5),
-    ("expn", lambda x: sp.expn(3, x), 0.7), ("kl_div", lambda p: sp.kl_div(p, 0.4), 0.3),
+    ("expn", lambda x: sp.expn(3, x), 0.7), ("hyp1f1", lambda x: sp.hyp1f1(1.5, 2.5, x), 0.7),
+    ("kl_div", lambda p: sp.kl_div(p, 0.4), 0.3),
 ]
 
 

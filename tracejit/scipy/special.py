@@ -43,9 +43,9 @@ from tracejit.ops.random_bits import _GILES_F64
 from tracejit.scipy._common import B2K, F64, finish, horner, promote_args_inexact, result_float_dtype
 
 __all__ = [
-    "bernoulli", "beta", "betainc", "betaln", "comb", "digamma", "entr", "erf", "erfc", "erfinv", "exp1",
-    "expi", "expn", "expit", "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1",
-    "i1e", "kl_div", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
+    "bernoulli", "beta", "betainc", "betaln", "comb", "digamma", "entr", "erf", "erfc", "erfinv", "exp1", "expi",
+    "expit", "expn", "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1", "i0", "i0e",
+    "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
     "poch", "polygamma", "psi", "rel_entr", "softmax", "spence", "sph_harm", "sph_harm_y", "xlog1py", "xlogy",
     "zeta",
 ]
@@ -1359,4 +1359,4 @@ def sph_harm_y(n, m, theta, phi, diff_n=0):
     return _sph_harm(m, n, phi, theta, _static_n_max(n, None, "sph_harm_y"))
 
 
-from tracejit.scipy._incomplete import betainc, exp1, expi, expn, gammainc, gammaincc  # noqa: E402,F401
+from tracejit.scipy._incomplete import betainc, exp1, expi, expn, gammainc, gammaincc, hyp1f1  # noqa: E402,F401
