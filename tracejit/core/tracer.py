@@ -16,6 +16,17 @@ def _jnp():
     return jnp
 
 
+def _ufuncs():
+    from tracejit.numpy import ufuncs
+    return ufuncs
+
+
+def _op(name, *args):
+    # Operators keep Python scalars weak (``t * 2`` with a traced Python float stays a Python
+    # float); ``jnp.multiply(t, 2)`` returns a strong value, as NumPy's ufuncs do.
+    return _ufuncs().operator(name, *args)
+
+
 class Tracer:
     """An abstract array value that belongs to one trace."""
 
@@ -155,44 +166,44 @@ class Tracer:
         return fn(*args, **kwargs)
 
     # ------------------------------------------------------------------ operators
-    def __neg__(self): return _jnp().negative(self)
-    def __pos__(self): return _jnp().positive(self)
-    def __abs__(self): return _jnp().absolute(self)
-    def __invert__(self): return _jnp().invert(self)
-    def __add__(self, o): return _jnp().add(self, o)
-    def __radd__(self, o): return _jnp().add(o, self)
-    def __sub__(self, o): return _jnp().subtract(self, o)
-    def __rsub__(self, o): return _jnp().subtract(o, self)
-    def __mul__(self, o): return _jnp().multiply(self, o)
-    def __rmul__(self, o): return _jnp().multiply(o, self)
-    def __truediv__(self, o): return _jnp().true_divide(self, o)
-    def __rtruediv__(self, o): return _jnp().true_divide(o, self)
-    def __floordiv__(self, o): return _jnp().floor_divide(self, o)
-    def __rfloordiv__(self, o): return _jnp().floor_divide(o, self)
-    def __mod__(self, o): return _jnp().remainder(self, o)
-    def __rmod__(self, o): return _jnp().remainder(o, self)
-    def __divmod__(self, o): return _jnp().divmod(self, o)
-    def __rdivmod__(self, o): return _jnp().divmod(o, self)
-    def __pow__(self, o): return _jnp().power(self, o)
-    def __rpow__(self, o): return _jnp().power(o, self)
+    def __neg__(self): return _op("negative", self)
+    def __pos__(self): return _op("positive", self)
+    def __abs__(self): return _op("absolute", self)
+    def __invert__(self): return _op("invert", self)
+    def __add__(self, o): return _op("add", self, o)
+    def __radd__(self, o): return _op("add", o, self)
+    def __sub__(self, o): return _op("subtract", self, o)
+    def __rsub__(self, o): return _op("subtract", o, self)
+    def __mul__(self, o): return _op("multiply", self, o)
+    def __rmul__(self, o): return _op("multiply", o, self)
+    def __truediv__(self, o): return _op("true_divide", self, o)
+    def __rtruediv__(self, o): return _op("true_divide", o, self)
+    def __floordiv__(self, o): return _op("floor_divide", self, o)
+    def __rfloordiv__(self, o): return _op("floor_divide", o, self)
+    def __mod__(self, o): return _op("remainder", self, o)
+    def __rmod__(self, o): return _op("remainder", o, self)
+    def __divmod__(self, o): return _op("divmod", self, o)
+    def __rdivmod__(self, o): return _op("divmod", o, self)
+    def __pow__(self, o): return _ufuncs().power_operator(self, o)
+    def __rpow__(self, o): return _op("power", o, self)
     def __matmul__(self, o): return _jnp().matmul(self, o)
     def __rmatmul__(self, o): return _jnp().matmul(o, self)
-    def __and__(self, o): return _jnp().bitwise_and(self, o)
-    def __rand__(self, o): return _jnp().bitwise_and(o, self)
-    def __or__(self, o): return _jnp().bitwise_or(self, o)
-    def __ror__(self, o): return _jnp().bitwise_or(o, self)
-    def __xor__(self, o): return _jnp().bitwise_xor(self, o)
-    def __rxor__(self, o): return _jnp().bitwise_xor(o, self)
-    def __lshift__(self, o): return _jnp().left_shift(self, o)
-    def __rlshift__(self, o): return _jnp().left_shift(o, self)
-    def __rshift__(self, o): return _jnp().right_shift(self, o)
-    def __rrshift__(self, o): return _jnp().right_shift(o, self)
-    def __eq__(self, o): return _jnp().equal(self, o)
-    def __ne__(self, o): return _jnp().not_equal(self, o)
-    def __lt__(self, o): return _jnp().less(self, o)
-    def __le__(self, o): return _jnp().less_equal(self, o)
-    def __gt__(self, o): return _jnp().greater(self, o)
-    def __ge__(self, o): return _jnp().greater_equal(self, o)
+    def __and__(self, o): return _op("bitwise_and", self, o)
+    def __rand__(self, o): return _op("bitwise_and", o, self)
+    def __or__(self, o): return _op("bitwise_or", self, o)
+    def __ror__(self, o): return _op("bitwise_or", o, self)
+    def __xor__(self, o): return _op("bitwise_xor", self, o)
+    def __rxor__(self, o): return _op("bitwise_xor", o, self)
+    def __lshift__(self, o): return _op("left_shift", self, o)
+    def __rlshift__(self, o): return _op("left_shift", o, self)
+    def __rshift__(self, o): return _op("right_shift", self, o)
+    def __rrshift__(self, o): return _op("right_shift", o, self)
+    def __eq__(self, o): return _op("equal", self, o)
+    def __ne__(self, o): return _op("not_equal", self, o)
+    def __lt__(self, o): return _op("less", self, o)
+    def __le__(self, o): return _op("less_equal", self, o)
+    def __gt__(self, o): return _op("greater", self, o)
+    def __ge__(self, o): return _op("greater_equal", self, o)
 
     def __getitem__(self, idx):
         from tracejit.numpy.indexing import getitem

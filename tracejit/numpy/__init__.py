@@ -51,3 +51,43 @@ from tracejit.numpy.extra import *  # noqa: E402,F401,F403
 from tracejit.numpy.indexing_api import *  # noqa: E402,F401,F403
 from tracejit.numpy.convolve import convolve, correlate  # noqa: E402,F401
 from tracejit.numpy import linalg, fft  # noqa: E402,F401
+
+
+def _strong_results(fn):
+    """NumPy functions return arrays and NumPy scalars, never Python scalars: a traced Python
+    scalar that passes through one (``jnp.where(c, s, 0.5)``, ``jnp.clip(s, 0, 1)``) comes out
+    strongly typed, so ``complex64_array + jnp.real(s)`` is complex128 as in NumPy. (Ufuncs do
+    the same themselves; Python operators keep Python scalars weak.)"""
+    @_functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return _strip_weak(fn(*args, **kwargs))
+    return wrapper
+
+
+def _strip_weak(out):
+    if isinstance(out, _Tracer):
+        return out if not out.aval.weak_type else _convert(out, out.aval.dtype)
+    if type(out) in (bool, int, float, complex):
+        return _np.asarray(out)[()]
+    if type(out) in (tuple, list):
+        return type(out)(_strip_weak(o) for o in out)
+    return out
+
+
+def _wrap_public_functions(namespace):
+    for _name in ("ndim", "size", "shape"):  # Python ints, as in NumPy
+        namespace[_name]._keeps_python_scalars = True
+    for _name, _fn in list(namespace.items()):
+        if (not _name.startswith("_") and _inspect.isfunction(_fn)
+                and (_fn.__module__ or "").startswith("tracejit.numpy")
+                and not getattr(_fn, "_keeps_python_scalars", False)):
+            namespace[_name] = _strong_results(_fn)
+
+
+import functools as _functools  # noqa: E402
+import inspect as _inspect  # noqa: E402
+
+from tracejit.core.tracer import Tracer as _Tracer  # noqa: E402
+from tracejit.numpy._util import convert as _convert  # noqa: E402
+
+_wrap_public_functions(globals())

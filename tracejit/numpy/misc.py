@@ -5,7 +5,7 @@ import numpy as np
 
 from tracejit.core import dtypes
 from tracejit.ops.elementwise import select_n_p, unary_prims
-from tracejit.numpy._util import (aval, broadcast_operands, convert, eager, promote, to_operand)
+from tracejit.numpy._util import (aval, broadcast_operands, convert, eager, promote, to_operand, weak_pair)
 from tracejit.numpy import ufuncs as U
 
 
@@ -50,6 +50,15 @@ def clip(a, a_min=None, a_max=None, *, min=None, max=None):
     if eager(a, lo, hi):
         return np.clip(a, lo, hi)
     out = to_operand(a)
+    d = aval(out).dtype
+    if dtypes.is_integer(d):
+        # NumPy 2 drops a Python-int bound beyond the dtype's range on its own side
+        # (clip(uint8, -1, 3) is minimum(a, 3)); one beyond the other side still overflows.
+        info = np.iinfo(d)
+        lo = None if type(lo) is int and lo <= info.min else lo
+        hi = None if type(hi) is int and hi >= info.max else hi
+        if lo is None and hi is None:
+            return U.positive(out)
     if lo is None or hi is None or dtypes.is_complex(aval(out).dtype):
         # One bound: NumPy calls maximum/minimum (ties keep the bound's zero sign).
         if lo is not None:
@@ -57,6 +66,12 @@ def clip(a, a_min=None, a_max=None, *, min=None, max=None):
         if hi is not None:
             out = U.minimum(out, hi)
         return out
+    # NumPy's clip loop converts all three operands to their common dtype first.
+    common, _ = dtypes.result_type(*(weak_pair(to_operand(v)) for v in (out, lo, hi)))
+    out = convert(out, common) if common != aval(out).dtype else out
+    if dtypes.is_inexact(common):
+        # A Python int beyond int64 cannot be a traced literal; as a float it is the same weak bound.
+        lo, hi = (float(v) if type(v) is int and not -2**63 <= v < 2**63 else v for v in (lo, hi))
     if dtypes.is_inexact(aval(out).dtype):
         # JAX's clip is minimum(maximum(a, lo), hi): its derivative splits ties 0.5 / 0.5.
         return _clip_with_jax_derivative()(out, lo, hi)
@@ -99,6 +114,12 @@ def round(a, decimals=0, out=None):
         return np.round(a, decimals)
     x = to_operand(a)
     d = aval(x).dtype
+    if dtypes.is_bool(d):
+        # NumPy rounds bools in float16 (its rint loop for bool is e->e); with decimals it cannot
+        # write the scaled float back into a bool array.
+        if decimals != 0:
+            raise TypeError("round of a bool array with decimals != 0 (NumPy cannot cast the result to bool)")
+        return unary_prims["round"].bind(convert(x, dtypes.float16))
     if not dtypes.is_inexact(d):
         if decimals >= 0:
             return x
@@ -135,11 +156,24 @@ def astype(x, dtype, /, *, copy=True):
     return convert(to_operand(x), dtypes.canonical(dtype))
 
 
+def _python_part(x):
+    # NumPy's real/imag of a Python scalar is its ``.real``/``.imag`` attribute, a Python scalar:
+    # int for bool and int, float for float and complex (a weak value).
+    if dtypes.is_python_scalar(x):
+        return int(x) if type(x) in (bool, int) else float(x)
+    return convert(x, dtypes.int64 if dtypes.is_integer(aval(x).dtype) or dtypes.is_bool(aval(x).dtype)
+                   else dtypes.float64, weak_type=True)
+
+
 def real(val):
     """Real part (identity for real arrays)."""
     if eager(val):
         return np.real(val)
     x = to_operand(val)
+    if dtypes.is_python_scalar(x):
+        return _python_part(x.real)
+    if aval(x).weak_type:
+        return _python_part(unary_prims["real"].bind(x) if dtypes.is_complex(aval(x).dtype) else x)
     return unary_prims["real"].bind(x) if dtypes.is_complex(aval(x).dtype) else x
 
 
@@ -148,10 +182,16 @@ def imag(val):
     if eager(val):
         return np.imag(val)
     x = to_operand(val)
+    if dtypes.is_python_scalar(x):
+        return _python_part(x.imag)
     if dtypes.is_complex(aval(x).dtype):
-        return unary_prims["imag"].bind(x)
+        out = unary_prims["imag"].bind(x)
+        return _python_part(out) if aval(x).weak_type else out
     from tracejit.numpy.creation import zeros_like
-    return zeros_like(x)
+    return _python_part(zeros_like(x)) if aval(x).weak_type else zeros_like(x)
+
+
+real._keeps_python_scalars = imag._keeps_python_scalars = True
 
 
 def angle(z, deg=False):
@@ -231,5 +271,6 @@ def copy(a, order="K"):
     """A copy of ``a`` (traced arrays are immutable, so the value itself)."""
     if eager(a):
         return np.copy(a)
-    return to_operand(a)
+    x = to_operand(a)
+    return np.asarray(x) if dtypes.is_python_scalar(x) else x
 

@@ -11,8 +11,8 @@ import numpy as np
 
 from tracejit.core import dtypes
 from tracejit.ops.elementwise import binary_prims, select_n_p, unary_prims
-from tracejit.numpy._util import (aval, broadcast_operands, convert, eager, numpy_type_arg,
-                                  to_operand)
+from tracejit.numpy._util import (aval, broadcast_operands, broadcast_shapes, broadcast_to_shape, convert,
+                                  eager, is_tracer, numpy_type_arg, shape_of, to_operand)
 
 
 def _resolve(np_ufunc, ops):
@@ -61,20 +61,40 @@ class Ufunc:
         if where is not None or kwargs:
             raise NotImplementedError(f"{self.__name__}: arguments {sorted(kwargs) + (['where'] if where is not None else [])} "
                                       "are not supported on traced arrays")
+        return self._apply(args, dtype, weak_result=False)
+
+    def _operator(self, *args):
+        """The ufunc as a Python operator on a tracer (``t + 1``, ``-t``): Python scalars
+        combine into a weak result, as Python numbers do. A call (``add(t, 1)``) returns
+        a strong value even for Python-scalar operands, as NumPy's ufuncs return NumPy
+        scalars (``np.conj(7)`` is ``np.int64(7)``)."""
+        if eager(*args):
+            return self._np(*args)
+        return self._apply(args, None, weak_result=True)
+
+    def _apply(self, args, dtype, weak_result):
         ops = [to_operand(a) for a in args]
         in_dtypes, out_dtypes = _resolve(self._np, ops)
         if dtype is not None:
             in_dtypes = (dtypes.canonical(dtype),) * self.nin
         weak = all(aval(o).weak_type for o in ops)
+        if self._np in _COMPARISONS and dtype is None:
+            exact = _exact_integer_comparison(self._np, ops, in_dtypes)
+            if exact is not None:
+                return exact if weak_result or not weak else convert(exact, dtypes.bool_)
         ops = [convert(o, d, weak_type=weak) for o, d in zip(ops, in_dtypes)]
         try:
             ops, _ = broadcast_operands(*ops)
         except ValueError as e:
             raise ValueError(f"{self.__name__}: {e}") from None
-        result = self._impl(*ops)
+        if self._np is np.power and dtype is None:
+            result = _power_with_scalar_exponent(*ops)
+        else:
+            result = self._impl(*ops)
+        weak = weak and weak_result
         if self.nout == 1:
-            return convert(result, out_dtypes[0], weak_type=weak) if aval(result).dtype != out_dtypes[0] else result
-        return tuple(convert(r, d) if aval(r).dtype != d else r for r, d in zip(result, out_dtypes))
+            return convert(result, out_dtypes[0], weak_type=weak)
+        return tuple(convert(r, d, weak_type=weak) for r, d in zip(result, out_dtypes))
 
     # ---------------------------------------------------------------- methods
     def reduce(self, a, axis=0, dtype=None, keepdims=False, initial=None, where=None):
@@ -109,6 +129,116 @@ class Ufunc:
         a, b = to_operand(a), to_operand(b)
         sa, sb = aval(a).shape, aval(b).shape
         return self(reshape(a, sa + (1,) * len(sb)), b)
+
+
+
+# ----------------------------------------------------------------------------- NumPy 2 special cases
+
+_COMPARISONS = {np.equal: "eq", np.not_equal: "ne", np.less: "lt", np.less_equal: "le",
+                np.greater: "gt", np.greater_equal: "ge"}
+
+
+def _is_weak_int_tracer(x):
+    return is_tracer(x) and x.aval.weak_type and x.aval.dtype.kind == "i"
+
+
+def _left_is_less(np_ufunc, left_is_less, shape):
+    """``a op b`` when every ``a`` is below every ``b`` (or above, ``left_is_less=False``)."""
+    value = {"eq": False, "ne": True, "lt": left_is_less, "le": left_is_less,
+             "gt": not left_is_less, "ge": not left_is_less}[_COMPARISONS[np_ufunc]]
+    return broadcast_to_shape(np.bool_(value), shape)
+
+
+def _exact_integer_comparison(np_ufunc, ops, in_dtypes):
+    """NumPy 2 compares integer arrays with Python ints of any size, and int64 with uint64,
+    by value: ``uint8 < -2`` is all False, ``int8 == 1000`` all False, ``int64(-1) < uint64(0)``
+    True. Returns the result, or None where the ordinary loop is exact."""
+    if not all(d.kind in "iu" for d in in_dtypes):
+        return None
+    shape = broadcast_shapes(*(shape_of(o) for o in ops))
+    prim = binary_prims[_COMPARISONS[np_ufunc]].bind
+    for i, o in enumerate(ops):
+        other = ops[1 - i]
+        other_dtype = aval(other).dtype
+        if type(o) is int and not aval(other).weak_type and other_dtype.kind in "iu":
+            # A Python int outside the array's dtype is below or above all of its values.
+            info = np.iinfo(in_dtypes[1 - i])
+            if not info.min <= o <= info.max:
+                return _left_is_less(np_ufunc, (o < info.min) == (i == 0), shape)
+        if _is_weak_int_tracer(o) and not aval(other).weak_type and other_dtype.kind in "iu":
+            # A traced Python int (int64) holds any int64 value: compare in int64, or signed
+            # against unsigned for uint64 arrays.
+            if other_dtype != dtypes.uint64:
+                (a, b), _ = broadcast_operands(*(convert(x, dtypes.int64) for x in ops))
+                return prim(a, b)
+            return _signed_unsigned(np_ufunc, ops, i, shape)
+    if set(in_dtypes) == {dtypes.int64, dtypes.uint64}:
+        return _signed_unsigned(np_ufunc, [convert(o, d) for o, d in zip(ops, in_dtypes)],
+                                in_dtypes.index(dtypes.int64), shape)
+    return None
+
+
+def _signed_unsigned(np_ufunc, ops, signed_pos, shape):
+    """int64 (at ``signed_pos``) against uint64 by value: a negative signed value is below
+    every unsigned one; otherwise compare as uint64."""
+    prim = binary_prims[_COMPARISONS[np_ufunc]].bind
+    s = ops[signed_pos]
+    as_unsigned = [convert(o, dtypes.uint64) for o in ops]
+    (a, b), _ = broadcast_operands(*as_unsigned)
+    negative = binary_prims["lt"].bind(convert(s, dtypes.int64), np.int64(0))
+    below = _left_is_less(np_ufunc, signed_pos == 0, shape)
+    (negative, below, by_value), _ = broadcast_operands(negative, below, prim(a, b))
+    if shape_of(negative) != shape:
+        negative = broadcast_to_shape(negative, shape)
+    return select_n_p.bind(negative, by_value, below)
+
+
+# NumPy's float32/float64 power loops special-case an exponent that is the same for the whole loop
+# (a scalar: stride 0): 0.5 is sqrt (so (-inf) ** 0.5 is nan, (-0.0) ** 0.5 is -0.0, not C pow's
+# inf and +0.0), -1 is 1/x, 1 is x, 2 is x*x.
+_SCALAR_EXPONENTS = ((0.5, "sqrt"), (2.0, "square"), (-1.0, "reciprocal"), (1.0, "identity"))
+
+
+def _power_with_scalar_exponent(x, y):
+    d = aval(x).dtype
+    if d not in (dtypes.float32, dtypes.float64) or shape_of(y) != ():
+        return _prim("pow")(x, y)
+    fast = {"sqrt": lambda: _prim("sqrt")(x), "square": lambda: _prim("mul")(x, x),
+            "reciprocal": lambda: _prim("div")(np.asarray(1, d)[()], x), "identity": lambda: x}
+    if not is_tracer(y):
+        for value, name in _SCALAR_EXPONENTS:
+            if y == value:
+                return fast[name]()
+        return _prim("pow")(x, y)
+    out = _prim("pow")(x, y)
+    for value, name in _SCALAR_EXPONENTS:
+        pick, case = broadcast_operands(_prim("eq")(y, np.asarray(value, d)[()]), fast[name]())[0]
+        if shape_of(pick) != shape_of(out):
+            pick = broadcast_to_shape(pick, shape_of(out))
+        if shape_of(case) != shape_of(out):
+            case = broadcast_to_shape(case, shape_of(out))
+        out = select_n_p.bind(pick, out, case)
+    return out
+
+
+def power_operator(x, y):
+    """``x ** y`` on a tracer, as ``ndarray.__pow__``: an exact Python ``2`` is ``square``
+    (``bool_array ** 2`` is int8), for float and complex arrays ``-1`` is ``reciprocal`` and
+    ``0.5`` is ``sqrt``; anything else is ``power``."""
+    if is_tracer(x) and not x.aval.weak_type:
+        d = x.aval.dtype
+        if type(y) is int and y == 2:
+            return UFUNCS["square"]._operator(x)
+        if type(y) is int and y == -1 and dtypes.is_inexact(d):
+            return UFUNCS["reciprocal"]._operator(x)
+        if type(y) is float and y == 0.5 and dtypes.is_inexact(d):
+            return UFUNCS["sqrt"]._operator(x)
+    return UFUNCS["power"]._operator(x, y)
+
+
+def operator(name, *args):
+    """Python operator ``name`` (a ufunc name) on tracer operands: see ``Ufunc._operator``."""
+    return UFUNCS[name]._operator(*args)
 
 
 _REDUCERS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",

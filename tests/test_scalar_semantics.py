@@ -1,0 +1,232 @@
+"""NumPy 2 semantics of Python scalars, out-of-range integers and scalar fast paths, eagerly and
+under jit (reference and CPU backends).
+
+- Comparisons of integer arrays with Python ints of any size, and of int64 with uint64, are exact.
+- Arithmetic with a Python int outside the array's dtype raises OverflowError, as NumPy.
+- ``clip`` drops Python-int bounds beyond the dtype's range (NumPy 2's ``_clip``).
+- A Python scalar passed through a NumPy *function* comes out strongly typed (``np.conj(7)`` is
+  ``np.int64``), also when it is a traced jit argument; Python operators keep it weak.
+- ``ndarray.__pow__``'s fast paths (``bool_array ** 2`` is int8, ``x ** 0.5`` is ``sqrt``) and the
+  float power loop's scalar-exponent fast path (``power(x, 0.5)`` is ``sqrt(x)``).
+"""
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+
+import tracejit
+import tracejit.numpy as jnp
+from helpers import assert_same, check_against_numpy, special_values
+
+BACKENDS = ["reference", "cpu"]
+INT_DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
+BIG_INTS = [-2**70, -2**63 - 1, -2**63, -2**32, -70000, -1000, -3, -1, 0, 5, 127, 255, 300, 70000, 2**32,
+            2**63 - 1, 2**63, 2**64 - 1, 2**64, 2**70]
+CMP = [("eq", lambda a, b: a == b), ("ne", lambda a, b: a != b), ("lt", lambda a, b: a < b),
+       ("le", lambda a, b: a <= b), ("gt", lambda a, b: a > b), ("ge", lambda a, b: a >= b)]
+
+
+def _ints(dtype):
+    info = np.iinfo(dtype)
+    return np.array([info.min, info.min + 1, -1 if info.min else 0, 0, 1, 5, info.max - 1, info.max], dtype)
+
+
+def _all_comparisons(xp, x, s):
+    # every comparison with the scalar on each side, as operators and as functions
+    return tuple(f(x, s) for _, f in CMP) + tuple(f(s, x) for _, f in CMP) + (
+        xp.less(x, s), xp.greater_equal(s, x), xp.equal(x, s), xp.not_equal(s, x))
+
+
+def _outcome(fn, *args):
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn(*args)
+    except (OverflowError, TypeError, ValueError) as e:
+        return e
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_comparison_with_python_int_of_any_size(dtype, backend):
+    """``uint32 >= -3`` is True, ``uint8 < -2`` False, ``int8 == 1000`` False (NumPy 2); was
+    OverflowError (literal) or a wrapped comparison."""
+    x = _ints(dtype)
+    for s in BIG_INTS:
+        check_against_numpy(_all_comparisons, x, s, static_argnums=(1,), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_comparison_with_traced_python_int(dtype, backend):
+    """A Python int jit argument (weak int64) compares by value: it was wrapped to the array's dtype
+    (``uint8 < s`` with ``s = -3`` gave True)."""
+    x = _ints(dtype)
+    for s in [-2**63, -2**32, -1000, -3, -1, 0, 5, 255, 300, 2**32, 2**63 - 1]:
+        check_against_numpy(_all_comparisons, x, s, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_int64_against_uint64(backend):
+    """int64 vs uint64 compares by value (it raised TypeError); arithmetic promotes to float64."""
+    i = np.array([-2**63, -1, 0, 1, 5, 2**62, 2**63 - 1, -5, 7], np.int64)
+    u = np.array([0, 2**64 - 1, 0, 2, 5, 2**62, 2**63, 3, 2**63 + 7], np.uint64)
+    for a, b in ((i, u), (u, i)):
+        check_against_numpy(lambda xp, a, b: tuple(f(a, b) for _, f in CMP), a, b, backend=backend)
+        check_against_numpy(lambda xp, a, b: (a + b, a * b, a - b, xp.maximum(a, b), a / b), a, b,
+                            backend=backend)
+        check_against_numpy(lambda xp, a: tuple(f(a, b[3]) for _, f in CMP), a, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int32, np.uint64, np.int64],
+                         ids=lambda d: np.dtype(d).name)
+def test_arithmetic_with_out_of_range_python_int_raises(dtype, backend):
+    x = np.array([0, 1, 1], dtype)
+    cases = [lambda xp, a, s: a + s, lambda xp, a, s: s - a, lambda xp, a, s: a * s,
+             lambda xp, a, s: xp.maximum(a, s), lambda xp, a, s: a // s, lambda xp, a, s: xp.minimum(s, a)]
+    info = np.iinfo(np.int64 if dtype == np.bool_ else dtype)
+    for s in [info.min - 1, info.max + 1, -1, 300, 2**64]:
+        for fn in cases:
+            want = _outcome(fn, np, x, s)
+            if not isinstance(want, OverflowError):
+                continue
+            with pytest.raises(OverflowError):
+                fn(jnp, x, s)
+            with pytest.raises(OverflowError):
+                tracejit.jit(lambda a, fn=fn: fn(jnp, a, s), backend=backend)(x)
+
+
+CLIP_LO = [None, -1, 0, 2, 300, -2**63, 2**64, -1.5, np.int64(-1), np.float32(1)]
+CLIP_HI = [None, -1, 3, 300, 2**64, 2.5, np.uint8(2)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64, np.bool_,
+                                   np.float16, np.float32], ids=lambda d: np.dtype(d).name)
+def test_clip_python_int_bounds(dtype, backend):
+    """NumPy 2: ``clip(uint8, -1, 3)`` is ``minimum(a, 3)``; a bound beyond the other side overflows."""
+    x = np.array([0, 1, 3, 5], dtype)
+    for lo, hi in itertools.product(CLIP_LO, CLIP_HI):
+        if lo is None and hi is None:
+            continue
+        want = _outcome(lambda: np.clip(x, lo, hi))
+        jitted = tracejit.jit(lambda a: jnp.clip(a, lo, hi), backend=backend)
+        if isinstance(want, Exception):
+            with pytest.raises((OverflowError, TypeError)):
+                jitted(x)
+            continue
+        assert_same(jitted(x), want, backend=backend, what=f"clip({lo!r}, {hi!r})")
+        assert_same(jnp.clip(x, lo, hi), want, what=f"eager clip({lo!r}, {hi!r})")
+
+
+# ----------------------------------------------------------------------------- strong function results
+
+UNARY_FUNCTIONS = ["conj", "conjugate", "absolute", "abs", "negative", "positive", "square", "sqrt", "exp",
+                   "sin", "floor", "trunc", "rint", "sign", "invert", "isnan", "signbit", "real", "imag",
+                   "asarray", "array", "round", "clip01", "where", "atleast_1d", "ravel", "copy", "max",
+                   "sum", "cumsum", "reciprocal"]
+BINARY_FUNCTIONS = ["add", "multiply", "subtract", "maximum", "fmin", "power", "true_divide", "floor_divide",
+                    "hypot", "arctan2", "equal", "less", "logical_and", "bitwise_or", "left_shift"]
+ARRAY_DTYPES = [np.bool_, np.int8, np.uint8, np.float16, np.float32, np.complex64]
+SCALARS = [True, 2, 2.5, 1j]
+
+
+def _unary(name):
+    if name == "clip01":
+        return lambda xp, s: xp.clip(s, 0, 1)
+    if name == "where":
+        return lambda xp, s: xp.where(True, s, s)
+    return lambda xp, s: getattr(xp, name)(s)
+
+
+def _check_strong(fn, x, scalars, backend):
+    want = _outcome(lambda: fn(np, x, *scalars))
+    if isinstance(want, Exception):
+        return
+    # the scalars as jit arguments (weak tracers) and closed over (literals)
+    got = tracejit.jit(lambda a, *s: fn(jnp, a, *s), backend=backend)(x, *scalars)
+    assert_same(got, want, backend=backend, transcendental=True)
+    got = tracejit.jit(lambda a: fn(jnp, a, *scalars), backend=backend)(x)
+    assert_same(got, want, backend=backend, transcendental=True)
+
+
+@pytest.mark.parametrize("name", UNARY_FUNCTIONS)
+def test_python_scalar_through_unary_function_is_strong(name):
+    """``complex64_array + np.conj(7)`` is complex128: NumPy functions return NumPy scalars. A traced
+    Python scalar argument stayed weak through ``jnp.conj`` (complex64)."""
+    f = _unary(name)
+    for d, s in itertools.product(ARRAY_DTYPES, SCALARS):
+        if (name in ("rint", "sign", "round", "max") and isinstance(s, complex)) or (
+                name == "reciprocal" and type(s) in (bool, int)):
+            continue  # not supported on traced values (complex rint/sign/round/max, integer reciprocal)
+        x = np.array([1, 0, 1], d)
+        _check_strong(lambda xp, a, s: a + f(xp, s), x, (s,), "reference")
+
+
+@pytest.mark.parametrize("name", BINARY_FUNCTIONS)
+def test_python_scalars_through_binary_function_are_strong(name):
+    for d, s in itertools.product(ARRAY_DTYPES, SCALARS):
+        x = np.array([1, 0, 1], d)
+        _check_strong(lambda xp, a, s, t: a + getattr(xp, name)(s, t), x, (s, s), "reference")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.complex64, np.float16])
+def test_strong_results_on_cpu_backend(dtype):
+    x = np.array([1, 0, 1], dtype)
+    for s in SCALARS:
+        _check_strong(lambda xp, a, s: (a + xp.conj(s), a * xp.abs(s), a - xp.where(True, s, 0)), x, (s,), "cpu")
+
+
+def test_python_operators_keep_python_scalars_weak():
+    x = np.ones(3, np.float32)
+    f = tracejit.jit(lambda a, s: (a * s, a * (s * 2), a + (-s), a * abs(s), a / (s ** 2), a - (1 + s) / 3,
+                                   a * (s // 1), a * (2 ** s)))
+    for got in f(x, 2.0):
+        assert got.dtype == np.float32
+    g = tracejit.jit(lambda a, s: (a * s, a + (s << 1), a & ~s))
+    for got in g(np.ones(3, np.uint8), 3):
+        assert got.dtype == np.uint8
+
+
+# ----------------------------------------------------------------------------- power
+
+POW_DTYPES = [np.bool_, np.int8, np.uint8, np.int64, np.float16, np.float32, np.float64, np.complex64,
+              np.complex128]
+EXPONENTS = [2, -1, 0.5, 2.0, -1.0, 1, 0, 3, True, 1.0, 0.0, np.float64(0.5), np.float32(0.5),
+             np.float64(2.0), np.int64(2)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", POW_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_power_operator_fast_paths(dtype, backend):
+    """``ndarray.__pow__``: exact Python ``2`` is ``square`` (bool ** 2 is int8, was int64), float/complex
+    ``-1`` is ``reciprocal`` and ``0.5`` is ``sqrt`` (``(-inf) ** 0.5`` is nan, ``(-0.0) ** 0.5`` is -0.0;
+    was inf and 0.0)."""
+    x = special_values(dtype)
+    if np.dtype(dtype).kind in "iu":
+        x = np.abs(x[:5])  # no negative bases for integer powers
+    for e in EXPONENTS:
+        if np.dtype(dtype).kind == "c" and e in (-1, -1.0, 2.0):
+            continue  # complex reciprocal / 2.0 exponent: see docs/compiler.md (last-bit and inf*0 cases)
+        if isinstance(_outcome(lambda: x ** e), Exception):
+            continue
+        check_against_numpy(lambda xp, a: a ** e, x, backend=backend, transcendental=np.dtype(dtype).kind == "c",
+                            np_protocol=False)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_power_with_scalar_exponent_uses_numpy_loop_fast_path(dtype, backend):
+    """NumPy's float32/float64 power loop treats a scalar exponent 0.5 as sqrt (also as a traced 0-d
+    argument), -1 as 1/x, 1 as x and 2 as x*x."""
+    x = special_values(dtype)
+    for e in [0.5, -1.0, 1.0, 2.0, 0.0, 3.0, -0.5, np.nan]:
+        check_against_numpy(lambda xp, a: xp.power(a, e), x, backend=backend, transcendental=True)
+        check_against_numpy(lambda xp, a, y: xp.power(a, y), x, np.asarray(e, dtype), backend=backend,
+                            transcendental=True)
+        check_against_numpy(lambda xp, a, y: xp.power(a, y), x, e, backend=backend, transcendental=True)
+    # exponent arrays (not scalars) use C pow: (-inf) ** 0.5 is inf
+    e = np.full(x.shape, 0.5, dtype)
+    check_against_numpy(lambda xp, a, y: xp.power(a, y), x, e, backend=backend, transcendental=True)
