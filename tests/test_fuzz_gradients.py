@@ -36,7 +36,7 @@ def test_generator_is_deterministic_and_varied():
         tags |= p.tags
         shapes |= {np.shape(x) for x in p.inputs}
     assert {"unary", "binary", "reduce", "structural", "contraction", "cumulative", "where", "cond", "fori",
-            "scan", "while", "indexing"} <= tags
+            "scan", "while", "indexing", "linalg"} <= tags
     assert () in shapes and any(1 in s for s in shapes)
 
 

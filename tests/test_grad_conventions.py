@@ -177,3 +177,25 @@ def test_jit_grad_of_reductions_over_size_one_axes(shape, reducer):
                 return jnp.sum(jnp.sin(y) * jnp.sum(x)) + jnp.sum(x * (y if keepdims else 1.0))
             np.testing.assert_allclose(tracejit.jit(grad(f))(x), grad(f)(x), rtol=1e-12, atol=1e-14,
                                        err_msg=f"axis={axis} keepdims={keepdims}")
+
+
+def test_vmap_of_user_custom_jvp_is_one_call_and_keeps_the_rule():
+    from tracejit.api_ad import custom_jvp
+
+    @custom_jvp
+    def f(x, y):
+        return jnp.sin(x) * y
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x, y), (tx, ty) = primals, tangents
+        return f(x, y), 2.0 * tx + 3.0 * ty     # deliberately not the true derivative
+
+    xs, y = np.array([0.1, 0.2, 0.3]), 1.5
+    np.testing.assert_allclose(tracejit.vmap(f, in_axes=(0, None))(xs, y), np.sin(xs) * y)
+    text = str(tracejit.make_jaxpr(tracejit.vmap(f, in_axes=(0, None)))(xs, y))
+    assert text.count("custom_jvp_call") == 1
+    g = grad(lambda xs, y: jnp.sum(tracejit.vmap(f, in_axes=(0, None))(xs, y)), argnums=(0, 1))(xs, y)
+    np.testing.assert_allclose(g[0], [2.0, 2.0, 2.0])
+    assert float(g[1]) == 9.0
+    np.testing.assert_allclose(tracejit.vmap(grad(f))(xs, np.ones(3)), [2.0, 2.0, 2.0])

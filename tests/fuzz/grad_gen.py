@@ -14,7 +14,9 @@ transcendental ones included, their arguments kept inside their domains),
 broadcasting binary operations, reductions over every axis / keepdims
 combination, reshape / transpose / slices / concatenate, dot / matmul / einsum,
 ``where`` (on constant masks and, rarely, on the data), cumulative sums and
-products, logsumexp, softmax, and control flow around small sub-graphs
+products, logsumexp, softmax, indexing (take, sort, ``.at[]`` updates), linear
+algebra on well-conditioned matrices (solve, inv, det, slogdet, cholesky,
+eigvalsh, qr, svd, pinv, norm), and control flow around small sub-graphs
 (``cond``, ``fori_loop`` and ``scan`` with static trip counts, ``while_loop``
 with a fixed trip count, which makes the program forward-mode only, as in JAX).
 
@@ -407,8 +409,27 @@ class _Gen:
                 f"lax.dynamic_slice_in_dim({a}, {i}, {n - i}, axis={ax})"]
         return self.try_line(self.choice(opts), [], "indexing")
 
+    def linalg(self):
+        a = self.operand()
+        s = self.shape(a)
+        if len(s) < 2:
+            return None
+        m, n = s[-2:]
+        opts = [f"jnp.linalg.svd({a}, compute_uv=False)", f"jnp.linalg.norm({a}, axis=(-2, -1))",
+                f"jnp.linalg.pinv({a} + 0.5)"]
+        if m >= n:
+            opts.append(f"jnp.linalg.qr({a})[{self.choice([0, 1])}]")
+        if m == n:
+            eye = f"{3.0 * n!r} * jnp.eye({n})"
+            sym = f"({a} @ jnp.swapaxes({a}, -1, -2) + jnp.eye({n}))"
+            opts += [f"jnp.linalg.solve({a} + {eye}, jnp.sin({a}))", f"jnp.linalg.inv({a} + {eye})",
+                     f"jnp.linalg.det({a} + {eye})", f"jnp.linalg.slogdet({a} + {eye})[1]",
+                     f"jnp.linalg.cholesky({sym})", f"jnp.linalg.eigvalsh({a} + jnp.swapaxes({a}, -1, -2))",
+                     f"jnp.linalg.matrix_power({a}, 2)"]
+        return self.try_line(self.choice(opts), [], "linalg")
+
     FAMILIES = [("unary", 5), ("binary", 5), ("reduction", 3), ("structural", 3), ("contraction", 2),
-                ("cumulative", 2), ("masked_where", 1), ("control_flow", 1.5), ("indexing", 1.5)]
+                ("cumulative", 2), ("masked_where", 1), ("control_flow", 1.5), ("indexing", 1.5), ("linalg", 1)]
 
     def run(self, n_inputs, base_shape):
         inputs = []
