@@ -25,8 +25,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     ``vmap(f)(xs)`` computes ``stack([f(x) for x in xs])`` as whole-array
     operations: ``f`` is traced once for one example, then each primitive is
     applied to the whole batch by its batching rule.  The few primitives
-    without a rule (least squares, FFTs, gamma/Poisson sampling, custom
-    derivative calls, dynamic slices at per-example starts) run once per
+    without a rule (least squares, FFTs, gamma/Poisson sampling, custom_vjp
+    calls, dynamic slices at per-example starts) run once per
     example, which gives the same values but makes the program grow with the
     batch size (``docs/vmap.md``).
 

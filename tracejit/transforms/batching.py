@@ -9,7 +9,7 @@ and where the batch axis of each result is.  Rules move the batch axis to the
 front (axis 0) before anything else, so they only shift axis parameters by one.
 
 A primitive without a rule (gamma/Poisson sampling, least squares, FFTs,
-custom-derivative calls, ...) is applied once per example and the
+custom_vjp calls, ...) is applied once per example and the
 results are stacked: the same values, but the program grows with the batch
 size, so a large batch through such a primitive costs compile time.
 
