@@ -23,12 +23,28 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     if eager(condition, x, y):
         return np.where(condition, x, y)
     c = convert(to_operand(condition), dtypes.bool_)
+    common, _ = dtypes.result_type(weak_pair(to_operand(x)), weak_pair(to_operand(y)))
+    if dtypes.is_integer(common):
+        x, y = _wrapped_python_int(x, common), _wrapped_python_int(y, common)
     xv, yv = promote(x, y)
     (c, xv, yv), shape = broadcast_operands(c, xv, yv)
     if aval(c).shape == () and shape != ():
         from tracejit.numpy.shape import broadcast_to
         c = broadcast_to(c, shape)
     return select_n_p.bind(c, yv, xv)
+
+
+def _wrapped_python_int(v, dtype):
+    # np.where casts a Python int to the result dtype unsafely: where(c, uint8_array, -1) has 255.
+    if type(v) is not int:
+        return v
+    info = np.iinfo(dtype)
+    if info.min <= v <= info.max:
+        return v
+    arr = np.asarray(v)
+    if arr.dtype == object:
+        raise OverflowError(f"Python int {v} too large to convert to C long")
+    return arr.astype(dtype)[()]
 
 
 def select(condlist, choicelist, default=0):

@@ -215,18 +215,22 @@ def _float_to_int(b, x, src, dst):
     """C casts as x86 performs them: out-of-range and NaN give the 'integer indefinite' value."""
     lanes = lanes_of(x)
     via = dst if dst.kind == "i" and dst.itemsize >= 4 else (dtypes.int32 if dst.itemsize < 4 else dtypes.int64)
+    big = None
     if dst == dtypes.uint64:
+        # As gcc/clang compile NumPy's (npy_uint64)x on x86-64: x >= 2**63 converts x - 2**63 and
+        # flips the top bit, anything else (NaN too) converts as int64. So NaN, -inf and values
+        # below -2**63 give 2**63, and +inf and values >= 2**64 give 0 (the indefinite value, flipped).
         via = dtypes.int64
+        two63 = const(src, 2.0 ** 63, lanes)
+        big = b.fcmp_ordered(">=", x, two63)
+        x = b.select(big, b.fsub(x, two63), x)
     info = np.iinfo(via)
     lo, hi = const(src, float(info.min), lanes), const(src, float(info.max) + 1.0, lanes)
     in_range = b.and_(b.fcmp_ordered(">=", x, lo), b.fcmp_ordered("<", x, hi))
     safe = b.select(in_range, x, const(src, 0.0, lanes))
     r = b.select(in_range, b.fptosi(safe, value_type(via, lanes)), const(via, info.min, lanes))
-    if dst == dtypes.uint64:
-        # Values in [2**63, 2**64) need the unsigned conversion.
-        big = b.and_(b.fcmp_ordered(">=", x, hi), b.fcmp_ordered("<", x, const(src, 2.0 ** 64, lanes)))
-        safe_big = b.select(big, x, const(src, 0.0, lanes))
-        return b.select(big, b.fptoui(safe_big, value_type(dst, lanes)), r)
+    if big is not None:
+        return b.select(big, b.xor(r, const(via, info.min, lanes)), r)
     return convert(b, r, via, dst)
 
 

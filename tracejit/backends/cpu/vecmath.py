@@ -91,7 +91,7 @@ _TWO_THIRDS_H, _TWO_THIRDS_L = 0.6666666666666666, 3.700743415417188e-17
 _SQRT2 = 1.4142135623730951
 _TAN_PI8 = 0.41421356237309503
 _TAN_3PI8 = 2.414213562373095
-_NAN = float("nan")
+_NAN = -float("nan")  # the x86 default NaN (sign bit set) that invalid operations give, as in NumPy
 _INF = float("inf")
 
 

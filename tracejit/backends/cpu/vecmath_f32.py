@@ -35,7 +35,7 @@ from . import vecmath as _vm
 __all__ = ["UNARY32"]
 
 _INF = float("inf")
-_NAN = float("nan")
+_NAN = -float("nan")  # the x86 default NaN (sign bit set) that invalid operations give, as in NumPy
 
 
 def _f32(v) -> float:
