@@ -88,6 +88,10 @@ def clip(a, a_min=None, a_max=None, *, min=None, max=None):
     if dtypes.is_inexact(common):
         # A Python int beyond int64 cannot be a traced literal; as a float it is the same weak bound.
         lo, hi = (float(v) if type(v) is int and not -2**63 <= v < 2**63 else v for v in (lo, hi))
+    else:
+        for v in (lo, hi):
+            if type(v) is int:
+                np.asarray(v, dtype=common)  # OverflowError out of range, as NumPy's clip loop
     if dtypes.is_inexact(aval(out).dtype):
         # JAX's clip is minimum(maximum(a, lo), hi): its derivative splits ties 0.5 / 0.5.
         return _clip_with_jax_derivative()(out, lo, hi)

@@ -288,10 +288,35 @@ def _conj(x):
 
 def _reciprocal(x):
     d = aval(x).dtype
+    if dtypes.is_complex(d):
+        return _complex_reciprocal()(x)
     if dtypes.is_inexact(d):
         return _prim("div")(np.asarray(1, d)[()], x)
-    raise NotImplementedError("reciprocal of integers (which truncates to 0) is not supported on "
-                              "traced arrays; convert to float first")
+    # NumPy's integer loop is the C cast (T)(1.0 / x): 1, -1 or 0, and at x == 0 the x86 cast of inf
+    # (INT_MIN for int32/int64, 0 for the others; bools arrive as int8).
+    return convert(_prim("div")(np.float64(1.0), convert(x, dtypes.float64)), d)
+
+
+_RECIPROCAL: list = []
+
+
+def _complex_reciprocal():
+    """NumPy's complex reciprocal loop (its own formula: ``reciprocal(0j)`` is nan+nanj, where
+    ``1 / 0j`` is inf+nanj), differentiated as ``1 / z``."""
+    if not _RECIPROCAL:
+        from tracejit.api_ad import jvp as jvp_
+        from tracejit.transforms.ad_custom import custom_jvp
+
+        def reciprocal(z):
+            return unary_prims["reciprocal"].bind(z)
+        fn = custom_jvp(reciprocal)
+
+        @fn.defjvp
+        def _reciprocal_jvp(primals, tangents):
+            return fn(*primals), jvp_(lambda z: _prim("div")(np.asarray(1, aval(z).dtype)[()], z), primals,
+                                      tangents)[1]
+        _RECIPROCAL.append(fn)
+    return _RECIPROCAL[0]
 
 
 def _sign(x):

@@ -125,6 +125,7 @@ UNARY_SPECS = {
     "real": (np.real, "c", _real_of),
     "imag": (np.imag, "c", _real_of),
     "conj": (np.conjugate, "c", _same),
+    "reciprocal": (np.reciprocal, "c", _same),   # complex only (real floats use div): NumPy's own loop
     "square": (np.square, "iufc", _same),
     "signbit": (np.signbit, _FLOAT, _to_bool),
 }

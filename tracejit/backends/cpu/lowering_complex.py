@@ -147,6 +147,22 @@ def _div(b, x, y, d):
     return b.select(zero_divisor, b.fdiv(xr, abs_yr), re), b.select(zero_divisor, b.fdiv(xi, abs_yr), im)
 
 
+def _reciprocal(b, z, d):
+    """NumPy's reciprocal loop (not 1/z by Smith's division, which rounds twice): where
+    |im| <= |re|, r = im/re, den = re + im*r and the result is (1/den, -r/den); otherwise (NaN
+    parts too) r = re/im, den = re*r + im and the result is (r/den, -1/den). So 1/0j is nan+nanj."""
+    re, im = z
+    lanes, p = L.lanes_of(re), part_dtype(d)
+    one = L.const(p, 1.0, lanes)
+    first = b.fcmp_ordered("<=", L.intrinsic(b, "llvm.fabs", [im]), L.intrinsic(b, "llvm.fabs", [re]))
+    r1 = b.fdiv(im, re)
+    d1 = b.fadd(re, b.fmul(im, r1))
+    r2 = b.fdiv(re, im)
+    d2 = b.fadd(b.fmul(re, r2), im)
+    return (b.select(first, b.fdiv(one, d1), b.fdiv(r2, d2)),
+            b.select(first, b.fdiv(b.fneg(r1), d1), b.fdiv(b.fneg(one), d2)))
+
+
 def _eq(b, x, y, d):
     return b.and_(b.fcmp_ordered("==", x[0], y[0]), b.fcmp_ordered("==", x[1], y[1]))
 
@@ -194,7 +210,7 @@ def _either_part(rule_name, combine):
 
 
 UNARY_RULES = {
-    "neg": _neg, "conj": _conj, "square": _square, "abs": _modulus,
+    "neg": _neg, "conj": _conj, "square": _square, "abs": _modulus, "reciprocal": _reciprocal,
     "real": lambda b, z, d: z[0], "imag": lambda b, z, d: z[1],
     "is_nan": _either_part("is_nan", "or_"), "is_inf": _either_part("is_inf", "or_"),
     "is_finite": _either_part("is_finite", "and_"),
