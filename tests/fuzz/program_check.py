@@ -232,10 +232,13 @@ BUG_CLASSES = [
     ("complex x - (-0.0): np.signbit of a complex literal in simplify", lambda k, src: "signbit" in k),
     ("float16 .at[] update with a Python float: KeyError in fusion", lambda k, src: "KeyError" in k and "_at(" in src),
     ("loop result returned and reshaped: None in runtime env", lambda k, src: "'NoneType' object has no attribute" in k),
+    ("zero-trip fori_loop (lo >= hi) with a non-identity body: wrong values downstream",
+     lambda k, src: (":value:" in k or ":nan:" in k or ":zero_sign:" in k)
+     and any(int(a) >= int(b) for a, b in re.findall(r"_fori\(xp, (\d+), (\d+)", src))),
     ("known: complex reciprocal / x**-1", lambda k, src: "complex" in src and ("reciprocal(" in src or "** -1" in src)),
-    ("complex x*1, x/1 (and mean over one element) simplified to x",
+    ("complex x*1, x/1 (and mean/prod over one element) simplified to x",
      lambda k, src: "complex" in src and (":nan:" in k or ":value:" in k)
-     and (re.search(r"[/*] 1(\.0)?\b|\b1(\.0)? \*", src) or "mean(" in src)),
+     and (re.search(r"[/*] 1(\.0)?\b|\b1(\.0)? \*", src) or "mean(" in src or "prod(" in src)),
     ("known: float -> unsigned cast out of range",
      lambda k, src: ":value:" in k and re.search(r"(astype\(|dtype=)np\.uint", src)),
     ("known: dtype promotion", lambda k, src: ":dtype:" in k),
