@@ -232,9 +232,12 @@ BUG_CLASSES = [
     ("complex x - (-0.0): np.signbit of a complex literal in simplify", lambda k, src: "signbit" in k),
     ("float16 .at[] update with a Python float: KeyError in fusion", lambda k, src: "KeyError" in k and "_at(" in src),
     ("loop result returned and reshaped: None in runtime env", lambda k, src: "'NoneType' object has no attribute" in k),
-    ("zero-trip fori_loop (lo >= hi) with a non-identity body: wrong values downstream",
+    ("zero-trip fori_loop/while_loop with a non-identity body: wrong values downstream",
      lambda k, src: (":value:" in k or ":nan:" in k or ":zero_sign:" in k)
-     and any(int(a) >= int(b) for a, b in re.findall(r"_fori\(xp, (\d+), (\d+)", src))),
+     and (any(int(a) >= int(b) for a, b in re.findall(r"_fori\(xp, (\d+), (\d+)", src))
+          or "_while(xp, 0," in src)),
+    ("known: x ** 0.5 at -inf", lambda k, src: ":nan:" in k and "** 0.5" in src),
+    ("documented gap: NotImplementedError", lambda k, src: "NotImplementedError" in k),
     ("known: complex reciprocal / x**-1", lambda k, src: "complex" in src and ("reciprocal(" in src or "** -1" in src)),
     ("complex x*1, x/1 (and mean/prod over one element) simplified to x",
      lambda k, src: "complex" in src and (":nan:" in k or ":value:" in k)

@@ -609,6 +609,8 @@ class Gen:
             return self.emit(f"{a_name} {op} ({b_name} & 7)", deps, m, "shift")
         if op == "**":
             if ints:
+                # uint64 ** int64 is float64 (a pow of an integer-valued exponent: a few ULP).
+                m = ("trans", False)
                 if b is None or self.r() < 0.5:
                     return self.emit(f"{a.name} ** {self.choice([0, 1, 2, 3, 5])}", [a.name], m, "ipow")
                 return self.emit(f"{a_name} ** ({b_name} & 3)", deps, m, "ipow")
