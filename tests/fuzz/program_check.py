@@ -238,6 +238,9 @@ BUG_CLASSES = [
           or "_while(xp, 0," in src)),
     ("known: x ** 0.5 at -inf", lambda k, src: ":nan:" in k and "** 0.5" in src),
     ("documented gap: NotImplementedError", lambda k, src: "NotImplementedError" in k),
+    ("float16 small product (small_dots) feeding several consumers: wrong value",
+     lambda k, src: (":value:" in k or ":nan:" in k) and "float16" in src
+     and re.search(r"matmul\(|@|einsum\(|dot\(", src)),
     ("known: complex reciprocal / x**-1", lambda k, src: "complex" in src and ("reciprocal(" in src or "** -1" in src)),
     ("complex x*1, x/1 (and mean/prod over one element) simplified to x",
      lambda k, src: "complex" in src and (":nan:" in k or ":value:" in k)
