@@ -46,6 +46,7 @@ def test_checker_catches_a_wrong_rule(monkeypatch):
     from tracejit.ops.elementwise import unary_prims
     from tracejit.transforms import ad
     from tracejit.transforms.ad_ops import c, mul
+    ad._ensure_rules()
     prim = unary_prims["sin"]
     good_jvp, good_vjp = jvp_rules[prim], ad.vjp_rules[prim]
 
@@ -62,3 +63,15 @@ def test_checker_catches_a_wrong_rule(monkeypatch):
         exec(compile(repro, "<reproducer>", "exec"), {})
     monkeypatch.setitem(jvp_rules, prim, good_jvp)
     assert ad.vjp_rules[prim] is good_vjp
+
+
+def test_checker_skips_inputs_next_to_a_kink():
+    """Finite differences across a kink disagree between the steps H and 2H: reported as a kink."""
+    from tests.fuzz.grad_gen import GradProgram
+    prog = GradProgram(0, [("v0", "jnp.abs(x0 - 0.05)", ["x0"])], {"W_OUT": np.array([1.0, 1.0])},
+                       [np.array([0.05 + 3e-6, 0.7])], "v0")
+    setup, _ = grad_check.setup_source(prog, prog.inputs)
+    assert grad_check.run_check(setup, "jvp_fd")[0] == "kink"
+    assert grad_check.run_check(setup, "jit_grad")[0] == "ok"
+    far = GradProgram(0, prog.lines, prog.consts, [np.array([0.3, 0.7])], "v0")
+    assert grad_check.run_check(grad_check.setup_source(far, far.inputs)[0], "jvp_fd")[0] == "ok"
