@@ -22,6 +22,11 @@ CLI::
 
 prints the number of programs, throughput and mismatches by class; ``--seed S`` checks and
 prints one program. Programs run in worker processes (a crash or hang costs one seed).
+``--parallel THREADS`` splits every kernel over a thread team however small it is;
+``FUZZ_INJECT=bug1`` puts issue 12's bug 1 back in the workers (to measure what the fuzzer catches);
+``FUZZ_CHECKS=1`` also re-checks program types after every pass. Programs and their error bounds
+depend only on the seed and the generator's code (``EXCLUSIONS`` included); NumPy is the oracle,
+so its version matters (NumPy 2).
 """
 from __future__ import annotations
 
