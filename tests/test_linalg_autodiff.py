@@ -142,3 +142,24 @@ def test_unsupported_cases_raise_like_jax():
         jvp(lambda a: jnp.linalg.qr(a)[1], (a,), (a,))
     with pytest.raises(NotImplementedError, match="full matrices"):
         jvp(lambda a: jnp.linalg.svd(a)[0], (a,), (a,))
+
+
+@pytest.mark.parametrize("cplx", [False, True], ids=["float64", "complex128"])
+def test_det_derivative_of_singular_matrices_is_the_adjugate(cplx):
+    """JAX differentiates det through a cofactor solve, defined for singular matrices too:
+    d det = tr(adj(A) dA) (det(A) inv(A) only when A is invertible)."""
+    u = np.array([1., 2, 3]) + (1j * np.array([0., 1, -1]) if cplx else 0)
+    a = np.outer(u, [1., 0, 1]) + np.outer([0, 1., 1], [2, 1, 0])       # rank 2
+    g = grad(jnp.linalg.det, holomorphic=cplx)(a)
+    h = 1e-6
+    want = np.zeros((3, 3), a.dtype)
+    for i in range(3):
+        for j in range(3):
+            e = np.zeros((3, 3))
+            e[i, j] = h
+            want[i, j] = (np.linalg.det(a + e) - np.linalg.det(a - e)) / (2 * h)
+    np.testing.assert_allclose(g, want, atol=1e-8)
+    np.testing.assert_allclose(tracejit.jit(grad(jnp.linalg.det, holomorphic=cplx))(a), g, atol=1e-12)
+    np.testing.assert_array_equal(grad(jnp.linalg.det)(np.zeros((3, 3))), np.zeros((3, 3)))
+    b = np.array([[2.0, 1.0], [0.5, 3.0]])
+    np.testing.assert_allclose(grad(jnp.linalg.det)(b), np.linalg.det(b) * np.linalg.inv(b).T, rtol=1e-14)

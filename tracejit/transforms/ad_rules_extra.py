@@ -448,15 +448,32 @@ def _cholesky_rules(chol_p, prims):
     def_jvp(chol_p, jvp)
 
 
+def _adjugate(a, det_p, svd_p):
+    """``adj(a)`` (``det(a) inv(a)`` when invertible), well defined for singular ``a``:
+    with ``a = U S V^H``, ``adj(a) = det(U) det(V^H) V diag(prod_{j != i} s_j) U^H``."""
+    import tracejit.numpy as jnp
+    u, s, vh = svd_p.bind(a, full_matrices=False, compute_uv=True, hermitian=False)
+    n = aval_of(s).shape[-1]
+    ones = jnp.ones(aval_of(s).shape[:-1] + (1,), aval_of(s).dtype)
+    left = jnp.concatenate([ones, jnp.cumprod(s, axis=-1)[..., :n - 1]], axis=-1)
+    right = jnp.flip(jnp.concatenate([ones, jnp.cumprod(jnp.flip(s, -1), axis=-1)[..., :n - 1]], axis=-1), -1)
+    others = convert(left * right, aval_of(a).dtype)
+    phase = det_p.bind(u) * det_p.bind(vh)
+    return jnp.expand_dims(phase, (-2, -1)) * _matmul(_H(vh) * jnp.expand_dims(others, -2), _H(u))
+
+
 @_rules_for("det")
 def _det_rules(det_p, prims):
-    solve_p = prims["solve"]
+    svd_p = prims["svd"]
 
     def jvp(primals, tangents):
+        # det' = tr(adj(A) A') (JAX's cofactor rule: defined for singular A too).
         import tracejit.numpy as jnp
         (a,), (t,) = primals, tangents
         d = det_p.bind(a)
-        return [d], [mul(d, jnp.trace(solve_p.bind(a, t), axis1=-2, axis2=-1))]
+        if aval_of(a).shape[-1] == 0:
+            return [d], [zeros(aval_of(d))]
+        return [d], [jnp.trace(_matmul(_adjugate(a, det_p, svd_p), t), axis1=-2, axis2=-1)]
     def_jvp(det_p, jvp)
 
 
