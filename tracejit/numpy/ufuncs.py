@@ -87,7 +87,7 @@ class Ufunc:
             ops, _ = broadcast_operands(*ops)
         except ValueError as e:
             raise ValueError(f"{self.__name__}: {e}") from None
-        if self._np is np.power and dtype is None:
+        if self._np is np.power:
             result = _power_with_scalar_exponent(*ops)
         else:
             result = self._impl(*ops)
