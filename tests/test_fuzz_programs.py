@@ -26,14 +26,13 @@ CI_START, CI_COUNT = 0, 2500
 # the generator or to its error models changes the programs of the seeds: list them again then
 # (python -m tests.fuzz.program_check --start 0 --count 1000 --jobs 2).
 KNOWN: dict[int, str] = {
-    **dict.fromkeys([24], "bool ** 2 is int64 (NumPy: int8)"),
     **dict.fromkeys([259, 822, 1008, 1545], "complex x * 1, x / 1 (mean over one element) simplified to x"),
-    **dict.fromkeys([382, 1131, 1939, 2293], "int64 vs uint64 comparison: TypeError"),
-    **dict.fromkeys([434, 1091, 1182, 1373, 1465], "float -> unsigned cast out of range"),
-    **dict.fromkeys([645, 1287, 1775, 1857, 2418], "complex reciprocal differs from NumPy's"),
     **dict.fromkeys([979, 1172, 1251, 1737, 1879], "complex x - (-0.0): np.signbit of a complex literal in simplify"),
-    **dict.fromkeys([1458], "loop result returned and reshaped: None in runtime env"),
-    **dict.fromkeys([1534], "float16 .at[] update with a Python float: KeyError in fusion"),
+    **dict.fromkeys([1091, 1373, 1465], "float -> uint32 cast out of range (NumPy's result depends on layout)"),
+    1124: "NumPy returns a np.bool_ scalar from any(0-d, keepdims=True); scalar ** 2 is int64, "
+          "tracejit's 0-d array ** 2 is int8 (as NumPy's 0-d arrays)",
+    1458: "loop result returned and reshaped: None in runtime env",
+    1534: "float16 .at[] update with a Python float: KeyError in fusion",
 }
 
 
@@ -97,7 +96,7 @@ def test_fuzz_programs(tmp_path):
 # Bug 1 of issue 12: a reduction whose reduced dims all have size 1 returned garbage under jit
 # (fixed in 46ca734). Put the old KernelLayout back in the worker processes: the CI seeds must
 # show mismatches that the fixed compiler does not have (measured at 51a9b61: 53 of seeds 0..999,
-# 7 of seeds 0..199).
+# 7 of seeds 0..199, with the generator of 10790ed).
 BUG1_SEEDS = 200
 
 
