@@ -415,10 +415,13 @@ class _Gen:
         if len(s) < 2:
             return None
         m, n = s[-2:]
-        opts = [f"jnp.linalg.svd({a}, compute_uv=False)", f"jnp.linalg.norm({a}, axis=(-2, -1))",
-                f"jnp.linalg.pinv({a} + 0.5)"]
+        # A dominant diagonal keeps the matrices far from rank deficiency, where QR, pinv and the
+        # singular values are not differentiable (JAX's rules give inf/nan there too).
+        full = f"({a} + {3.0 * max(m, n)!r} * jnp.eye({m}, {n}))"
+        opts = [f"jnp.linalg.svd({full}, compute_uv=False)", f"jnp.linalg.norm({full}, axis=(-2, -1))",
+                f"jnp.linalg.pinv({full})"]
         if m >= n:
-            opts.append(f"jnp.linalg.qr({a})[{self.choice([0, 1])}]")
+            opts.append(f"jnp.linalg.qr({full})[{self.choice([0, 1])}]")
         if m == n:
             eye = f"{3.0 * n!r} * jnp.eye({n})"
             sym = f"({a} @ jnp.swapaxes({a}, -1, -2) + jnp.eye({n}))"
