@@ -33,11 +33,8 @@ import numpy as np
 # Narrow, named exclusions of known open bug classes (see /tmp/fuzz_findings.md). Empty: everything
 # is generated. Known names: "pyint_out_of_range" (Python int literals outside an unsigned dtype).
 EXCLUSIONS: set[str] = {
-    # Known open bug (issue 12): a Python int outside the array's dtype (u32 > -1, where(c, u8, -1),
-    # x.at[i].add(-2) on uint8) raises OverflowError in tracejit where NumPy 2 accepts it. Half of
-    # all mismatches, each costing a minimization: int literals are clamped into the dtype's range
-    # and negative Python int arguments are not combined with unsigned arrays.
-    "pyint_out_of_range",
+    # (Was "pyint_out_of_range" from ffb4656 until 61a6e3c fixed Python ints outside the dtype:
+    # int literals clamped into the dtype's range. The switch stays in lit_for/op_binary.)
     # tracejit raises NotImplementedError("sign of complex traced arrays is not supported"): a
     # documented gap, not a wrong answer; it would fill the report.
     "complex_sign",
