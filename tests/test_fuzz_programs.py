@@ -129,3 +129,16 @@ def test_inject_bug1_in_process():
         tracejit.config.update("compilation_cache_dir", cache)
     assert any(m.backend == "cpu" and m.kind == "value" for m in res.mismatches), res
     assert not pc.check_program(p).mismatches
+
+
+def test_checker_reports_each_kind():
+    """A program NumPy rejects but tracejit runs, and a wrong result, are both reported."""
+    def prog(line):
+        return pg.Program(0, [("a0", "_mk(np.int32, (2,), [1, 2])")],
+                          [pg.Stmt("v1", [line], ["a0"], ("disc",), "op")], ["v1"])
+    res = pc.check_program(prog("v1 = a0 * 2 if xp is not np else a0[5]"))   # NumPy: IndexError
+    assert res.numpy_raises and {m.kind for m in res.mismatches} == {"no_raise"}
+    res = pc.check_program(prog("v1 = a0 * 2 if xp is not np else a0 * 3"))
+    assert {(m.backend, m.kind) for m in res.mismatches} == {("cpu", "value"), ("reference", "value")}
+    res = pc.check_program(prog("v1 = a0 * 2 if xp is not np else (a0 * 2).astype(np.int64)"))
+    assert {m.kind for m in res.mismatches} == {"dtype"}
