@@ -242,6 +242,13 @@ BUG_CLASSES = [
      and (any(int(a) >= int(b) for a, b in re.findall(r"_fori\(xp, (\d+), (\d+)", src))
           or "_while(xp, 0," in src)),
     ("known: x ** 0.5 at -inf", lambda k, src: ":nan:" in k and "** 0.5" in src),
+    ("known: weakly typed Python int argument outside an unsigned dtype (NumPy raises, jit cannot)",
+     lambda k, src: ":no_raise:" in k and re.search(r"^a\d+ = -\d+$", src, re.M)),
+    ("complex ** with infinite parts (power fast paths vs NumPy's cpow)",
+     lambda k, src: ":nan:" in k and "complex" in src and "**" in src),
+    ("complex product of a strided view: NumPy's scalar loop rounds without FMA",
+     lambda k, src: ":value:" in k and "complex" in src and re.search(r"\[::-?\d\]|\.transpose\(", src)
+     and re.search(r"(\w+) \* \1\b", src)),
     ("documented gap: NotImplementedError", lambda k, src: "NotImplementedError" in k),
     ("float16 small product (small_dots) feeding several consumers: wrong value",
      lambda k, src: (":value:" in k or ":nan:" in k) and "float16" in src
