@@ -223,21 +223,28 @@ def _eps(d) -> float:
     return 0.0
 
 
+def _abs_parts(x):
+    """|x| of the finite values (for complex, of each finite part: an infinite real part must not
+    hide the imaginary part's magnitude)."""
+    x = np.asarray(x)
+    with np.errstate(all="ignore"):
+        if x.dtype.kind == "c":
+            a = np.abs(np.concatenate([x.real.ravel(), x.imag.ravel()]).astype(np.float64)) * np.sqrt(2)
+        else:
+            a = np.abs(x.astype(np.float64)).ravel()
+    return a[np.isfinite(a)]
+
+
 def _maxabs(x) -> float:
     x = np.asarray(x)
     if x.dtype.kind not in "fciu" or x.size == 0:
         return 1.0 if x.dtype.kind == "b" else 0.0
-    with np.errstate(all="ignore"):
-        a = np.abs(x.astype(np.complex128) if x.dtype.kind == "c" else x.astype(np.float64))
-    a = a[np.isfinite(a)]
+    a = _abs_parts(x)
     return float(a.max()) if a.size else 0.0
 
 
 def _sumabs(x) -> float:
-    x = np.asarray(x)
-    with np.errstate(all="ignore"):
-        a = np.abs(x.astype(np.complex128) if x.dtype.kind == "c" else x.astype(np.float64))
-    a = a[np.isfinite(a)]
+    a = _abs_parts(x)
     return float(a.sum()) if a.size else 0.0
 
 
