@@ -106,7 +106,7 @@ def _scan(xp, body, init, xs, reverse=False):
         c, ys = init, []
         idx = range(xs.shape[0])
         for i in (reversed(idx) if reverse else idx):
-            (c, y), old = body(c, xs[i]), c
+            (c, y), old = body(c, xs[i, ...]), c     # a 0-d array, not a NumPy scalar
             _same_type("scan carry", c, old)
             ys.append(y)
         if reverse:
@@ -118,7 +118,7 @@ def _scan(xp, body, init, xs, reverse=False):
 def _vmap(xp, fn, x, axis=0):
     if xp is np:
         x = np.moveaxis(x, axis, 0)
-        return np.stack([fn(x[i]) for i in range(x.shape[0])])
+        return np.stack([fn(x[i, ...]) for i in range(x.shape[0])])   # rows are arrays, never scalars
     return tracejit.vmap(fn, in_axes=axis)(x)
 
 
@@ -926,7 +926,7 @@ class Gen:
                              pre_lines=body)
         if v.val.ndim == 0 or v.shape[0] == 0:
             return None
-        row = v.val[0]
+        row = v.val[0, ...]
         if kind == "scan":
             c0 = self.pick(lambda w: w.shape == row.shape and w.err == 0) or None
             init = c0.name if c0 is not None else f"{v.name}[0]"
