@@ -229,7 +229,7 @@ def _abs_parts(x):
     x = np.asarray(x)
     with np.errstate(all="ignore"):
         if x.dtype.kind == "c":
-            a = np.abs(np.concatenate([x.real.ravel(), x.imag.ravel()]).astype(np.float64)) * np.sqrt(2)
+            a = np.abs(np.concatenate([x.real.ravel(), x.imag.ravel()]).astype(np.float64))
         else:
             a = np.abs(x.astype(np.float64)).ravel()
     return a[np.isfinite(a)]
