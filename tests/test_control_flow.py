@@ -12,8 +12,7 @@ from tracejit import lax
 from tracejit.core.check import check_program
 from tracejit.core.errors import ConcretizationTypeError
 from tracejit.core.ir import count_eqns
-from tracejit.ops.control_flow import (closure_convert, cond_p, program_cost, run_program, scan_p,
-                                       set_program_runner, while_p)
+from tracejit.ops.control_flow import closure_convert, cond_p, program_cost, run_program, scan_p, while_p
 from tracejit.core.primitive import cost_rules
 
 MODES = ["eager", "jit"]
@@ -522,21 +521,6 @@ def test_closure_convert_and_run_program():
     assert q.const_vars == [] and len(q.in_vars) == 2 and consts[0] is c
     np.testing.assert_array_equal(run_program(q, consts, [np.array([3.0, 4.0])])[0], [3.0, 8.0])
     check_program(q)
-
-
-def test_set_program_runner_is_used_by_impls():
-    seen = []
-    previous = set_program_runner(None)
-
-    def runner(program, consts, args):
-        seen.append(program)
-        return previous(program, consts, args)
-    set_program_runner(runner)
-    try:
-        assert lax.fori_loop(0, 3, lambda i, v: v + i, 0) == 3
-    finally:
-        set_program_runner(previous)
-    assert len(seen) == 3
 
 
 def test_checker_rejects_bad_control_flow_equations():

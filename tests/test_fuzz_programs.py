@@ -23,18 +23,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # kernels between programs).
 CI_START, CI_COUNT = 0, 4000
 
-# seed -> class of the known open bug it hits (see /tmp/fuzz_findings.md of issue 12). A change to
+# seed -> class of a known open bug it hits (none open now; the issue 12 note lists the fixed ones). A change to
 # the generator or to its error models changes the programs of the seeds: list them again then
 # (python -m tests.fuzz.program_check --start 0 --count 1000 --jobs 2).
-KNOWN: dict[int, str] = {
-    **dict.fromkeys([259, 822, 1008, 1545], "complex x * 1, x / 1 (mean over one element) simplified to x"),
-    **dict.fromkeys([979, 1172, 1251, 1737, 1879, 2570], "complex x - (-0.0): np.signbit of a complex literal in simplify"),
-    **dict.fromkeys([1091, 1373, 1465], "float -> uint32 cast out of range (NumPy's result depends on layout)"),
-    1124: "NumPy returns a np.bool_ scalar from any(0-d, keepdims=True); scalar ** 2 is int64, "
-          "tracejit's 0-d array ** 2 is int8 (as NumPy's 0-d arrays)",
-    1458: "loop result returned and reshaped: None in runtime env",
-    **dict.fromkeys([1534, 2865, 3401, 3801], "float16 .at[] update with a Python float: KeyError in fusion"),
-}
+KNOWN: dict[int, str] = {}
 
 
 def _campaign(tmp_path, start, count, jobs=2, minimize_budget=10.0):

@@ -75,3 +75,56 @@ EINSUMS = [("ij,jk->ik", (3, 1), (1, 4)), ("ij,jk->ik", (1, 1), (1, 1)), ("bij,b
 def test_einsum_with_size_one_contracted_dims(spec, s1, s2, dtype):
     a, b = sample(s1, dtype, seed=1), sample(s2, dtype, seed=2)
     check_against_numpy(lambda xp, a, b: xp.einsum(spec, a, b), a, b, reassoc=True)
+
+
+@pytest.mark.parametrize("y", [-0.0, 0.0, complex(0, -0.0), complex(-0.0, 0)], ids=repr)
+def test_complex_minus_signed_zero(y):
+    # Found by the program fuzzer: the x - (-0.0) rule asked np.signbit of a complex literal.
+    c = np.array([1 + 1j, complex(0, np.nan), complex(-0.0, 0.0), complex(-0.0, -0.0)])
+    check_against_numpy(lambda xp, a: a - y, c)
+
+
+def test_reshape_of_a_literal_in_a_float16_program():
+    # Found by the program fuzzer: reshape(inf) of a literal (float16 keeps structural ops unfused)
+    # was planned as an alias of a buffer the literal does not have.
+    a = np.array([[0.2795], [0.537]], np.float16)
+    got = tracejit.jit(lambda a: jnp.max(a, axis=1).at[1].min(1e30))(a)
+    np.testing.assert_array_equal(got, np.max(a, axis=1))
+
+
+VIEW_CHAIN_OPS = {
+    "reshape": lambda xp, v: xp.reshape(v, v.shape[::-1]),
+    "T": lambda xp, v: v.T,
+    "flip": lambda xp, v: v[::-1],
+    "affine": lambda xp, v: v * 2 + 1,
+    "col0": lambda xp, v: v + v[..., :1],
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.complex64])
+@pytest.mark.parametrize("chain", list(itertools.product(VIEW_CHAIN_OPS, repeat=3)), ids="-".join)
+def test_reshape_view_of_a_kernels_own_output_is_not_fused(chain, dtype):
+    # Found by the gradient fuzzer: broadcast_to -> reshape -> transpose fused into one kernel that
+    # read the reshape view of its own output at other elements (before they were written).
+    # The class: every 3-op chain of reshapes, transposes, flips and elementwise ops after a
+    # broadcast, only the last value returned (so intermediate reshapes stay views).
+    def f(xp, w):
+        v = xp.broadcast_to(w, (3, 2))
+        for name in chain:
+            v = VIEW_CHAIN_OPS[name](xp, v)
+        return v
+    check_against_numpy(f, sample((2,), dtype, seed=1))
+
+
+@pytest.mark.parametrize("pick", [0.25, -0.25])
+def test_zero_d_results_of_numpy_steps_stay_zero_d(pick):
+    # Found by the program fuzzer (seed 3018): a 0-d value made by a NumPy step (float16 stays
+    # unfused) became shape (1,) (np.ascontiguousarray), and a host cond passing it through
+    # returned shape (1,) instead of ().
+    from tracejit import lax
+    a = np.array([pick], np.float16).reshape(1, 1, 1)
+    m = np.mean(a)
+    want = m.min() if a.max() > 0 else m ** 2
+    got = tracejit.jit(lambda a: lax.cond(jnp.max(a) > 0, lambda c: c.min(), lambda c: c ** 2, jnp.mean(a)))(a)
+    assert got.shape == () and got.dtype == np.float16
+    np.testing.assert_array_equal(got, want)

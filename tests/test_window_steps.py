@@ -190,7 +190,8 @@ def test_traced_index_mixed_with_slices_and_static_ints():
 # --------------------------------------------------------------------------- loops
 
 def _native_loops():
-    return [entry[0] for entry in loops._cache.values() if entry[0] is not None]
+    # Only loops alive (held by an executable) are in the cache.
+    return list(loops._cache.values())
 
 
 def test_fori_at_set_updates_the_carry_in_place():
@@ -204,10 +205,10 @@ def test_fori_at_set_updates_the_carry_in_place():
     np.testing.assert_array_equal(fill(x), np.arange(n) * 2.0)
     np.testing.assert_array_equal(x, 0)
     (loop,) = _native_loops()
-    updates = [s for s in loop.body.plan.steps if isinstance(s, WindowStep) and s.kind == "update"]
+    updates = [s for s in loop.construct.body.plan.steps if isinstance(s, WindowStep) and s.kind == "update"]
     assert len(updates) == 1
     # The update's output is the carry's own memory: no copy of the array per iteration.
-    assert loop.body.in_place == {updates[0].out: 1}
+    assert loop.construct.body.in_place == {updates[0].out: 1}
 
 
 def test_zeros_and_empty_then_at_set_in_scan_and_while():
@@ -217,11 +218,12 @@ def test_zeros_and_empty_then_at_set_in_scan_and_while():
             return buf, buf[i] * 2
         return lax.scan(body, jnp.zeros(n), jnp.arange(n))
     loops._cache.clear()
-    buf, ys = tracejit.jit(build, static_argnums=0)(64)
+    built = tracejit.jit(build, static_argnums=0)     # holds its executable, and so the loop
+    buf, ys = built(64)
     np.testing.assert_allclose(buf, np.sin(np.arange(64.0)), rtol=1e-14)
     np.testing.assert_allclose(ys, 2 * np.sin(np.arange(64.0)), rtol=1e-14)
     (loop,) = _native_loops()
-    assert loop.body.in_place and loop.body.direct_ys
+    assert loop.construct.body.in_place and loop.construct.body.direct_ys
 
     def squares(n):
         def body(c):
@@ -229,9 +231,10 @@ def test_zeros_and_empty_then_at_set_in_scan_and_while():
             return k + 1, buf.at[k].set(k * k)
         return lax.while_loop(lambda c: c[0] < n, body, (0, jnp.empty(n, jnp.int64)))[1]
     loops._cache.clear()
-    np.testing.assert_array_equal(tracejit.jit(squares, static_argnums=0)(40), np.arange(40) ** 2)
+    sq = tracejit.jit(squares, static_argnums=0)
+    np.testing.assert_array_equal(sq(40), np.arange(40) ** 2)
     (loop,) = _native_loops()
-    assert loop.body.in_place
+    assert loop.construct.body.in_place
 
 
 def test_rows_read_then_written_in_a_loop():
@@ -333,3 +336,33 @@ def test_slice_gradients_pad_natively():
     np.testing.assert_allclose(g(x), want, rtol=1e-14)
     steps = _steps(tracejit.grad(loss), x)
     assert not any(isinstance(s, NumpyStep) for s in steps)
+
+
+# --------------------------------------------------------------------------- concatenate
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int8, np.bool_, np.complex128],
+                         ids=lambda d: np.dtype(d).name)
+def test_concatenate_is_row_copies(dtype):
+    from helpers import check_against_numpy
+    a = (np.arange(6).reshape(2, 3) % 3).astype(dtype)
+    b = (np.arange(9).reshape(3, 3) - 4).astype(dtype)
+    c = (np.arange(4).reshape(2, 2) + 1).astype(dtype)
+    check_against_numpy(lambda xp, a, b: xp.concatenate([a, b, a], 0), a, b)
+    check_against_numpy(lambda xp, a, c: xp.concatenate([a, c], 1), a, c)
+    check_against_numpy(lambda xp, a: (xp.concatenate([a, a[:0], a], 0), xp.stack([a[0], a[1]], 1)), a)
+    text = tracejit.jit(lambda a, b: jnp.concatenate([a, b], 0)).lower(a, b).as_text()
+    assert "window concatenate" in text
+
+
+def test_concatenate_in_a_loop_body_runs_natively():
+    def shift_columns(t):
+        def body(j, t):
+            return t.at[:, j].set(jnp.concatenate([t[1:, j], jnp.zeros(1)]) + 1)
+        return lax.fori_loop(0, t.shape[1], body, t)
+    t = np.arange(25.0).reshape(5, 5)
+    want = t.copy()
+    for j in range(5):
+        want[:, j] = np.concatenate([want[1:, j], [0.0]]) + 1
+    f = tracejit.jit(shift_columns)
+    np.testing.assert_array_equal(f(t), want)
+    assert "native loop" in f.lower(t).compile().as_text()

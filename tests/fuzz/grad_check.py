@@ -341,15 +341,46 @@ def campaign(start: int, count: int, out_dir=None, verbose=True):
     return totals, findings
 
 
+def _campaign_chunk(start_count_out):
+    start, count, out_dir = start_count_out
+    return campaign(start, count, out_dir, verbose=False)
+
+
+def parallel_campaign(start: int, count: int, out_dir=None, jobs: int = 2, chunk: int = 200):
+    """``campaign`` over ``jobs`` worker processes (chunks of ``chunk`` seeds, in seed order)."""
+    import concurrent.futures
+    import multiprocessing
+    chunks = [(s, min(chunk, start + count - s), out_dir) for s in range(start, start + count, chunk)]
+    totals: dict = {}
+    findings = []
+    t0 = time.time()
+    done = 0
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for (s, c, _), (counts, found) in zip(chunks, pool.map(_campaign_chunk, chunks)):
+            for k, v in counts.items():
+                totals[k] = totals.get(k, 0) + v
+            for fnd in found:
+                findings.append(fnd)
+                print(f"[seed {fnd.seed}] {fnd.check}: {fnd.kind}: "
+                      f"{fnd.message.splitlines()[0] if fnd.message else ''}", flush=True)
+            done += c
+            print(f"... {done} programs, {time.time() - t0:.0f}s, {totals}", flush=True)
+    return totals, findings
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--count", type=int, default=100)
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes")
     ap.add_argument("--out", default=None, help="directory for reproducer files")
     ap.add_argument("--show", action="store_true", help="print each reproducer")
     args = ap.parse_args(argv)
     t0 = time.time()
-    totals, findings = campaign(args.start, args.count, args.out)
+    if args.jobs > 1:
+        totals, findings = parallel_campaign(args.start, args.count, args.out, args.jobs)
+    else:
+        totals, findings = campaign(args.start, args.count, args.out)
     if args.show:
         for fnd in findings:
             print(f"\n# ---- seed {fnd.seed} check {fnd.check} ({fnd.kind})\n{fnd.reproducer}")

@@ -105,6 +105,8 @@ class Result:
     mismatches: list = field(default_factory=list)
     numpy_raises: str | None = None
     seconds: float = 0.0
+    # Differences that are NumPy's own inconsistencies, not tracejit bugs (see NUMPY_SCALAR_DTYPE).
+    numpy_quirks: list = field(default_factory=list)
     skipped: str | None = None
 
 
@@ -171,6 +173,13 @@ def _flatten(out):
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
+# NumPy returns a scalar (np.generic), not a 0-d array, from a reduction of a 0-d array or from
+# arithmetic on 0-d arrays, and scalar arithmetic promotes by other rules than its array loops
+# (np.True_ ** 2 is int64, np.array(True) ** 2 is int8). tracejit, as JAX, keeps 0-d arrays and
+# follows the array rules; such a dtype difference is reported apart, not as a mismatch.
+NUMPY_SCALAR_DTYPE = "NumPy scalar promotion (np.generic output)"
+
+
 def check_program(program: pg.Program, backends=BACKENDS) -> Result:
     """All mismatches of ``program`` (empty: it passes)."""
     t0 = time.perf_counter()
@@ -206,6 +215,9 @@ def check_program(program: pg.Program, backends=BACKENDS) -> Result:
         for i, (g, w) in enumerate(zip(got, want)):
             name = program.outputs[i]
             diff = compare(g, w, errs.get(name, 0.0))
+            if diff and diff[0] == "dtype" and isinstance(w, np.generic):
+                res.numpy_quirks.append(f"{backend}: output {i}: {NUMPY_SCALAR_DTYPE}: {diff[1]}")
+                continue
             if diff:
                 res.mismatches.append(Mismatch(backend, diff[0], i, diff[1], labels.get(name, ("input", ""))[0],
                                                str(np.asarray(w).dtype)))
@@ -234,13 +246,6 @@ BUG_CLASSES = [
     ("crash", lambda k, src: ":crash" in k or ":timeout" in k),
     ("known: Python int scalar outside the dtype (OverflowError)", lambda k, src: "OverflowError(Python integer" in k),
     ("known: int64 vs uint64 comparison (TypeError)", lambda k, src: "requires operands of one dtype" in k),
-    ("complex x - (-0.0): np.signbit of a complex literal in simplify", lambda k, src: "signbit" in k),
-    ("float16 .at[] update with a Python float: KeyError in fusion", lambda k, src: "KeyError" in k and "_at(" in src),
-    ("loop result returned and reshaped: None in runtime env", lambda k, src: "'NoneType' object has no attribute" in k),
-    ("zero-trip fori_loop/while_loop with a non-identity body: wrong values downstream",
-     lambda k, src: (":value:" in k or ":nan:" in k or ":zero_sign:" in k)
-     and (any(int(a) >= int(b) for a, b in re.findall(r"_fori\(xp, (\d+), (\d+)", src))
-          or "_while(xp, 0," in src)),
     ("known: x ** 0.5 at -inf", lambda k, src: ":nan:" in k and "** 0.5" in src),
     ("known: weakly typed Python int argument outside an unsigned dtype (NumPy raises, jit cannot)",
      lambda k, src: ":no_raise:" in k and re.search(r"^a\d+ = -\d+$", src, re.M)),
@@ -254,15 +259,10 @@ BUG_CLASSES = [
      lambda k, src: (":value:" in k or ":nan:" in k) and "float16" in src
      and re.search(r"matmul\(|@|einsum\(|dot\(", src)),
     ("known: complex reciprocal / x**-1", lambda k, src: "complex" in src and ("reciprocal(" in src or "** -1" in src)),
-    ("complex x*1, x/1 (and mean/prod over one element) simplified to x",
-     lambda k, src: "complex" in src and (":nan:" in k or ":value:" in k)
-     and (re.search(r"[/*] (1(\.0)?|True)\b|\b(1(\.0)?|True) \*", src) or "mean(" in src or "prod(" in src)),
     ("documented: fmax/fmin zero signs follow NumPy's loop", lambda k, src: ":zero_sign:" in k and
      re.search(r"xp\.f(max|min)\(", src)),
     ("NumPy loop-dependent complex product rounding (ufunc.at / strided loops without FMA)",
      lambda k, src: ":value:" in k and "complex" in src and "'mul'" in src),
-    ("known: float -> unsigned cast out of range",
-     lambda k, src: ":value:" in k and re.search(r"(astype\(|dtype=)np\.uint", src)),
     ("known: dtype promotion", lambda k, src: ":dtype:" in k),
 ]
 
@@ -531,6 +531,8 @@ def check_seed(seed, out_dir=None, minimize_budget=20.0, max_stmts=None):
     res = check_program(p)
     rec = {"seed": seed, "t": round(time.perf_counter() - t0, 4), "t_gen": round(t_gen, 4),
            "ops": p.ops(), "numpy_raises": res.numpy_raises, "mismatches": []}
+    if res.numpy_quirks:
+        rec["numpy_quirks"] = res.numpy_quirks
     if res.mismatches:
         m0 = res.mismatches[0]
         small, n_checks = p, 0
@@ -687,7 +689,9 @@ def summarize(records, seconds):
         if keys:
             by_bug[r.get("class") or classify(keys, "")].append(r["seed"])
     n_bad = sum(1 for r in records if r.get("mismatches"))
+    quirks = [r["seed"] for r in records if r.get("numpy_quirks")]
     lines = [f"programs: {len(records)}  with mismatches: {n_bad}  "
+             f"NumPy-scalar quirks (not mismatches): {len(quirks)} {quirks[:6]}  "
              f"numpy-raises programs: {sum(1 for r in records if r.get('numpy_raises'))}  "
              f"wall: {seconds:.1f}s  throughput: {len(records) / max(seconds, 1e-9):.1f} programs/s",
              "by class (a guess from the minimized program, see BUG_CLASSES):"]
@@ -730,7 +734,7 @@ def main(argv=None):
     print(text)
     if args.out:
         print(f"reproducers: {args.out}/seed_<S>.py (minimized), seed_<S>_full.py")
-    return 0
+    return 1 if any(r.get("mismatches") for r in records) else 0
 
 
 if __name__ == "__main__":

@@ -122,6 +122,16 @@ def _vmap(xp, fn, x, axis=0):
     return tracejit.vmap(fn, in_axes=axis)(x)
 
 
+def _u32(xp, x):
+    """float/complex -> uint32 as tracejit defines it: NumPy's scalar C cast (the low 32 bits of the
+    int64 conversion). NumPy's own SIMD loop gives 2**31 instead for NaN and values below -2**31 in
+    some positions of a contiguous array (docs/compiler.md), so the oracle spells the cast out."""
+    if xp is np:
+        x = np.asarray(x)
+        return (x.real if x.dtype.kind == "c" else x).astype(np.int64).astype(np.uint32)
+    return x.astype(np.uint32)
+
+
 def _at(xp, x, idx, how, u):
     """``x.at[idx].<how>(u)`` (NumPy: a copy updated with ``ufunc.at``, so duplicates accumulate)."""
     if xp is np:
@@ -660,6 +670,8 @@ class Gen:
                 m = ("disc",)   # drops the imaginary part (NumPy warns)
         else:
             m = ("disc",)
+        if d == "uint32" and v.kind in "fc":
+            return self.emit(f"_u32(xp, {v.name})", [v.name], m, "astype")
         if self.r() < 0.5:
             return self.emit(f"{v.name}.astype(np.{d})", [v.name], m, "astype")
         return self.emit(f"xp.asarray({v.name}, dtype=np.{d})", [v.name], m, "astype")

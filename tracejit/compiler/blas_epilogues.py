@@ -7,16 +7,16 @@ back, and the product is never stored on its own.
 from __future__ import annotations
 
 from tracejit.compiler.fusion import DotStep, Plan, step_reads, step_writes
-from tracejit.compiler.kernel_ir import IndexMap, Kernel
+from tracejit.compiler.kernel_ir import IndexMap, Kernel, is_gather
 
 
 def _scaled_load(node, buffer):
     """``k`` when ``node`` is ``load(buffer)`` (k = 1) or ``k * load(buffer)`` with a constant k."""
-    if node.kind == "load" and node.buffer == buffer:
+    if node.kind == "load" and node.buffer == buffer and not is_gather(node):
         return 1.0
     if node.kind == "op" and node.prim.name == "mul" and len(node.args) == 2:
         k, d = node.args if node.args[0].kind == "const" else node.args[::-1]
-        if k.kind == "const" and d.kind == "load" and d.buffer == buffer:
+        if k.kind == "const" and d.kind == "load" and d.buffer == buffer and not is_gather(d):
             return float(k.value)
     return None
 
@@ -30,7 +30,7 @@ def _axpy_terms(expr, dot_buffer):
     candidates = [(x, y, 1.0)] if expr.prim.name == "sub" else [(x, y, 1.0), (y, x, 1.0)]
     for c, term, sign in candidates:
         k = _scaled_load(term, dot_buffer)
-        if k is None or c.kind != "load" or c.buffer == dot_buffer:
+        if k is None or c.kind != "load" or is_gather(c) or c.buffer == dot_buffer:
             continue
         loads = [c] + ([term] if term.kind == "load" else [a for a in term.args if a.kind == "load"])
         if any(n.map.terms != IndexMap.identity(len(n.map.terms)).terms for n in loads):

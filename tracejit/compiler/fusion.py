@@ -26,12 +26,12 @@ import numpy as np
 from tracejit.core import dtypes
 from tracejit.core.ir import Literal, Program, Var
 from tracejit.core.primitive import ELEMENTWISE
-from tracejit.compiler.kernel_ir import IndexMap, Kernel, Node, Phase, walk
+from tracejit.compiler.kernel_ir import GatherSpec, IndexMap, Kernel, Node, Phase, is_gather, walk
 from tracejit.ops.dot import dot_general_p
 from tracejit.ops.elementwise import iota_p
-from tracejit.ops.indexing import dynamic_slice_p, dynamic_update_slice_p
+from tracejit.ops.indexing import dynamic_slice_p, dynamic_update_slice_p, gather_p, scatter_p
 from tracejit.ops.reductions import reduce_prims
-from tracejit.ops.structural import (broadcast_in_dim_p, pad_p, reshape_p, rev_p, slice_p, squeeze_p,
+from tracejit.ops.structural import (broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, rev_p, slice_p, squeeze_p,
                                      transpose_p)
 
 _REDUCE_OPS = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min", "reduce_prod": "prod",
@@ -41,6 +41,9 @@ _EXPENSIVE = {"exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sin", "c
               "cbrt", "floordiv", "rem", "fmod"}
 
 _COSTLY = _EXPENSIVE | {"sqrt", "rsqrt", "div"}
+# Scatters compiled as native loops (complex and float16 updates run NumPy's ufunc.at).
+_NATIVE_SCATTER_DTYPES = {dtypes.bool_, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8,
+                          dtypes.uint16, dtypes.uint32, dtypes.uint64, dtypes.float32, dtypes.float64}
 # A costly value broadcast to at least this many times its size is materialized at its own size.
 BROADCAST_MATERIALIZE_FACTOR = 8
 
@@ -88,33 +91,57 @@ class WindowStep:
     only the window; otherwise it copies the operand first.
     """
 
-    kind: str                  # "slice" | "update" | "pad"
+    kind: str                  # "slice" | "update" | "pad" | "scatter" | "concat"
     out: int
     operand: int               # pad: the padding value (buffer id or ("lit", value))
-    update: int | None         # pad: the array placed inside
-    starts: list               # buffer id (integer scalar) or ("lit", value) per operand axis
-    window: tuple              # window shape (slice_sizes, or the update's shape)
+    update: int | None         # pad: the array placed inside; scatter: the updates; concat: all operands
+    starts: list               # buffer id (integer scalar) or ("lit", value) per operand axis; scatter: [indices];
+                               # concat: each operand's offset along the axis
+    window: tuple              # window shape (slice_sizes, or the update's shape); scatter: ()
+    combine: tuple = ()        # scatter: (kind, mode), e.g. ("add", "drop"); concat: (axis,)
 
     def reads(self) -> list:
+        if self.kind == "concat":
+            return list(dict.fromkeys(self.update))
         ins = [self.operand] + ([self.update] if self.update is not None else [])
         return [b for b in ins if isinstance(b, int)] + [s for s in self.starts if isinstance(s, int)]
 
     def describe(self) -> str:
+        if self.kind == "concat":
+            return (f"window concatenate[axis={self.combine[0]}] {', '.join(f'b{b}' for b in self.update)} "
+                    f"-> b{self.out}")
         starts = ", ".join(f"b{s}" if isinstance(s, int) else repr(s[1]) for s in self.starts)
         operand = f"b{self.operand}" if isinstance(self.operand, int) else repr(self.operand[1])
+        if self.kind == "scatter":
+            return (f"window scatter[{self.combine[0]} mode={self.combine[1]}] b{self.update} into "
+                    f"{operand}[{starts}] -> b{self.out}")
         what = {"slice": "dynamic_slice", "update": f"dynamic_update_slice(update b{self.update})",
                 "pad": f"pad(b{self.update}) with"}[self.kind]
         return f"window {what} {operand}[{starts}] {list(self.window)} -> b{self.out}"
 
 
+CONTROL_FLOW = ("cond", "while", "scan")
+
+
 @dataclass
 class NumpyStep:
+    """A primitive run by its NumPy implementation, or a control-flow primitive whose ``loop`` the
+    backend sets: a native loop, or a host loop that runs its compiled bodies from Python
+    (``host_reason`` says why it is not native)."""
+
     eqn: object
     inputs: list               # buffer id or ("lit", value)
     outputs: list
+    loop: object = None
+    host_reason: str | None = None
 
     def describe(self) -> str:
-        return f"numpy {self.eqn.primitive.name} -> {', '.join(f'b{b}' for b in self.outputs)}"
+        name, outs = self.eqn.primitive.name, ", ".join(f"b{b}" for b in self.outputs)
+        if name not in CONTROL_FLOW:
+            return f"numpy {name} -> {outs}"
+        if self.loop is not None and getattr(self.loop, "native", True):
+            return f"native loop {name} -> {outs}"
+        return f"host loop {name} -> {outs}" + (f"  # {self.host_reason}" if self.host_reason else "")
 
 
 def step_reads(step) -> list:
@@ -212,21 +239,29 @@ class Planner:
     # ----------------------------------------------------------- classification
     def kind(self, eqn) -> str:
         p = eqn.primitive
+        if p is concatenate_p and all(isinstance(a, Var) for a in eqn.inputs) and self._fusible_dtype(eqn):
+            return "window"     # row copies of each operand into place
         if p in _STRUCTURAL:
             if structural_terms(eqn) is not None and self._fusible_dtype(eqn):
                 return "struct"
-            if p is reshape_p:
-                return "reshape"
+            if p is reshape_p and isinstance(eqn.inputs[0], Var):
+                return "reshape"        # an alias of the operand's buffer (a literal has none)
             return "numpy"
         if p in ELEMENTWISE and self.can_lower(eqn):
             return "ew"
         if p.name in _REDUCE_OPS and self.can_reduce(eqn):
             return "reduce"
+        if p is gather_p and isinstance(eqn.inputs[0], Var) and self._fusible_dtype(eqn) \
+                and eqn.inputs[0].aval.dtype.kind in "biufc":
+            return "gather"     # an indexed load inside a kernel (the operand stays in memory)
         if p is dot_general_p and eqn.inputs[0].aval.dtype.kind in "fc":
             return "dot"
         if p is pad_p and isinstance(eqn.inputs[0], Var) and all(
                 lo >= 0 and hi >= 0 and interior == 0 for lo, hi, interior in eqn.params["padding_config"]):
             return "window"     # a fill and one block copy (cropping or interior padding: NumPy)
+        if p is scatter_p and all(isinstance(a, Var) for a in eqn.inputs) \
+                and eqn.inputs[0].aval.dtype in _NATIVE_SCATTER_DTYPES:
+            return "window"     # a serial loop over the updates, in place when the operand dies here
         if p in (dynamic_slice_p, dynamic_update_slice_p):
             arrays = eqn.inputs[:1] if p is dynamic_slice_p else eqn.inputs[:2]
             return "window" if all(isinstance(a, Var) for a in arrays) else "numpy"
@@ -294,6 +329,8 @@ class Planner:
                 m.update(id(a) for a in e.inputs if isinstance(a, Var))
             if k == "reshape":
                 m.add(id(e.inputs[0]))
+            if k == "gather":
+                m.add(id(e.inputs[0]))
         # Dot operands that are transposes of materialized buffers stay views (BLAS flags).
         self.dot_views: dict[int, tuple] = {}
         for e in prog.eqns:
@@ -352,12 +389,35 @@ class Planner:
             term = imap.terms[dim] if imap.terms else (-1, 0, 0)
             return self._node(("iota", eqn.params["dtype"], term),
                               lambda: Node("iota", eqn.params["dtype"], map=IndexMap((term,))))
+        if k == "gather":
+            return self._gather_expr(eqn, imap)
         assert k == "ew", (eqn.primitive, k)
         args = tuple(self.expr(a, imap if a.aval.ndim else IndexMap(())) for a in eqn.inputs)
         params = tuple(sorted(eqn.params.items()))
         key = ("op", eqn.primitive, params, tuple(id(a) for a in args))
         return self._node(key, lambda: Node("op", eqn.outputs[0].aval.dtype, args=args, prim=eqn.primitive,
                                             params=params))
+
+    def _gather_expr(self, eqn, imap: IndexMap) -> Node:
+        """``operand[indices[b], p]`` at output index ``(b, p)``: one index expression per indexed dim."""
+        operand, indices = eqn.inputs
+        k = indices.aval.shape[-1]
+        nb = indices.aval.ndim - 1
+        indexed = operand.aval.shape[:k]
+        mode, fill = eqn.params["mode"], eqn.params["fill_value"]
+        d = operand.aval.dtype
+        if math.prod(indexed) == 0:      # nothing to read: every element is the fill (or zero)
+            value = fill if mode == "fill" else 0
+            return self._node(("const", d, np.asarray(value, d).tobytes()),
+                              lambda: Node("const", d, value=np.asarray(value, d).item()))
+        terms = imap.terms if imap.terms else ((-1, 0, 0),) * (nb + operand.aval.ndim - k)
+        args = tuple(self.expr(indices, IndexMap(tuple(terms[:nb]) + ((-1, 0, j),))) for j in range(k))
+        omap = IndexMap(((-1, 0, 0),) * k + tuple(terms[nb:]))
+        spec = GatherSpec(mode, fill if mode == "fill" else None, tuple(indexed))
+        bid = self.buffer_of[id(operand)]
+        key = ("gather", bid, omap, spec, np.asarray(fill, d).tobytes() if mode == "fill" else b"",
+               tuple(id(a) for a in args))
+        return self._node(key, lambda: Node("load", d, args=args, buffer=bid, map=omap, value=spec))
 
     def _node(self, key, make):
         n = self._memo.get(key)
@@ -439,6 +499,13 @@ class Planner:
             if eqn.primitive is pad_p:
                 lows = [("lit", lo) for lo, _, _ in eqn.params["padding_config"]]
                 step = WindowStep("pad", out, ins[1], ins[0], lows, eqn.inputs[0].aval.shape)
+            elif eqn.primitive is concatenate_p:
+                axis = eqn.params["dimension"]
+                offsets = np.cumsum([0] + [a.aval.shape[axis] for a in eqn.inputs[:-1]]).tolist()
+                step = WindowStep("concat", out, None, tuple(ins), offsets, (), (axis,))
+            elif eqn.primitive is scatter_p:
+                step = WindowStep("scatter", out, ins[0], ins[2], [ins[1]], (),
+                                  (eqn.params["kind"], eqn.params["mode"]))
             elif eqn.primitive is dynamic_slice_p:
                 step = WindowStep("slice", out, ins[0], None, ins[1:], tuple(eqn.params["slice_sizes"]))
             else:
@@ -483,7 +550,8 @@ class Planner:
 
 def _op_names(exprs) -> list:
     """Primitive names of the operations in expressions, each node once, inputs first."""
-    return [n.prim.name for n in reversed(walk(exprs)) if n.kind == "op"]
+    return [n.prim.name if n.kind == "op" else "gather" for n in reversed(walk(exprs))
+            if n.kind == "op" or is_gather(n)]
 
 
 # --------------------------------------------------------------------------- merging
@@ -530,7 +598,8 @@ def _remap_phases(phases, perm, per_row=False):
         if id(n) in memo:
             return memo[id(n)]
         if n.kind == "load":
-            new = Node("load", n.dtype, buffer=n.buffer, map=n.map.permuted(perm))
+            new = Node("load", n.dtype, args=tuple(remap(a) for a in n.args), buffer=n.buffer,
+                       map=n.map.permuted(perm), value=n.value)
         elif n.kind == "iota":
             new = Node("iota", n.dtype, map=n.map.permuted(perm), value=n.value)
         elif n.kind == "const":
@@ -595,12 +664,14 @@ def _substitute_own(exprs, own_exprs):
     def sub(n):
         if id(n) in memo:
             return memo[id(n)]
-        if n.kind == "load" and n.buffer in own_exprs:
+        if n.kind == "load" and n.buffer in own_exprs and not is_gather(n):
             new = own_exprs[n.buffer]
-        elif n.kind == "op":
+        elif n.kind == "op" or is_gather(n):
+            # (A gather reads other elements than the one computed here: it keeps its load.)
             args = tuple(sub(a) for a in n.args)
             new = n if all(x is y for x, y in zip(args, n.args)) else Node(
-                "op", n.dtype, args=args, prim=n.prim, params=n.params)
+                n.kind, n.dtype, args=args, prim=n.prim, params=n.params, buffer=n.buffer, map=n.map,
+                value=n.value)
         else:
             new = n
         memo[id(n)] = new
@@ -656,6 +727,10 @@ def _merge_candidates(merged, step, produced_at, plan):
         own = set(k.buffers_written())
         # Every buffer read must exist before k, or be produced by k itself.
         if any(produced_at.get(b, -1) > ti for b in read_ids if b not in own):
+            continue
+        # A reshape view of a buffer k writes is read at other elements than the one k's
+        # iteration has written (possibly before it is written): no merge.
+        if any(b not in own and base_buffer(plan.buffers, b) in own for b, _ in reads):
             continue
         if k.is_row_kernel or step.is_row_kernel:
             if not k.is_row_kernel:

@@ -51,9 +51,27 @@ class IndexMap:
         return IndexMap(tuple(out))
 
 
+@dataclass(frozen=True)
+class GatherSpec:
+    """What makes a load a gather: the buffer's leading ``len(indexed_shape)`` dims are indexed by
+    the node's ``args`` (one integer expression per dim), clamped into range (``clip``) or, when any
+    is out of range, replaced by ``fill_value`` (``fill``). Its map gives the other dims."""
+
+    mode: str
+    fill_value: object
+    indexed_shape: tuple
+
+
+def is_gather(node) -> bool:
+    return node.kind == "load" and node.value is not None
+
+
 @dataclass(eq=False)
 class Node:
-    """An expression node. ``kind``: load | const | iota | op."""
+    """An expression node. ``kind``: load | const | iota | op.
+
+    A load with a :class:`GatherSpec` in ``value`` is a gather: its ``args`` are index expressions.
+    """
 
     kind: str
     dtype: np.dtype
@@ -172,7 +190,12 @@ def format_exprs(exprs) -> list:
     text: dict[int, str] = {}
     lets = []
     for n in order:
-        if n.kind == "load":
+        if is_gather(n):
+            g = n.value
+            fill = f" fill={g.fill_value!r}" if g.mode == "fill" else ""
+            t = (f"gather[{g.mode}{fill}](b{n.buffer}{_map_text(n.map)}; "
+                 f"{', '.join(text[id(a)] for a in n.args)})")
+        elif n.kind == "load":
             t = f"load(b{n.buffer}{_map_text(n.map)})"
         elif n.kind == "const":
             t = repr(n.value)

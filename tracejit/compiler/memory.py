@@ -9,7 +9,7 @@ reads.
 from __future__ import annotations
 
 from tracejit.compiler.fusion import Plan, WindowStep, base_buffer, step_reads, step_writes  # noqa: F401
-from tracejit.compiler.kernel_ir import Kernel, walk
+from tracejit.compiler.kernel_ir import Kernel, walk, is_gather
 
 ALIGN = 64
 
@@ -120,7 +120,7 @@ def in_place_pairs(plan: Plan, first=None, last=None) -> dict:
             if (others or rb.kind != "temp" or rb.nbytes != ob.nbytes
                     or rb.shape != ob.shape or last.get(r) != i or r in pairs.values()):
                 continue
-            if all(m.map == omap for m in step.loads() if m.buffer == r):
+            if all(m.map == omap and not is_gather(m) for m in step.loads() if m.buffer == r):
                 pairs[out] = r
                 break
     for i, step in _window_updates(plan):
@@ -134,7 +134,7 @@ def in_place_pairs(plan: Plan, first=None, last=None) -> dict:
 
 def _window_updates(plan: Plan):
     for i, step in enumerate(plan.steps):
-        if isinstance(step, WindowStep) and step.kind == "update":
+        if isinstance(step, WindowStep) and step.kind in ("update", "scatter"):
             yield i, step
 
 
@@ -162,7 +162,7 @@ def donation_pairs(plan: Plan, donated_inputs) -> dict:
                     or ib.id in alias_bases or last_read.get(ib.id, -1) > i
                     or readers.get(ib.id, {(pi, j)}) != {(pi, j)}):
                 continue
-            if all(m.map == omap for m in _expr_loads(e) if m.buffer == ib.id):
+            if all(m.map == omap and not is_gather(m) for m in _expr_loads(e) if m.buffer == ib.id):
                 pairs[out] = pos
                 break
     for i, step in _window_updates(plan):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from tracejit.core.primitive import Primitive, def_rules
+from tracejit.core.interpret import interpret
 
 
 def _call_abstract_eval(*in_avals, program, name):
@@ -14,7 +15,6 @@ def _call_abstract_eval(*in_avals, program, name):
 
 
 def _call_impl(*args, program, name):
-    from tracejit.backends.reference import interpret
     n = len(program.const_vars)
     return interpret(program, args[:n], args[n:])
 

@@ -19,22 +19,19 @@ Operand layouts (what ``eqn.inputs`` holds):
   ``*consts, *carry, *xs``; ``program(*consts, *carry, *x_slices) ->
   [*carry, *y_slices]``; outputs are the final carry and the stacked ``ys``.
 
-The impl rules run sub-programs through :func:`run_program`, a single hook a
-compiled backend can replace with :func:`set_program_runner` so that loop
-bodies run as native code instead of through the NumPy interpreter.
+The impl rules run sub-programs with the reference interpreter (:func:`run_program`);
+compiled backends compile the sub-programs themselves.
 """
 from __future__ import annotations
-
-from typing import Callable
 
 import numpy as np
 
 from tracejit.core.avals import ShapedArray
+from tracejit.core.interpret import interpret
 from tracejit.core.ir import Program
 from tracejit.core.primitive import Primitive, cost_rules, def_rules
 
-__all__ = ["cond_p", "while_p", "scan_p", "closure_convert", "run_program", "set_program_runner",
-           "program_cost"]
+__all__ = ["cond_p", "while_p", "scan_p", "closure_convert", "run_program", "program_cost"]
 
 
 # --------------------------------------------------------------------------- sub-program helpers
@@ -63,26 +60,12 @@ def closure_convert(program: Program) -> tuple[Program, list]:
     return closed, list(program.const_values)
 
 
-def _default_runner(program: Program, consts, args) -> list:
-    # Imported on first use: the backends import the primitives, not the other way round.
-    global _interpret
-    if _interpret is None:
-        from tracejit.backends.reference import interpret as _interpret
-    return _interpret(program, (), [*consts, *args])
-
-
-_interpret = None
-
-
-_runner: Callable = _default_runner
-
-
 def run_program(program: Program, consts, args) -> list:
-    """Run a closed (constant-free) sub-program on NumPy values.
+    """Run a closed (constant-free) sub-program on NumPy values with the reference interpreter.
 
     ``consts`` are the sub-program's leading inputs (the closure-converted
-    constants), ``args`` the rest. By default this is the reference
-    interpreter; :func:`set_program_runner` installs a faster one.
+    constants), ``args`` the rest. (Compiled backends never come here: they
+    compile sub-programs themselves, see ``backends/cpu/loops.py``.)
 
     Examples
     --------
@@ -91,25 +74,7 @@ def run_program(program: Program, consts, args) -> list:
     >>> [float(v) for v in run_program(p, [], [np.float64(3.0)])]
     [6.0]
     """
-    return _runner(program, consts, args)
-
-
-def set_program_runner(runner: Callable | None) -> Callable:
-    """Replace how control-flow impls run sub-programs; returns the previous runner.
-
-    ``runner(program, consts, args) -> list of arrays`` must compute exactly
-    what the reference interpreter computes (a compiled backend may cache an
-    executable per sub-program). ``None`` restores the reference interpreter.
-
-    Examples
-    --------
-    >>> previous = set_program_runner(None)
-    >>> _ = set_program_runner(previous)
-    """
-    global _runner
-    previous = _runner
-    _runner = runner if runner is not None else _default_runner
-    return previous
+    return interpret(program, (), [*consts, *args])
 
 
 def _as_values(vals, avals) -> list:

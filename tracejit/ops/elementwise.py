@@ -264,7 +264,13 @@ def _convert_impl(x, *, new_dtype, weak_type=False):
         # complex -> bool is "either part nonzero" (NumPy); other real targets take the real part.
         if dtypes.is_complex(x.dtype) and not dtypes.is_complex(new_dtype) and not dtypes.is_bool(new_dtype):
             x = np.real(x)
-        return [np.asarray(x).astype(new_dtype)]
+        x = np.asarray(x)
+        if np.dtype(new_dtype) == np.uint32 and x.dtype.kind == "f":
+            # NumPy's float -> uint32 loop gives 2**31 for NaN and values below -2**31 in its SIMD
+            # blocks but the C cast (low 32 bits of the int64 conversion) elsewhere; tracejit
+            # always gives the C cast, as its compiled kernels do (docs/compiler.md).
+            return [x.astype(np.int64).astype(np.uint32)]
+        return [x.astype(new_dtype)]
 
 
 convert_element_type_p = def_rules(

@@ -34,6 +34,7 @@ import numpy as np
 from tracejit.core import dtypes
 from tracejit.core.avals import ShapedArray
 from tracejit.core.primitive import ELEMENTWISE, Primitive, def_rules
+from tracejit.core.interpret import interpret
 
 GATHER_MODES = ("clip", "fill")
 SCATTER_MODES = ("clip", "drop")
@@ -183,7 +184,6 @@ def _scatter_apply_abstract_eval(operand, indices, *, program, mode):
 
 def _apply_program(program, values):
     """Run a scalar program on an array of values: vectorized when every step is elementwise."""
-    from tracejit.backends.reference import interpret
     if all(e.primitive in ELEMENTWISE for e in program.eqns):
         out = interpret(program, program.const_values, [values])[0]
         return np.broadcast_to(np.asarray(out, values.dtype), values.shape)

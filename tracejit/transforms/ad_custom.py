@@ -14,7 +14,7 @@ import operator
 
 import numpy as np
 
-from tracejit.core.interpret import eval_program
+from tracejit.core.interpret import eval_program, interpret
 from tracejit.core.primitive import Primitive, decomposition_rules, def_rules
 from tracejit.core.pytree import tree_flatten, tree_unflatten
 from tracejit.core.trace import is_eager, trace_flat
@@ -27,7 +27,6 @@ def _call_abstract_eval(*in_avals, program, num_consts, **_):
 
 
 def _call_impl(*args, program, num_consts, **_):
-    from tracejit.backends.reference import interpret
     return interpret(program, args[:num_consts], args[num_consts:])
 
 

@@ -4,42 +4,18 @@ from __future__ import annotations
 import os
 import time
 
-from tracejit.core import dtypes
-from tracejit.compiler.fusion import DotStep, Planner, WindowStep, step_writes
+from tracejit.compiler.fusion import CONTROL_FLOW, DotStep, NumpyStep, Planner, WindowStep, step_writes
 from tracejit.compiler.kernel_ir import Kernel, walk
 from tracejit.compiler.memory import plan_memory
 from tracejit.compiler.passes import run_pipeline
 from tracejit.backends import register_backend
 from tracejit.config import env_flag
-from tracejit.backends.cpu import llvm_engine, lowering, mathlib, parallel, warmup
-from tracejit.backends.cpu.codegen import KernelEmitter
+from tracejit.backends.cpu import llvm_engine, loops, mathlib, parallel, warmup
+from tracejit.backends.cpu.host_loops import HostLoop
+from tracejit.backends.cpu.native import (can_lower, can_reduce, native_emitter, native_steps,  # noqa: F401
+                                          vector_bytes)
 from tracejit.backends.cpu.runtime import (CPUExecutable, KernelLaunch, WindowLaunch, output_pools,
                                            prime_in_background)
-from tracejit.backends.cpu.window import WindowEmitter
-
-_NATIVE_REDUCE = {dtypes.bool_, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8,
-                  dtypes.uint16, dtypes.uint32, dtypes.uint64, dtypes.float32, dtypes.float64}
-
-
-def can_lower(eqn) -> bool:
-    if len(eqn.outputs) != 1:
-        return False
-    in_dtypes = [a.aval.dtype for a in eqn.inputs] or [eqn.outputs[0].aval.dtype]
-    return lowering.supports(eqn.primitive.name, in_dtypes, eqn.outputs[0].aval.dtype)
-
-
-# Complex sums accumulate (re, im) vector pairs; see lowering_complex.REDUCE_RULES for the rest.
-_COMPLEX_REDUCE = {"reduce_sum"}
-
-
-def can_reduce(eqn) -> bool:
-    d = eqn.inputs[0].aval.dtype
-    return d in _NATIVE_REDUCE or (d.kind == "c" and eqn.primitive.name in _COMPLEX_REDUCE)
-
-
-def vector_bytes() -> int:
-    features = llvm_engine.host_cpu_features()
-    return 64 if "+avx512f" in features else (32 if "+avx" in features else 16)
 
 
 class CPUBackend:
@@ -58,6 +34,15 @@ class CPUBackend:
         program, plan, _ = self.optimize(program)
         return f"{program}\n\n# kernels and steps\n" + _plan_text(plan)
 
+    def _choose_loops(self, plan) -> None:
+        """Each control-flow step becomes a native loop, or a host loop whose bodies are compiled now
+        (so an executable never compiles while it runs); the reason is recorded for ``as_text``."""
+        for step in plan.steps:
+            if isinstance(step, NumpyStep) and step.eqn.primitive.name in CONTROL_FLOW:
+                step.loop, step.host_reason = loops.native_loop_or_reason(step.eqn)
+                if step.loop is None:
+                    step.loop = HostLoop(step.eqn, lambda p: self.compile(p, name="body"), step.host_reason)
+
     def compile(self, program, *, name: str = "function", donate_argnums=()):
         t0 = time.perf_counter()
         warmup.wait()
@@ -68,6 +53,7 @@ class CPUBackend:
         offsets, arena_bytes = plan_memory(plan)
         pass_ms["memory"] = (time.perf_counter() - t1) * 1e3
         _dump_plan("memory", plan, f"arena {arena_bytes} bytes, offsets {offsets}")
+        self._choose_loops(plan)
         pools = output_pools(plan, donate_argnums)
         native = set().union(*(step_writes(s) for s in plan.steps if isinstance(s, (Kernel, WindowStep, DotStep))))
         prime_in_background([pool for bid, pool in pools.items() if bid in native])
@@ -133,11 +119,6 @@ def _address_or_none(compiled, symbol):
         return None
 
 
-def native_steps(plan) -> list:
-    """The steps that become LLVM functions: fused kernels and window copies, in plan order."""
-    return [s for s in plan.steps if isinstance(s, (Kernel, WindowStep))]
-
-
 # Programs with less machine code than this (in _code_weight units, ~0.2 ms of LLVM each) compile as
 # one module: a second one costs ~1 ms to load.
 SPREAD_MIN_WEIGHT = 60
@@ -174,12 +155,6 @@ def spread_over_modules(emitters, main, name) -> list:
         loads[target] += w
         emitters[i].module = (main, side)[target]
     return [main, side]
-
-
-def native_emitter(module, step, buffers, vector_bytes):
-    if isinstance(step, WindowStep):
-        return WindowEmitter(module, step, buffers)
-    return KernelEmitter(module, step, buffers, vector_bytes)
 
 
 def _dump_plan(stage, plan, extra=""):

@@ -18,7 +18,7 @@ import numpy as np
 from llvmlite import ir
 
 from tracejit.core import dtypes
-from tracejit.compiler.kernel_ir import Kernel, walk
+from tracejit.compiler.kernel_ir import Kernel, is_gather, walk
 from tracejit.backends.cpu import lowering as L
 from tracejit.backends.cpu import lowering_complex as LC
 
@@ -325,6 +325,8 @@ class KernelEmitter:
         b = self.b
         if node.kind == "const":
             v = L.const(node.dtype, node.value, lanes)
+        elif is_gather(node):
+            v = self._gather(node, j, cache)
         elif node.kind in ("load", "iota"):
             acc = self.layout.access[id(node)]
             base = self.row_base[id(node)]
@@ -352,7 +354,30 @@ class KernelEmitter:
         cache[key] = v
         return v
 
+    def _gather(self, node, j, cache):
+        """One element of ``operand[idx..., p]``: the map's offset plus each clamped (or checked)
+        index times its dim's stride. Scalar code: a kernel with a gather is not vectorized."""
+        b = self.b
+        spec = node.value
+        acc = self.layout.access[id(node)]
+        base = self.row_base[id(node)]
+        inner = acc.coeffs[self.lane_dim]
+        off = b.add(base, b.mul(j, ir.Constant(I64, inner))) if inner else base
+        strides = c_strides(self.buffers[node.buffer].shape)
+        valid = None
+        for arg, n, stride in zip(node.args, spec.indexed_shape, strides):
+            idx, ok = L.index_in_range(b, self._eval(arg, 1, j, cache), arg.dtype, n, spec.mode)
+            if ok is not None:
+                valid = ok if valid is None else b.and_(valid, ok)
+            off = b.add(off, b.mul(idx, ir.Constant(I64, stride)))
+        v = self._load(node.buffer, off, 1)
+        if valid is not None:
+            v = L.select_value(b, valid, v, L.const(node.dtype, spec.fill_value, 1))
+        return v
+
     def _vectorizable(self, phase_nodes, store_accesses):
+        if any(is_gather(n) for n in phase_nodes):
+            return False
         for n in phase_nodes:
             if n.kind in ("load", "iota") and self.layout.access[id(n)].coeffs[-1] not in (0, 1):
                 return False
@@ -391,6 +416,8 @@ class KernelEmitter:
         for n in order:
             if n.kind == "const":
                 inv[id(n)] = True
+            elif is_gather(n):
+                inv[id(n)] = False
             elif n.kind in ("load", "iota"):
                 inv[id(n)] = self.layout.access[id(n)].coeffs[self.lane_dim] == 0
             else:
@@ -555,6 +582,8 @@ class KernelEmitter:
         indices, which are contiguous in memory, and each lane accumulates its own row."""
         lay = self.layout
         if not self.kernel.is_row_kernel or lay.n_outer != 1 or len(lay.shape) < 2 or self.lanes == 1:
+            return False
+        if any(is_gather(n) for n in self.kernel.loads()):
             return False
         loads = list(lay.access.values())
         if not any(a.coeffs[-1] not in (0, 1) for a in loads):

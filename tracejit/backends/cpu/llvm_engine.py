@@ -65,7 +65,6 @@ _CHILD_LOCKS = (
     ("tracejit.config", "config._lock"),
     ("tracejit.backends.cpu.mathlib", "_lock"),
     ("tracejit.backends.cpu.rare_paths", "_cells_lock"),
-    ("tracejit.backends.cpu.subprograms", "_lock"),
     ("tracejit.backends.cpu.parallel", "_lock"),
     ("tracejit.backends.cpu.runtime", "_pool_lock"),
     ("tracejit.backends.cpu.blas", "_lock"),

@@ -1,17 +1,22 @@
-"""Native loops: ``while`` and ``scan`` whose bodies compile to native steps only.
+"""Native control flow: ``while``, ``scan`` and ``cond`` whose bodies compile to native steps.
 
-The whole loop becomes one LLVM function, the *driver*: each iteration calls
-the body's kernels and window copies directly (same module, so LLVM inlines
-them), then moves the new carry into place, all without returning to Python.
-Bodies that need a BLAS or NumPy step fall back to running the compiled body
-once per iteration from Python (``subprograms.py``).
+A control-flow equation becomes one LLVM function, the *driver*: each iteration
+(or the chosen branch) calls the body's kernels and window copies directly
+(same module, so LLVM inlines them), then moves the new carry into place, all
+without returning to Python. Bodies may themselves hold loops and conds: those
+are emitted inline in the same driver, recursively, so a nested ``fori_loop``
+with a ``cond`` inside runs as one native function. Bodies that need a BLAS
+or NumPy step run as host loops instead (``host_loops.py``); the reason is
+recorded on the plan step and shown by ``as_text()``.
 
 Carries are updated in place where the body allows it: a body output that
 may be written over its own carry (the donation rules of memory planning:
 read only at the element written, nothing reads the old value later) is
 given the carry's memory, so ``x.at[i].set(v)`` in a loop writes one
-window per iteration instead of copying the array. Scan outputs (``ys``)
-are written straight into their row of the stacked result.
+window per iteration instead of copying the array. A carry the body returns
+unchanged (a matrix threaded through the loop only to be read) is never
+copied. Scan outputs (``ys``) are written straight into their row of the
+stacked result.
 
 Small loops keep their carries, arenas and outputs in the driver's stack
 frame: LLVM then promotes them to registers, and a step costs a few cycles.
@@ -19,15 +24,20 @@ frame: LLVM then promotes them to registers, and a step costs a few cycles.
 from __future__ import annotations
 
 import ctypes
+import itertools
+import weakref
+from collections import OrderedDict
 
 import numpy as np
 from llvmlite import ir
 
-from tracejit.compiler.fusion import Planner, WindowStep, base_buffer
+from tracejit.compiler.fusion import CONTROL_FLOW, NumpyStep, Planner, WindowStep, base_buffer
 from tracejit.compiler.kernel_ir import Kernel
 from tracejit.compiler.memory import donation_pairs, plan_memory
 from tracejit.compiler.passes import run_pipeline
 from tracejit.backends.cpu import llvm_engine
+from tracejit.backends.cpu import lowering as L
+from tracejit.backends.cpu.native import can_lower, can_reduce, native_emitter, native_steps, vector_bytes
 from tracejit.backends.cpu.runtime import data_address
 from tracejit.backends.cpu.window import copy_bytes, counted_loop
 
@@ -38,6 +48,7 @@ LOCAL_STORAGE_BYTES = 16 << 10
 # Bodies with a kernel this large run per iteration from Python, each kernel threaded.
 THREADED_BODY_WORK = 1 << 16
 ALIGN = 64
+_tags = itertools.count()
 
 
 def _round_up(n: int) -> int:
@@ -45,19 +56,24 @@ def _round_up(n: int) -> int:
 
 
 class _SubPlan:
-    """One sub-program's native steps and where each of its buffers lives.
+    """One sub-program's native steps (and nested control flow) and where each of its buffers lives.
 
     ``carry_io`` maps a carry's input position to its output position;
     ``ys`` lists output positions stacked into scan results.
     """
 
-    def __init__(self, program, tag, module, vector_bytes, carry_io=None, ys=()):
-        from tracejit.backends.cpu.backend import can_lower, can_reduce, native_emitter, native_steps
+    def __init__(self, program, module, vector_bytes, carry_io=None, ys=()):
         program, _ = run_pipeline(program)
         self.program = program
+        self.tag = f"s{next(_tags)}"
         plan = Planner(program, can_lower, can_reduce).build()
-        if not all(isinstance(s, (Kernel, WindowStep)) for s in plan.steps) or program.const_vars:
-            raise NotImplementedError("body needs non-native steps")
+        for s in plan.steps:
+            if isinstance(s, NumpyStep) and s.eqn.primitive.name not in CONTROL_FLOW:
+                raise NotImplementedError(f"body needs a NumPy step ({s.eqn.primitive.name})")
+            if not isinstance(s, (Kernel, WindowStep, NumpyStep)):
+                raise NotImplementedError(f"body needs a BLAS product ({s.describe()})")
+        if program.const_vars:
+            raise NotImplementedError("body has constant arrays")
         if any(not isinstance(o, int) for o in plan.outputs):
             raise NotImplementedError("body returns a literal")
         if any(k.size >= THREADED_BODY_WORK for k in plan.kernels):
@@ -67,9 +83,14 @@ class _SubPlan:
         bufs = plan.buffers
         self.offsets, self.arena_bytes = plan_memory(plan)
         once = [o for o in plan.outputs if plan.outputs.count(o) == 1 and bufs[o].kind == "output"]
+        carry_io = carry_io or {}
+        # Carries the body returns unchanged: nothing to copy, ever.
+        self.unchanged = {k for pos, k in carry_io.items()
+                          if bufs[base_buffer(bufs, plan.outputs[k])].kind == "input"
+                          and bufs[base_buffer(bufs, plan.outputs[k])].index == pos
+                          and bufs[plan.outputs[k]].shape == bufs[plan.inputs[pos]].shape}
         # Outputs written straight over their own carry.
         self.in_place: dict[int, int] = {}
-        carry_io = carry_io or {}
         for out_buf, pos in donation_pairs(plan, list(carry_io)).items():
             if out_buf in once and plan.outputs.index(out_buf) == carry_io[pos]:
                 self.in_place[out_buf] = pos
@@ -84,14 +105,33 @@ class _SubPlan:
         # below would otherwise overwrite an input another output still reads.
         self.pass_offsets = {}
         for k, bid in enumerate(plan.outputs):
-            if bufs[base_buffer(bufs, bid)].kind == "input":
+            if bufs[base_buffer(bufs, bid)].kind == "input" and k not in self.unchanged:
                 self.pass_offsets[k] = top
                 top += _round_up(bufs[bid].nbytes)
+        # Results of nested control flow get memory of their own here too.
+        for s in plan.steps:
+            if isinstance(s, NumpyStep):
+                for b in s.outputs:
+                    if bufs[b].kind != "output":
+                        self.out_offsets[b] = top
+                        top += _round_up(bufs[b].nbytes)
         self.out_bytes = top
-        self.emitters = [(native_emitter(module, s, bufs, vector_bytes), f"{tag}_{id(self):x}_k{i}")
-                         for i, s in enumerate(native_steps(plan))]
-        for em, name in self.emitters:
-            em.emit(name)
+        self.items = []     # ("kernel", emitter, name) | ("nested", step, construct), in plan order
+        native = iter(native_steps(plan))
+        for i, s in enumerate(plan.steps):
+            if isinstance(s, NumpyStep):
+                self.items.append(("nested", s, _construct(s.eqn, module, vector_bytes)))
+            else:
+                step = next(native)
+                em = native_emitter(module, step, bufs, vector_bytes)
+                name = f"{self.tag}_k{i}"
+                em.emit(name)
+                self.items.append(("kernel", em, name))
+
+    def storage_bytes(self) -> int:
+        """Working memory this sub-plan asks its driver for, nested constructs included."""
+        nested = sum(c.storage_bytes() for kind, _, c in self.items if kind == "nested")
+        return _round_up(self.arena_bytes) + _round_up(self.out_bytes) + nested
 
 
 class _Driver:
@@ -130,192 +170,278 @@ class _Driver:
                 self.bases[name] = slot
         return self.bases[name]
 
-
-def _address(b, drv, sub, input_ptr, tag, ys_row=None):
-    """Pointer to buffer ``b`` of ``sub`` inside the driver (at this iteration)."""
-    bufs = sub.plan.buffers
-    b = base_buffer(bufs, b)
-    buf = bufs[b]
-    builder = drv.b
-    if buf.kind == "input":
-        return input_ptr(buf.index)
-    if buf.kind == "temp":
-        return builder.gep(drv.scratch(f"{tag}_arena", sub.arena_bytes),
-                           [ir.Constant(I64, sub.offsets.get(b, 0))], source_etype=I8)
-    if buf.kind == "output":
-        if b in sub.in_place:
-            return input_ptr(sub.in_place[b])
-        if b in sub.direct_ys:
-            return ys_row(sub.direct_ys[b])
-        return builder.gep(drv.scratch(f"{tag}_out", sub.out_bytes), [ir.Constant(I64, sub.out_offsets[b])],
-                           source_etype=I8)
-    raise NotImplementedError(f"buffer kind {buf.kind}")
+    def literal(self, value, dtype):
+        """A pointer to a constant holding ``value`` (a literal operand of a nested construct)."""
+        raw = np.asarray(value, dtype).tobytes()
+        name = f"lit_{raw.hex()}_{np.dtype(dtype).str[1:]}"
+        module = self.fn.module
+        g = module.globals.get(name)
+        if g is None:
+            t = ir.ArrayType(I8, len(raw))
+            g = ir.GlobalVariable(module, t, name=name)
+            g.initializer = ir.Constant(t, bytearray(raw))
+            g.global_constant = True
+            g.linkage = "private"
+        return g
 
 
-def _run_steps(drv, sub, input_ptr, tag, ys_row=None):
-    builder = drv.b
-    for em, name in sub.emitters:
-        kfn = drv.fn.module.globals[name]
-        with builder.goto_block(drv.entry):
-            arr = builder.alloca(PTR, size=ir.Constant(I64, max(len(em.slots), 1)))
-        for k, b in enumerate(em.slots):
-            slot = builder.gep(arr, [ir.Constant(I64, k)], source_etype=PTR)
-            builder.store(_address(b, drv, sub, input_ptr, tag, ys_row), slot)
-        n = em.layout.parallel_size
-        if n:
-            builder.call(kfn, [arr, ir.Constant(I64, 0), ir.Constant(I64, n)])
+class _Frame:
+    """Where one run of a sub-plan finds its buffers: its inputs, and (scan) its output rows."""
 
+    def __init__(self, drv, sub, input_ptr, ys_row=None):
+        self.drv, self.sub, self.input_ptr, self.ys_row = drv, sub, input_ptr, ys_row
 
-def _output_sources(drv, sub, input_ptr, tag, sizes, ys_row=None):
-    """Pointers to each output's value after the body ran, passthroughs saved to scratch first."""
-    srcs = []
-    for k, (bid, nbytes) in enumerate(zip(sub.plan.outputs, sizes)):
-        src = _address(bid, drv, sub, input_ptr, tag, ys_row)
-        if k in sub.pass_offsets:
-            scratch = drv.b.gep(drv.scratch(f"{tag}_out", sub.out_bytes), [ir.Constant(I64, sub.pass_offsets[k])],
-                                source_etype=I8)
-            _memmove(drv.b, scratch, src, nbytes)
-            src = scratch
-        srcs.append(src)
-    return srcs
+    def address(self, b):
+        """Pointer to buffer ``b`` of the sub-plan (at this iteration)."""
+        sub, drv = self.sub, self.drv
+        bufs = sub.plan.buffers
+        b = base_buffer(bufs, b)
+        buf = bufs[b]
+        builder = drv.b
+        if buf.kind == "input":
+            return self.input_ptr(buf.index)
+        if buf.kind == "temp":
+            return builder.gep(drv.scratch(f"{sub.tag}_arena", sub.arena_bytes),
+                               [ir.Constant(I64, sub.offsets.get(b, 0))], source_etype=I8)
+        if buf.kind in ("output", "external"):
+            if b in sub.in_place:
+                return self.input_ptr(sub.in_place[b])
+            if b in sub.direct_ys:
+                return self.ys_row(sub.direct_ys[b])
+            return builder.gep(drv.scratch(f"{sub.tag}_out", sub.out_bytes), [ir.Constant(I64, sub.out_offsets[b])],
+                               source_etype=I8)
+        raise NotImplementedError(f"buffer kind {buf.kind}")
+
+    def run_steps(self):
+        drv, builder = self.drv, self.drv.b
+        for kind, what, how in self.sub.items:
+            if kind == "nested":
+                step, construct = what, how
+                operands = [self.address(b) if isinstance(b, int) else drv.literal(b[1], a.aval.dtype)
+                            for b, a in zip(step.inputs, step.eqn.inputs)]
+                construct.emit(drv, operands, [self.address(b) for b in step.outputs])
+                continue
+            em, name = what, how
+            kfn = drv.fn.module.globals[name]
+            with builder.goto_block(drv.entry):
+                arr = builder.alloca(PTR, size=ir.Constant(I64, max(len(em.slots), 1)))
+            for k, b in enumerate(em.slots):
+                slot = builder.gep(arr, [ir.Constant(I64, k)], source_etype=PTR)
+                builder.store(self.address(b), slot)
+            n = em.layout.parallel_size
+            if n:
+                builder.call(kfn, [arr, ir.Constant(I64, 0), ir.Constant(I64, n)])
+
+    def output_sources(self, sizes):
+        """Pointers to each output's value after the body ran, passthroughs saved to scratch first."""
+        sub, drv = self.sub, self.drv
+        srcs = []
+        for k, (bid, nbytes) in enumerate(zip(sub.plan.outputs, sizes)):
+            src = self.address(bid)
+            if k in sub.pass_offsets:
+                scratch = drv.b.gep(drv.scratch(f"{sub.tag}_out", sub.out_bytes),
+                                    [ir.Constant(I64, sub.pass_offsets[k])], source_etype=I8)
+                _memmove(drv.b, scratch, src, nbytes)
+                src = scratch
+            srcs.append(src)
+        return srcs
 
 
 def _memmove(builder, dst, src, nbytes):
-    copy_bytes(builder, dst, src, nbytes, overlap=True)
+    if nbytes:
+        copy_bytes(builder, dst, src, nbytes, overlap=True)
 
 
-class NativeLoop:
-    """A compiled ``while`` or ``scan``; called with the primitive's operands."""
+def _store_carries(b, sub, carries, srcs, avals):
+    """The body's new carries into place; those written in place, or unchanged, already are."""
+    for k, aval in enumerate(avals):
+        if sub.plan.outputs[k] not in sub.in_place and k not in sub.unchanged:
+            _memmove(b, carries[k], srcs[k], aval.nbytes)
 
-    def __init__(self, kind, params):
-        from tracejit.backends.cpu.backend import vector_bytes
-        self.kind = kind
+
+# --------------------------------------------------------------------------- constructs
+
+class _Scan:
+    """``scan``: carries in the result memory, ``ys`` rows written in place."""
+
+    def __init__(self, params, module, vb):
         self.params = params
-        module = llvm_engine.new_module(f"tracejit_{kind}_loop")
-        vb = vector_bytes()
-        if kind == "scan":
-            prog = params["program"]
-            nc, ncarry = params["num_consts"], params["num_carry"]
-            self.carry_avals = prog.in_avals[nc:nc + ncarry]
-            self.x_avals = prog.in_avals[nc + ncarry:]
-            self.y_avals = prog.out_avals[ncarry:]
-            self.body = _SubPlan(prog, "body", module, vb, {nc + k: k for k in range(ncarry)},
-                                 ys=range(ncarry, len(prog.out_avals)))
-            subs = [self.body]
-        else:
-            cn, bn = params["cond_nconsts"], params["body_nconsts"]
-            self.carry_avals = params["body_program"].in_avals[bn:]
-            self.cond = _SubPlan(params["cond_program"], "cond", module, vb)
-            self.body = _SubPlan(params["body_program"], "body", module, vb,
-                                 {bn + k: k for k in range(len(self.carry_avals))})
-            subs = [self.cond, self.body]
-        self._arg_positions = self._first_operand_positions()
-        local_bytes = sum(_round_up(a.nbytes) for a in self.carry_avals) + sum(
-            _round_up(s.arena_bytes) + _round_up(s.out_bytes) for s in subs)
-        drv = _Driver(module, local_bytes <= LOCAL_STORAGE_BYTES)
-        self.local = drv.local
-        carries = [self._carry_in(drv, k, a) for k, a in enumerate(self.carry_avals)]
-        if kind == "scan":
-            self._scan_body(drv, carries)
-        else:
-            self._while_body(drv, carries)
-        if self.local:
-            for k, a in enumerate(self.carry_avals):
-                _memmove(drv.b, drv.arg(f"carry{k}", ("out", k)), carries[k], a.nbytes)
-        drv.b.ret_void()
-        self.slot_names = list(drv.names)
-        self._sources = list(drv.sources)
-        self.compiled = llvm_engine.compile_ir(module, name=f"{kind}_loop", vectorize=False)
-        self.fn = DRIVER_FN(self.compiled.address("loop_driver"))
-        self._slots_type = ctypes.c_void_p * max(len(self.slot_names), 1)
-        self._scratch = {name: max(n, 1) for name, n in drv.scratch_bytes.items()}
-        self.length = params["length"] if kind == "scan" else 0
-        if kind != "scan":
-            self.y_avals = []
-        self._result_specs = [(a.shape, a.dtype) for a in self.carry_avals] + [
-            ((self.length,) + y.shape, y.dtype) for y in self.y_avals]
-        self._init_checks = [(self._arg_positions["init"] + k, a) for k, a in enumerate(self.carry_avals)]
+        prog = params["program"]
+        nc, ncarry = params["num_consts"], params["num_carry"]
+        self.carry_avals = prog.in_avals[nc:nc + ncarry]
+        self.x_avals = prog.in_avals[nc + ncarry:]
+        self.y_avals = prog.out_avals[ncarry:]
+        self.length = params["length"]
+        self.body = _SubPlan(prog, module, vb, {nc + k: k for k in range(ncarry)},
+                             ys=range(ncarry, len(prog.out_avals)))
 
-    def _carry_in(self, drv, k, aval):
-        """The carry's working memory, holding the initial value."""
-        src = drv.arg(f"init{k}", ("arg", self._arg_positions["init"] + k))
-        dst = drv.scratch(f"work{k}", aval.nbytes) if drv.local else drv.arg(f"carry{k}", ("out", k))
-        _memmove(drv.b, dst, src, aval.nbytes)
-        return dst
+    def storage_bytes(self):
+        return self.body.storage_bytes()
 
-    def _scan_body(self, drv, carries):
-        p, first = self.params, self._arg_positions
+    def result_avals(self):
+        return list(self.carry_avals) + [(self.length,) + tuple(y.shape) for y in self.y_avals]
+
+    def emit(self, drv, operands, results):
+        p = self.params
         nc, ncarry = p["num_consts"], p["num_carry"]
         b = drv.b
-        length = drv.fn.args[1]
+        carries = results[:ncarry]
+        for k, a in enumerate(self.carry_avals):
+            _memmove(b, carries[k], operands[nc + k], a.nbytes)
+        length = ir.Constant(I64, self.length)
         sub = self.body
 
         def step(i):
-            idx = b.sub(b.sub(length, ir.Constant(I64, 1)), i) if p["reverse"] else i
+            idx = b.sub(ir.Constant(I64, self.length - 1), i) if p["reverse"] else i
 
             def input_ptr(pos):
                 if pos < nc:
-                    return drv.arg(f"const{pos}", ("arg", first["const"] + pos))
+                    return operands[pos]
                 if pos < nc + ncarry:
                     return carries[pos - nc]
                 j = pos - nc - ncarry
-                xs = drv.arg(f"xs{j}", ("arg", first["xs"] + j))
-                return b.gep(xs, [b.mul(idx, ir.Constant(I64, self.x_avals[j].nbytes))], source_etype=I8)
+                return b.gep(operands[pos], [b.mul(idx, ir.Constant(I64, self.x_avals[j].nbytes))], source_etype=I8)
 
             def ys_row(j):
-                ys = drv.arg(f"ys{j}", ("out", ncarry + j))
-                return b.gep(ys, [b.mul(idx, ir.Constant(I64, self.y_avals[j].nbytes))], source_etype=I8)
-            _run_steps(drv, sub, input_ptr, "body", ys_row)
+                return b.gep(results[ncarry + j], [b.mul(idx, ir.Constant(I64, self.y_avals[j].nbytes))],
+                             source_etype=I8)
+            frame = _Frame(drv, sub, input_ptr, ys_row)
+            frame.run_steps()
             sizes = [a.nbytes for a in self.carry_avals] + [y.nbytes for y in self.y_avals]
-            srcs = _output_sources(drv, sub, input_ptr, "body", sizes, ys_row)
-            self._store_carries(b, sub, carries, srcs)
+            srcs = frame.output_sources(sizes)
+            _store_carries(b, sub, carries, srcs, self.carry_avals)
             for j, y in enumerate(self.y_avals):
                 if sub.plan.outputs[ncarry + j] not in sub.direct_ys:
                     _memmove(b, ys_row(j), srcs[ncarry + j], y.nbytes)
-        counted_loop(b, length, step, "step")
+        if self.length:
+            counted_loop(b, length, step, "step")
 
-    def _while_body(self, drv, carries):
-        p, first = self.params, self._arg_positions
+
+class _While:
+    """``while``: the cond sub-plan decides, the body updates the carries (in the result memory)."""
+
+    def __init__(self, params, module, vb):
+        self.params = params
+        bn = params["body_nconsts"]
+        self.carry_avals = params["body_program"].in_avals[bn:]
+        self.cond = _SubPlan(params["cond_program"], module, vb)
+        self.body = _SubPlan(params["body_program"], module, vb, {bn + k: k for k in range(len(self.carry_avals))})
+
+    def storage_bytes(self):
+        return self.cond.storage_bytes() + self.body.storage_bytes()
+
+    def result_avals(self):
+        return list(self.carry_avals)
+
+    def emit(self, drv, operands, results):
+        p = self.params
         cn, bn = p["cond_nconsts"], p["body_nconsts"]
         b = drv.b
-        head, it, done = (drv.fn.append_basic_block(n) for n in ("loop", "iter", "done"))
+        carries = results
+        for k, a in enumerate(self.carry_avals):
+            _memmove(b, carries[k], operands[cn + bn + k], a.nbytes)
+        tag = next(_tags)
+        head, it, done = (drv.fn.append_basic_block(f"{n}{tag}") for n in ("loop", "iter", "done"))
         b.branch(head)
         b.position_at_end(head)
-
-        def cond_input(pos):
-            return drv.arg(f"cconst{pos}", ("arg", first["cconst"] + pos)) if pos < cn else carries[pos - cn]
-
-        def body_input(pos):
-            return drv.arg(f"bconst{pos}", ("arg", first["bconst"] + pos)) if pos < bn else carries[pos - bn]
-        _run_steps(drv, self.cond, cond_input, "cond")
-        flag = b.load(_address(self.cond.plan.outputs[0], drv, self.cond, cond_input, "cond"), typ=I8)
+        cond = _Frame(drv, self.cond, lambda pos: operands[pos] if pos < cn else carries[pos - cn])
+        cond.run_steps()
+        flag = b.load(cond.address(self.cond.plan.outputs[0]), typ=I8)
         b.cbranch(b.icmp_unsigned("!=", flag, ir.Constant(I8, 0)), it, done)
         b.position_at_end(it)
-        _run_steps(drv, self.body, body_input, "body")
-        srcs = _output_sources(drv, self.body, body_input, "body", [a.nbytes for a in self.carry_avals])
-        self._store_carries(b, self.body, carries, srcs)
+        body = _Frame(drv, self.body, lambda pos: operands[cn + pos] if pos < bn else carries[pos - bn])
+        body.run_steps()
+        srcs = body.output_sources([a.nbytes for a in self.carry_avals])
+        _store_carries(b, self.body, carries, srcs, self.carry_avals)
         b.branch(head)
         b.position_at_end(done)
 
-    def _first_operand_positions(self) -> dict:
-        """Position of the first operand of each group among the primitive's operands."""
-        p = self.params
-        if self.kind == "scan":
-            nc, ncarry = p["num_consts"], p["num_carry"]
-            return {"const": 0, "init": nc, "xs": nc + ncarry}
-        cn, bn = p["cond_nconsts"], p["body_nconsts"]
-        return {"cconst": 0, "bconst": cn, "init": cn + bn}
 
-    def _store_carries(self, b, sub, carries, srcs):
-        """The body's new carries into place; those written in place already are."""
-        for k, aval in enumerate(self.carry_avals):
-            if sub.plan.outputs[k] not in sub.in_place:
-                _memmove(b, carries[k], srcs[k], aval.nbytes)
+class _Cond:
+    """``cond``: the clamped index picks a branch; its outputs are copied into the results."""
+
+    def __init__(self, params, index_dtype, module, vb):
+        self.branches = [_SubPlan(p, module, vb) for p in params["branches"]]
+        self.index_dtype = index_dtype
+        self.out_avals = params["branches"][0].out_avals
+
+    def storage_bytes(self):
+        return sum(s.storage_bytes() for s in self.branches)
+
+    def result_avals(self):
+        return list(self.out_avals)
+
+    def emit(self, drv, operands, results):
+        b = drv.b
+        d = self.index_dtype if self.index_dtype.kind != "b" else np.dtype(np.uint8)   # a bool is one byte
+        raw = b.load(operands[0], typ=ir.IntType(8 * d.itemsize))
+        index, _ = L.index_in_range(b, raw, d, len(self.branches), "clip")
+        tag = next(_tags)
+        done = drv.fn.append_basic_block(f"cond_done{tag}")
+        blocks = [drv.fn.append_basic_block(f"branch{tag}_{i}") for i in range(len(self.branches))]
+        switch = b.switch(index, blocks[-1])
+        for i, block in enumerate(blocks[:-1]):
+            switch.add_case(ir.Constant(I64, i), block)
+        for sub, block in zip(self.branches, blocks):
+            b.position_at_end(block)
+            frame = _Frame(drv, sub, lambda pos: operands[1 + pos])
+            frame.run_steps()
+            srcs = frame.output_sources([a.nbytes for a in self.out_avals])
+            for dst, src, a in zip(results, srcs, self.out_avals):
+                _memmove(b, dst, src, a.nbytes)
+            b.branch(done)
+        b.position_at_end(done)
+
+
+def _construct(eqn, module, vb):
+    name = eqn.primitive.name
+    if name == "scan":
+        return _Scan(eqn.params, module, vb)
+    if name == "while":
+        return _While(eqn.params, module, vb)
+    return _Cond(eqn.params, eqn.inputs[0].aval.dtype, module, vb)
+
+
+# --------------------------------------------------------------------------- the compiled driver
+
+class NativeLoop:
+    """A compiled ``while``, ``scan`` or ``cond``; called with the primitive's operands."""
+
+    native = True
+
+    def __init__(self, eqn):
+        self.kind = eqn.primitive.name
+        self.params = eqn.params
+        module = llvm_engine.new_module(f"tracejit_{self.kind}_loop")
+        self.construct = c = _construct(eqn, module, vector_bytes())
+        in_avals = [a.aval for a in eqn.inputs]
+        out_avals = [v.aval for v in eqn.outputs]
+        carries = len(c.carry_avals) if self.kind != "cond" else 0
+        local_bytes = sum(_round_up(a.nbytes) for a in out_avals[:carries]) + c.storage_bytes()
+        drv = _Driver(module, local_bytes <= LOCAL_STORAGE_BYTES)
+        self.local = drv.local
+        operands = [drv.arg(f"in{k}", ("arg", k)) for k in range(len(in_avals))]
+        outs = [drv.arg(f"out{k}", ("out", k)) for k in range(len(out_avals))]
+        # Small loops work on carries in the stack frame (registers, after LLVM), copied out at the end.
+        work = [drv.scratch(f"work{k}", out_avals[k].nbytes) if drv.local else outs[k] for k in range(carries)]
+        c.emit(drv, operands, work + outs[carries:])
+        if drv.local:
+            for k in range(carries):
+                _memmove(drv.b, outs[k], work[k], out_avals[k].nbytes)
+        drv.b.ret_void()
+        self.slot_names = list(drv.names)
+        self._sources = list(drv.sources)
+        self.compiled = llvm_engine.compile_ir(module, name=f"{self.kind}_loop", vectorize=False)
+        self.fn = DRIVER_FN(self.compiled.address("loop_driver"))
+        self._slots_type = ctypes.c_void_p * max(len(self.slot_names), 1)
+        self._scratch = {name: max(n, 1) for name, n in drv.scratch_bytes.items()}
+        self._result_specs = [(a.shape, a.dtype) for a in out_avals]
+        self._in_avals = in_avals
 
     def __call__(self, *args):
-        ins = [a if type(a) is np.ndarray and a.flags.c_contiguous else np.ascontiguousarray(a) for a in args]
-        for pos, aval in self._init_checks:
-            if ins[pos].dtype != aval.dtype:     # a literal initial value, e.g. a Python int
+        ins = [a if type(a) is np.ndarray and a.flags.c_contiguous else np.asarray(a, order="C") for a in args]
+        for pos, aval in enumerate(self._in_avals):
+            if ins[pos].dtype != aval.dtype:     # a literal operand, e.g. a Python int
                 ins[pos] = np.asarray(ins[pos], aval.dtype).reshape(aval.shape)
         return self.run_prepared(ins)
 
@@ -324,24 +450,48 @@ class NativeLoop:
         results = [np.empty(shape, dtype) for shape, dtype in self._result_specs]
         # Scratch arrays live in `arrays` until the call returns.
         arrays = {"arg": ins, "out": results, "scratch": [np.empty(n, np.uint8) for n in self._scratch.values()]}
-        self.fn(self._slots_type(*[data_address(arrays[kind][k]) for kind, k in self._sources]), self.length)
+        self.fn(self._slots_type(*[data_address(arrays[kind][k]) for kind, k in self._sources]), 0)
         return results
 
 
-_cache: dict = {}
+# Compiled loops, held weakly: a loop lives as long as an executable that runs it (its params,
+# which it keeps, keep the ids in its key unique meanwhile).  A global dict of loops kept every
+# loop's native code for the life of the process.
+_cache: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+# Equations that cannot run natively, the most recent few: (params, for unique ids; the reason).
+_not_native: "OrderedDict[tuple, tuple]" = OrderedDict()
+_NOT_NATIVE_KEEP = 256
+
+
+def native_loop_or_reason(eqn):
+    """``(NativeLoop, None)`` for a ``while``/``scan``/``cond`` equation whose bodies compile to native
+    steps, else ``(None, why not)``."""
+    key = (eqn.primitive.name, tuple(sorted((k, id(v)) for k, v in eqn.params.items())),
+           tuple(a.aval for a in eqn.inputs))
+    hit = _cache.get(key)
+    if hit is not None:
+        return hit, None
+    if key in _not_native:
+        return None, _not_native[key][1]
+    loop, reason = None, None
+    try:
+        loop = NativeLoop(eqn)
+    except NotImplementedError as e:
+        reason = str(e)
+    if loop is not None:
+        _cache[key] = loop
+    else:
+        _not_native[key] = (eqn.params, reason)
+        while len(_not_native) > _NOT_NATIVE_KEEP:
+            _not_native.popitem(last=False)
+    return loop, reason
 
 
 def native_loop(eqn):
-    """A NativeLoop for a ``while``/``scan`` equation, or None when its body needs Python."""
-    key = (eqn.primitive.name, tuple(sorted((k, id(v)) for k, v in eqn.params.items())))
-    hit = _cache.get(key)
-    if hit is not None:
-        return hit[0]
-    loop = None
-    try:
-        if eqn.primitive.name in ("while", "scan"):
-            loop = NativeLoop(eqn.primitive.name, eqn.params)
-    except NotImplementedError:
-        loop = None
-    _cache[key] = (loop, eqn.params)   # the params keep their ids unique while cached
-    return loop
+    """A NativeLoop for a control-flow equation, or None when a body needs Python."""
+    return native_loop_or_reason(eqn)[0]
+
+
+def clear_cache() -> None:
+    """Forget the equations known not to run natively (compiled loops go with their executables)."""
+    _not_native.clear()

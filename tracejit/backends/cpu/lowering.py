@@ -466,6 +466,24 @@ def supports(prim_name: str, in_dtypes, out_dtype) -> bool:
     return prim_name in UNARY_RULES or prim_name in BINARY_RULES
 
 
+def index_in_range(b, raw, dtype, n: int, mode: str):
+    """An integer index as i64 inside ``[0, n)``: clamped (``mode='clip'``), or replaced by 0 with
+    a false flag when out of range (any other mode). Returns ``(index, in_range or None)``.
+
+    uint64 values of 2**63 and above are out of range (not negative)."""
+    I64 = ir.IntType(64)
+    if dtype == dtypes.uint64:
+        raw = b.select(b.icmp_signed("<", raw, ir.Constant(I64, 0)), ir.Constant(I64, (1 << 63) - 1), raw)
+    elif dtype != dtypes.int64:
+        raw = convert(b, raw, dtype, dtypes.int64)
+    zero, last = ir.Constant(I64, 0), ir.Constant(I64, n - 1)
+    if mode == "clip":
+        raw = b.select(b.icmp_signed("<", raw, zero), zero, raw)
+        return b.select(b.icmp_signed(">", raw, last), last, raw), None
+    ok = b.and_(b.icmp_signed(">=", raw, zero), b.icmp_signed("<=", raw, last))
+    return b.select(ok, raw, zero), ok
+
+
 def emit(b, prim_name, args, in_dtypes, out_dtype, params):
     """Emit one elementwise operation."""
     if _involves_complex(in_dtypes, out_dtype):

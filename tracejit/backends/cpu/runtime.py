@@ -148,22 +148,13 @@ def run_dot(step: DotStep, env):
     blas.gemm(a3, b3, out.reshape(b, m, n), alpha, beta)
 
 
-_CONTROL_FLOW = {"cond", "while", "scan"}
 
 
 def make_numpy_step(step: NumpyStep, buffers):
     rule = impl_rules[step.eqn.primitive]
-    if step.eqn.primitive.name in _CONTROL_FLOW:
-        from tracejit.backends.cpu import loops, subprograms
-        native = loops.native_loop(step.eqn)
-        if native is not None:
-            return _native_loop_step(native, step)
-        subprograms.install()
-        plain = rule
-
-        def rule(*args, **params):
-            with subprograms.compiled_bodies():
-                return plain(*args, **params)
+    if step.loop is not None:
+        # Control flow, compiled by the backend: a native loop, or a host loop of compiled bodies.
+        return _loop_step(step.loop, step)
     params = step.eqn.params
     ins = step.inputs
     outs = step.outputs
@@ -174,14 +165,14 @@ def make_numpy_step(step: NumpyStep, buffers):
         for bid, r in zip(outs, results):
             buf = buffers[bid]
             if buf.kind == "external":
-                env[bid] = np.ascontiguousarray(np.asarray(r, dtype=buf.dtype))
+                env[bid] = np.asarray(r, dtype=buf.dtype, order="C")   # (0-d stays 0-d)
             else:
                 np.copyto(env[bid], np.reshape(np.asarray(r), buf.shape), casting="unsafe")
     return run
 
 
-def _native_loop_step(native, step: NumpyStep):
-    """A native loop's results are fresh arrays of the right type: they become the buffers (no copy).
+def _loop_step(loop, step: NumpyStep):
+    """A loop's results are fresh arrays of the right type: they become the buffers (no copy).
 
     Its operands are buffers of the plan (C-contiguous, of the operand's dtype) or literals,
     made arrays of the operand's type once here, so the call skips every check."""
@@ -190,7 +181,7 @@ def _native_loop_step(native, step: NumpyStep):
                for b, a in zip(step.inputs, step.eqn.inputs)]
 
     def run(env):
-        results = native.run_prepared([env[b] if f is None else f for b, f in sources])
+        results = loop.run_prepared([env[b] if f is None else f for b, f in sources])
         for bid, r in zip(outs, results):
             env[bid] = r
     run.allocates = set(outs)      # the executable need not allocate these outputs itself
@@ -391,7 +382,7 @@ class CPUExecutable:
         self.arena_bytes = arena_bytes
         self.timings = timings
         self.llvm_ir = module_ir
-        self.const_arrays = [np.ascontiguousarray(c) for c in program.const_values]
+        self.const_arrays = [np.asarray(c, order="C") for c in program.const_values]
         self._arenas: list = []
         self._steps = []
         self._donated = set(donated)
@@ -404,12 +395,12 @@ class CPUExecutable:
                 self._steps.append(lambda env, s=step: run_dot(s, env))
             else:
                 self._steps.append(make_numpy_step(step, plan.buffers))
+        allocated_by_steps = set().union(*[getattr(s, "allocates", set()) for s in self._steps])
         self._aliases = [(b.id, b.alias_of, b.shape) for b in aliases]
-        self._alias_after = self._alias_schedule(plan)
+        self._alias_after = self._alias_schedule(plan, allocated_by_steps)
         self._out_buffers = [plan.buffers[b] if isinstance(b, int) else None for b in plan.outputs]
         from tracejit.compiler.memory import donation_pairs
         self.donated_outputs = donation_pairs(plan, donated) if donated else {}
-        allocated_by_steps = set().union(*[getattr(s, "allocates", set()) for s in self._steps])
         pools = output_pools(plan, donated) if pools is None else pools
         self._fresh_outputs = [(b.id, b.shape, b.dtype, pools.get(b.id))
                                for b in plan.buffers if b.kind == "output" and b.id not in self.donated_outputs
@@ -418,10 +409,11 @@ class CPUExecutable:
         self.n_inputs = len(plan.inputs)
         self._n_buffers = len(plan.buffers)
 
-    def _alias_schedule(self, plan):
-        # An alias becomes valid once its source exists: after the step that produces the source.
+    def _alias_schedule(self, plan, allocated_by_steps):
+        # An alias becomes valid once its source exists: after the step that produces the source
+        # (an output a step allocates itself, e.g. a loop's result, exists only after that step).
         from tracejit.compiler.memory import step_writes
-        ready = {b.id for b in plan.buffers if b.kind in ("input", "const", "temp", "output")}
+        ready = {b.id for b in plan.buffers if b.kind in ("input", "const", "temp", "output")} - allocated_by_steps
         schedule = {-1: []}
         pending = [(b.id, b.alias_of, b.shape) for b in plan.buffers if b.kind == "alias"]
         produced = set(ready)

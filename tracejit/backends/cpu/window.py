@@ -20,7 +20,9 @@ import math
 import numpy as np
 from llvmlite import ir
 
+from tracejit.core import dtypes
 from tracejit.compiler.fusion import WindowStep
+from tracejit.backends.cpu import lowering as L
 from tracejit.backends.cpu.codegen import c_strides
 
 I1, I8, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(64)
@@ -101,6 +103,20 @@ class WindowEmitter:
         for slot, bid in enumerate(self.slots):
             p = b.gep(fn.args[0], [ir.Constant(I64, slot)], source_etype=PTR)
             bases[bid] = b.load(p, typ=PTR)
+        if step.kind == "scatter":
+            self._scatter(b, bases)
+            b.ret_void()
+            return name
+        if step.kind == "concat":
+            out = self.buffers[step.out]
+            axis = step.combine[0]
+            for operand, offset in zip(step.update, step.starts):
+                window = tuple(self.buffers[operand].shape)
+                starts = [ir.Constant(I64, offset if d == axis else 0) for d in range(len(window))]
+                self._copy_window(b, tuple(out.shape), window, starts, bases[step.out], bases[operand],
+                                  np.dtype(out.dtype).itemsize, True)
+            b.ret_void()
+            return name
         big = self.buffers[step.out if step.kind == "pad" else step.operand]
         shape, window = tuple(big.shape), tuple(step.window)
         itemsize = np.dtype(big.dtype).itemsize
@@ -115,21 +131,87 @@ class WindowEmitter:
         small_ptr = bases[step.update] if writes_window else bases[step.out]
         if not shape:       # a 0-d operand: the window is its one element
             copy_bytes(b, *((big_ptr, small_ptr) if writes_window else (small_ptr, big_ptr)), itemsize)
-        elif math.prod(window):
+        else:
             starts = [self._start(b, bases, s, n, w) for s, n, w in zip(step.starts, shape, window)]
-            # Merge trailing axes the window spans whole: one contiguous run per remaining index.
-            k = len(shape)
-            while k > 1 and window[k - 1] == shape[k - 1]:
-                k -= 1
-            run = math.prod(window[k - 1:])
-            strides = c_strides(shape)
-            base_off = ir.Constant(I64, 0)
-            for d in range(k):
-                base_off = b.add(base_off, b.mul(starts[d], ir.Constant(I64, strides[d])))
-            self._rows(b, window[:k - 1], strides[:k - 1], c_strides(window)[:k - 1], base_off,
-                       ir.Constant(I64, 0), big_ptr, small_ptr, run * itemsize, itemsize, writes_window)
+            self._copy_window(b, shape, window, starts, big_ptr, small_ptr, itemsize, writes_window)
         b.ret_void()
         return name
+
+    def _copy_window(self, b, shape, window, starts, big_ptr, small_ptr, itemsize, to_big):
+        """Copy a ``window``-shaped block between the big array (at ``starts``) and the small one."""
+        if not math.prod(window):
+            return
+        # Merge trailing axes the window spans whole: one contiguous run per remaining index.
+        k = len(shape)
+        while k > 1 and window[k - 1] == shape[k - 1]:
+            k -= 1
+        run = math.prod(window[k - 1:])
+        strides = c_strides(shape)
+        base_off = ir.Constant(I64, 0)
+        for d in range(k):
+            base_off = b.add(base_off, b.mul(starts[d], ir.Constant(I64, strides[d])))
+        self._rows(b, window[:k - 1], strides[:k - 1], c_strides(window)[:k - 1], base_off,
+                   ir.Constant(I64, 0), big_ptr, small_ptr, run * itemsize, itemsize, to_big)
+
+    def _scatter(self, b, bases):
+        """``out = operand`` (skipped in place), then for each index row in row-major order: the
+        row's block of ``out`` combined with its updates. Serial, so repeated indices combine in
+        order (``set``: the last wins; ``add``: sums in NumPy's ``ufunc.at`` order)."""
+        step = self.step
+        kind, mode = step.combine
+        out_buf, idx_buf = self.buffers[step.out], self.buffers[step.starts[0]]
+        d = out_buf.dtype
+        same = b.icmp_unsigned("==", bases[step.out], bases[step.operand])
+        with b.if_then(b.not_(same)):
+            copy_bytes(b, bases[step.out], bases[step.operand], out_buf.nbytes)
+        k = idx_buf.shape[-1]
+        indexed = tuple(out_buf.shape[:k])
+        rows = math.prod(idx_buf.shape[:-1])
+        block = math.prod(out_buf.shape[k:])
+        if not rows or not block or not math.prod(indexed):
+            return
+        et = L.memory_type(d)
+        it = ir.IntType(8 * idx_buf.dtype.itemsize)
+        strides = c_strides(indexed)
+
+        def row(r):
+            pos, valid = ir.Constant(I64, 0), None
+            for j in range(k):
+                at = b.gep(bases[step.starts[0]], [b.add(b.mul(r, ir.Constant(I64, k)), ir.Constant(I64, j))],
+                           source_etype=it)
+                idx, ok = L.index_in_range(b, b.load(at, typ=it), idx_buf.dtype, indexed[j],
+                                           "clip" if mode == "clip" else "drop")
+                if ok is not None:
+                    valid = ok if valid is None else b.and_(valid, ok)
+                pos = b.add(pos, b.mul(idx, ir.Constant(I64, strides[j])))
+
+            def element(e):
+                dst = b.gep(bases[step.out], [b.add(b.mul(pos, ir.Constant(I64, block)), e)], source_etype=et)
+                src = b.gep(bases[step.update], [b.add(b.mul(r, ir.Constant(I64, block)), e)], source_etype=et)
+                new = b.load(src, typ=et)
+                if kind != "set":
+                    new = self._combine(b, kind, b.load(dst, typ=et), new, d)
+                b.store(new, dst)
+
+            def block_loop():
+                counted_loop(b, block, element, "elem")
+            if valid is None:
+                block_loop()
+            else:
+                with b.if_then(valid):
+                    block_loop()
+        counted_loop(b, rows, row, "row")
+
+    @staticmethod
+    def _combine(b, kind, old, new, d):
+        """NumPy's ``ufunc.at`` step on values as stored (bool as a byte 0/1)."""
+        if d == dtypes.bool_:
+            return b.or_(old, new) if kind in ("add", "max") else b.and_(old, new)
+        if kind in ("min", "max"):
+            return L.np_maximum(b, old, new, d, is_max=(kind == "max"))
+        if d.kind == "f":
+            return b.fadd(old, new) if kind == "add" else b.fmul(old, new)
+        return b.add(old, new) if kind == "add" else b.mul(old, new)
 
     def _fill(self, b, bases, buf):
         """Every element of ``buf`` set to the padding value (a memset when its bytes are zero)."""

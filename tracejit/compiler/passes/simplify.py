@@ -1,8 +1,9 @@
 """Constant folding and algebraic identities that are exact in IEEE arithmetic.
 
 Only rewrites that give bit-identical results are made: ``x * 1``, ``x - 0``,
-``x / 1``, ``x ** 1``, ``x ** 2 -> x * x``, ``x ** -1 -> 1 / x`` (inexact), and
-for integers ``x + 0``. Float ``x ** 3`` and ``x ** 4`` become products, as JAX's
+``x / 1``, ``x ** 1``, ``x ** 2 -> x * x``, ``x ** -1 -> 1 / x`` (real floats), and
+for integers ``x + 0``.  Complex ``x * 1`` and ``x / 1`` are not identities (an
+infinite part gives NaN, as in NumPy) and complex powers are left to ``pow``. Float ``x ** 3`` and ``x ** 4`` become products, as JAX's
 ``integer_pow`` computes them (not bit-exact: two roundings). ``x + 0.0`` is *not* an identity for floats (it turns
 -0.0 into +0.0), so it stays.
 """
@@ -46,13 +47,16 @@ def _identity_rewrite(eqn, ins):
         return None
     x, y = ins
     d = out_aval.dtype
-    # x - (+0.0) is x, but x - (-0.0) turns -0.0 into +0.0.
-    if name == "mul" and _is_lit(y, 1) or name == "div" and _is_lit(y, 1) \
-            or name == "sub" and _is_lit(y, 0) and not np.signbit(y):
+    # x - (+0.0) is x, but x - (-0.0) turns -0.0 into +0.0.  A complex x * 1 or x / 1
+    # is a full complex product/quotient: an infinite part makes NaNs (inf * 0).
+    if (name == "mul" and _is_lit(y, 1) or name == "div" and _is_lit(y, 1)) and d.kind != "c" \
+            or name == "sub" and _is_lit(y, 0) and not np.signbit(np.real(y)) and not np.signbit(np.imag(y)):
         return [x]
     if name == "add" and _is_lit(y, 0) and not dtypes.is_inexact(d):
         return [x]
-    if name == "pow" and dtypes.is_inexact(d) and _is_lit(y):
+    # Complex powers stay powers: NumPy's cpow special-cases zero bases and multiplies
+    # without FMA, so z * z and 1 / z are not its results.
+    if name == "pow" and d.kind == "f" and _is_lit(y):
         if y == 1:
             return [x]
         if y == 2:

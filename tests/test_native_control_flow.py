@@ -1,0 +1,165 @@
+"""Control flow compiled into one native driver (backends/cpu/loops.py): conds and loops nested in
+loop bodies, top-level conds, carries returned unchanged, and what ``as_text`` says about each loop."""
+import numpy as np
+import pytest
+
+import tracejit
+import tracejit.numpy as jnp
+from tracejit import lax
+from tracejit.backends.cpu import loops
+
+
+def _loop_lines(fn, *args):
+    text = tracejit.jit(fn).lower(*args).compile().as_text()
+    return [line for line in text.splitlines() if " loop " in line]
+
+
+def _all_native(fn, *args):
+    lines = _loop_lines(fn, *args)
+    return bool(lines) and all(line.startswith("native loop") for line in lines)
+
+
+def collatz(n0):
+    def body(i, c):
+        n, steps = c
+        n = lax.cond(n % 2 == 0, lambda n: n // 2, lambda n: 3 * n + 1, n)
+        return n, steps + (n != 1)
+    return lax.fori_loop(0, 120, body, (n0, 0))
+
+
+def collatz_py(n0):
+    n, steps = n0, 0
+    for _ in range(120):
+        n = n // 2 if n % 2 == 0 else 3 * n + 1
+        steps += n != 1
+    return n, steps
+
+
+@pytest.mark.parametrize("n0", [1, 6, 27, 97])
+def test_cond_inside_fori_loop_is_native(n0):
+    got = tracejit.jit(collatz)(n0)
+    assert tuple(int(v) for v in got) == collatz_py(n0)
+    assert _all_native(collatz, n0)
+
+
+def test_nested_loop_with_trip_count_from_the_outer_index():
+    def tri(n):
+        return lax.fori_loop(0, n, lambda i, acc: lax.fori_loop(0, i, lambda j, a: a + i * j + 1, acc), 0)
+    for n in (0, 1, 7, 40):
+        assert int(tracejit.jit(tri)(n)) == sum(i * j + 1 for i in range(n) for j in range(i))
+    assert _all_native(tri, 5)
+
+
+def crc16(data):
+    def byte_step(crc, byte):
+        crc = crc ^ (byte.astype(np.uint16) << 8)
+
+        def bit(c, _):
+            c = jnp.where((c & 0x8000) != 0, (c << 1) ^ 0x1021, c << 1)
+            return c, None
+        crc, _ = lax.scan(bit, crc, None, length=8)
+        return crc, None
+    return lax.scan(byte_step, np.uint16(0xFFFF), data)[0]
+
+
+def test_crc16_nested_scan_matches_python():
+    data = np.frombuffer(b"123456789" * 7, np.uint8)
+    crc = 0xFFFF
+    for byte in data:
+        crc ^= int(byte) << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
+    assert int(tracejit.jit(crc16)(data)) == crc
+    assert _all_native(crc16, data)
+
+
+@pytest.mark.parametrize("index", [-3, 0, 1, 2, 9])
+def test_switch_in_scan_clamps_the_index(index):
+    branches = [lambda c: c + 1.0, lambda c: c * 2.0, lambda c: c - 3.0]
+
+    def f(xs):
+        def body(c, x):
+            y = lax.switch(x + index, branches, c)
+            return y, y
+        return lax.scan(body, 0.5, xs)
+    xs = np.array([0, 1, 2, 0, 1])
+    got = tracejit.jit(f)(xs)
+    c, ys = 0.5, []
+    for x in xs:
+        c = branches[min(max(int(x) + index, 0), 2)](c)
+        ys.append(c)
+    np.testing.assert_array_equal(got[1], ys)
+    assert float(got[0]) == c
+    assert _all_native(f, xs)
+
+
+def test_top_level_cond_with_bool_and_integer_predicates():
+    f = lambda p, x: lax.cond(p, lambda x: x * 2, lambda x: x - 1, x)  # noqa: E731
+    x = np.arange(4.0)
+    np.testing.assert_array_equal(tracejit.jit(f)(True, x), x * 2)
+    np.testing.assert_array_equal(tracejit.jit(f)(False, x), x - 1)
+    np.testing.assert_array_equal(tracejit.jit(f)(np.int32(5), x), x * 2)
+    assert _all_native(f, True, x)
+
+
+def test_while_with_nested_cond_and_literal_operands():
+    def f(x):
+        def body(c):
+            i, v = c
+            v = lax.cond(i % 3 == 0, lambda v: v * 0.5, lambda v: v + 1.0, v)
+            return i + 1, v
+        return lax.while_loop(lambda c: c[0] < 10, body, (0, x))
+    got = tracejit.jit(f)(np.ones(3))
+    v = np.ones(3)
+    for i in range(10):
+        v = v * 0.5 if i % 3 == 0 else v + 1.0
+    np.testing.assert_allclose(got[1], v)
+    assert _all_native(f, np.ones(3))
+
+
+def test_a_carry_returned_unchanged_is_never_copied():
+    A = np.arange(12.0).reshape(4, 3)
+
+    def f(A, v):
+        return lax.fori_loop(0, 9, lambda i, c: (c[0], c[0][i % 4] + c[1]), (A, v))
+    got = tracejit.jit(f)(A, np.zeros(3))
+    np.testing.assert_array_equal(got[0], A)
+    np.testing.assert_array_equal(got[1], sum(A[i % 4] for i in range(9)))
+    eqn = [e for e in tracejit.jit(f).lower(A, np.zeros(3)).compile().executable.program.eqns
+           if e.primitive.name == "scan"][0]
+    body = loops.native_loop(eqn).construct.body
+    # The matrix is carry 1 (after the loop counter): the body neither copies it nor saves it.
+    assert 1 in body.unchanged and 1 not in body.pass_offsets
+
+
+def test_host_loops_say_why():
+    big = np.ones((300, 300))
+
+    def f(a):
+        return lax.fori_loop(0, 3, lambda i, m: m @ a, a)   # a large GEMM: BLAS from Python
+    lines = _loop_lines(f, big)
+    assert lines and lines[0].startswith("host loop") and "BLAS" in lines[0]
+    np.testing.assert_allclose(tracejit.jit(f)(big / 300), np.linalg.matrix_power(big / 300, 4), rtol=1e-12)
+
+
+def test_a_compiled_function_never_compiles_when_called(monkeypatch):
+    # AOT is complete: lower().compile() compiles native loops and host-loop bodies alike.
+    from tracejit.backends.cpu import llvm_engine
+    big = np.eye(200) * 0.5
+
+    def f(a, x):
+        host = lax.fori_loop(0, 3, lambda i, m: m @ a, a)                 # BLAS body: host loop
+        native = lax.fori_loop(0, 5, lambda i, v: lax.cond(i % 2 == 0, lambda v: v + 1.0, lambda v: v * 2.0, v), x)
+        return host, native
+    compiled = tracejit.jit(f).lower(big, np.zeros(3)).compile()
+    text = compiled.as_text()
+    assert "host loop scan" in text and "native loop scan" in text
+    calls = []
+    for name in ("compile_ir", "object_code", "object_codes"):
+        if hasattr(llvm_engine, name):
+            original = getattr(llvm_engine, name)
+            monkeypatch.setattr(llvm_engine, name, lambda *a, _o=original, _n=name, **k: calls.append(_n) or _o(*a, **k))
+    host, native = compiled(big, np.zeros(3))
+    np.testing.assert_allclose(host, np.linalg.matrix_power(big, 4))
+    np.testing.assert_allclose(native, [((((0 + 1) * 2) + 1) * 2) + 1] * 3)
+    assert calls == []

@@ -1,0 +1,67 @@
+"""Host loops: control flow whose bodies need BLAS or NumPy steps, driven from Python.
+
+The backend compiles every body (cond and body of a ``while``, a ``scan``'s
+body, each branch of a ``cond``) into an executable when it compiles the
+program that holds the loop, so an executable never compiles at run time
+(``jit(f).lower(x).compile()`` is complete). Each iteration calls the body's
+executable with the current carry: one Python-level call per iteration, with
+the body's kernels running threaded and its products in BLAS. Loops whose
+bodies compile to native steps do not come here (``loops.py``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class HostLoop:
+    """A ``while``, ``scan`` or ``cond`` equation run from Python over compiled sub-programs.
+
+    ``compile_program(program) -> executable`` is the backend's compile function; ``reason`` says why
+    the loop is not native (shown by ``as_text``)."""
+
+    native = False
+
+    def __init__(self, eqn, compile_program, reason: str | None = None):
+        self.kind = eqn.primitive.name
+        self.params = p = eqn.params
+        self.reason = reason
+        if self.kind == "while":
+            self.cond = compile_program(p["cond_program"])
+            self.body = compile_program(p["body_program"])
+        elif self.kind == "scan":
+            self.body = compile_program(p["program"])
+        else:
+            self.branches = [compile_program(b) for b in p["branches"]]
+        self.out_avals = [v.aval for v in eqn.outputs]
+
+    def run_prepared(self, ins):
+        """Run with operands that are arrays of the operand types; returns fresh result arrays."""
+        results = getattr(self, f"_run_{self.kind}")(list(ins))
+        # A result may be an operand passed through (a while loop that ran no iteration): the caller's
+        # buffers must not become results.
+        return [r.copy() if any(np.may_share_memory(r, x) for x in ins) else r for r in results]
+
+    def _run_cond(self, ins):
+        index = min(max(int(ins[0]), 0), len(self.branches) - 1)
+        return list(self.branches[index](*ins[1:]))
+
+    def _run_while(self, ins):
+        p = self.params
+        cn, bn = p["cond_nconsts"], p["body_nconsts"]
+        cconsts, bconsts, carry = ins[:cn], ins[cn:cn + bn], ins[cn + bn:]
+        while bool(self.cond(*cconsts, *carry)[0]):
+            carry = list(self.body(*bconsts, *carry))
+        return carry
+
+    def _run_scan(self, ins):
+        p = self.params
+        nc, ncarry, length = p["num_consts"], p["num_carry"], p["length"]
+        consts, carry, xs = ins[:nc], ins[nc:nc + ncarry], ins[nc + ncarry:]
+        ys = [np.empty(a.shape, a.dtype) for a in self.out_avals[ncarry:]]
+        for i in range(length):
+            idx = length - 1 - i if p["reverse"] else i
+            outs = self.body(*consts, *carry, *[np.asarray(x[idx]) for x in xs])
+            carry = list(outs[:ncarry])
+            for y, v in zip(ys, outs[ncarry:]):
+                y[idx] = v
+        return [np.asarray(c) for c in carry] + ys
