@@ -128,3 +128,35 @@ def test_zero_d_results_of_numpy_steps_stay_zero_d(pick):
     got = tracejit.jit(lambda a: lax.cond(jnp.max(a) > 0, lambda c: c.min(), lambda c: c ** 2, jnp.mean(a)))(a)
     assert got.shape == () and got.dtype == np.float16
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("fn", ["sum", "prod", "mean", "nansum", "nanprod"])
+@pytest.mark.parametrize("value", [-0.0, complex(-np.inf, -4.4e-4), complex(-0.0, -0.0), complex(np.inf, np.inf), 3.0])
+def test_reductions_over_no_axes_combine_with_the_identity(fn, value):
+    # Found by the program fuzzer (seed 1000329): NumPy reduces a 0-d array (or axis=()) by
+    # combining with the identity (0 + -0.0 is +0.0; (1+0j) * (-inf-4e-4j) has a NaN part);
+    # tracejit returned the operand itself.
+    dtypes_ = [np.complex64, np.complex128] if isinstance(value, complex) else [np.float16, np.float32, np.float64]
+    for dtype in dtypes_:
+        a = np.array(value, dtype)
+        for kw in ({}, {"axis": ()}):
+            with np.errstate(all="ignore"):
+                want = getattr(np, fn)(a, **kw)
+            got = tracejit.jit(lambda a: getattr(jnp, fn)(a, **kw))(a)
+            assert np.asarray(got).dtype == np.asarray(want).dtype
+            assert np.asarray(got).tobytes() == np.asarray(want).tobytes(), (dtype, kw, got, want)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "reference"])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_fmax_fmin_ties_give_the_first_operand(dtype, backend):
+    # Found by the program fuzzer (seed 1002743): llvm.maxnum chose between +0.0 and -0.0 by code
+    # shape (an operand converted from uint16 gave +0.0); NumPy's loop by element position.
+    x = np.array([-0.0, 0.0, -0.0, np.nan, 1.0, np.nan, 2.0] * 5, dtype)
+    y = np.array([0.0, -0.0, -0.0, 1.0, np.nan, np.nan, 1.0] * 5, dtype)
+    for name in ("fmax", "fmin"):
+        got = tracejit.jit(getattr(jnp, name), backend=backend)(x, y)
+        want = np.where(x == y, x, getattr(np, name)(x, y))
+        assert got.tobytes() == want.tobytes()
+        got = tracejit.jit(lambda a: getattr(jnp, name)(a, np.zeros((), np.uint16)), backend=backend)(x)
+        assert np.array_equal(np.signbit(got[:3]), np.signbit(x[:3]))

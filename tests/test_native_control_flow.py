@@ -163,3 +163,23 @@ def test_a_compiled_function_never_compiles_when_called(monkeypatch):
     np.testing.assert_allclose(host, np.linalg.matrix_power(big, 4))
     np.testing.assert_allclose(native, [((((0 + 1) * 2) + 1) * 2) + 1] * 3)
     assert calls == []
+
+
+def test_log_compiles_names_native_and_host_loops(caplog):
+    x = np.linspace(0.0, 1.0, 8)
+    with _log_on():
+        with caplog.at_level("WARNING", logger="tracejit"):
+            tracejit.jit(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2.0, x))(x)
+            tracejit.jit(lambda x: lax.fori_loop(0, 3, lambda i, c: jnp.sort(c)[::-1], x))(x)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("compiled")]
+    assert "native loops: scan" in lines[0] and "host loops" not in lines[0]
+    assert "host loops: scan (body needs a NumPy step (sort))" in lines[1]
+
+
+class _log_on:
+    def __enter__(self):
+        self.old = tracejit.config.log_compiles
+        tracejit.config.update("log_compiles", True)
+
+    def __exit__(self, *exc):
+        tracejit.config.update("log_compiles", self.old)

@@ -337,3 +337,24 @@ def test_integer_reciprocal(dtype, backend):
         x = np.array([0, 1, 2, 3, info.max, info.min, 1, 0] + ([-1, -2] if info.min < 0 else []), dtype)
     check_against_numpy(lambda xp, a: (xp.reciprocal(a), xp.reciprocal(a[::2]), xp.reciprocal(a[1])), x,
                         backend=backend)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int8, np.uint32])
+@pytest.mark.parametrize("op", ["add", "floor_divide", "multiply", "subtract"])
+def test_python_int_argument_out_of_the_array_dtype_raises_at_the_call(op, dtype):
+    # Found by the program fuzzer (seed 1010028): NumPy raises OverflowError for
+    # `uint8_array // -3`; a Python int passed to jit is checked at each call.
+    a = np.array([6, 7], dtype)
+    f = tracejit.jit(lambda a, n: getattr(jnp, op)(n, a))
+    info = np.iinfo(dtype)
+    for n in (3, int(info.max), int(info.min)):
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(f(a, n), getattr(np, op)(n, a))
+    for n in (int(info.max) + 1, int(info.min) - 1):
+        with pytest.raises(OverflowError):
+            getattr(np, op)(n, a)
+        with pytest.raises(OverflowError, match=f"out of bounds for {np.dtype(dtype).name}"):
+            f(a, n)
+    # Comparisons compare by value and int64 operations never raise, as in NumPy.
+    g = tracejit.jit(lambda a, n: (a < n, a.astype(np.int64) + n))
+    np.testing.assert_array_equal(g(a, -3)[0], a < -3)

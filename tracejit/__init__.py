@@ -12,8 +12,8 @@ from tracejit import ops as _ops  # noqa: F401  (registers every primitive)
 from tracejit.api import Compiled, Jitted, Lowered, ShapeDtypeStruct, block_until_ready, eval_shape, jit, make_jaxpr
 from tracejit.config import config
 from tracejit.core.avals import ShapedArray
-from tracejit.core.errors import (ConcretizationTypeError, NonConcreteBooleanIndexError, ProgramTypeError,
-                                  TracerArrayConversionError, TracerBoolConversionError,
+from tracejit.core.errors import (ConcretizationTypeError, DeletedArrayError, NonConcreteBooleanIndexError,
+                                  ProgramTypeError, TracerArrayConversionError, TracerBoolConversionError,
                                   TracerIntegerConversionError, UnexpectedTracerError)
 from tracejit.core.pytree import (register_pytree_node, tree_flatten, tree_leaves, tree_map, tree_structure,
                                   tree_unflatten)
@@ -50,8 +50,8 @@ Array = _np.ndarray
 __version__ = "0.1.0"
 
 __all__ = [
-    "Array", "Compiled", "ConcretizationTypeError", "Jitted", "Lowered", "NonConcreteBooleanIndexError",
-    "Program", "ProgramTypeError", "ShapeDtypeStruct", "ShapedArray", "TracerArrayConversionError",
+    "Array", "Compiled", "ConcretizationTypeError", "DeletedArrayError", "Jitted", "Lowered",
+    "NonConcreteBooleanIndexError", "Program", "ProgramTypeError", "ShapeDtypeStruct", "ShapedArray", "TracerArrayConversionError",
     "TracerBoolConversionError", "TracerIntegerConversionError", "UnexpectedTracerError",
     "block_until_ready", "check_program", "config", "eval_shape", "jit", "lax", "make_jaxpr", "numpy",
     "register_pytree_node", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",

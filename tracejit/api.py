@@ -101,6 +101,19 @@ def _hashable_static(value, name):
     return value
 
 
+def _check_python_ints(ranges, leaves) -> None:
+    """NumPy raises when a Python int operand does not fit the array dtype it is cast to
+    (``uint8_array // -3``); a traced Python int argument is checked here, at the call."""
+    for i, targets in ranges.items():
+        v = leaves[i]
+        if type(v) is not int:
+            continue
+        for d in targets:
+            info = np.iinfo(d)
+            if not info.min <= v <= info.max:
+                raise OverflowError(f"Python integer {v} out of bounds for {d.name}")
+
+
 class CacheEntry:
     """What one signature compiled to."""
 
@@ -318,6 +331,8 @@ class Jitted:
         entry = self._entry_for(sig)
         if fast is not None:
             self._fast_cache[fast] = entry
+        if entry.program.python_int_ranges:
+            _check_python_ints(entry.program.python_int_ranges, leaves)
         arrays = [_as_array(leaf, aval) for leaf, aval in zip(leaves, sig.avals)]
         return tree_unflatten(entry.out_tree, entry.executable(*arrays))
 

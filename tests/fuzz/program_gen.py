@@ -47,6 +47,40 @@ import tracejit.numpy as jnp
 from tracejit import lax
 
 
+class _Array0d(np.ndarray):
+    """An ndarray whose operations keep 0-d results as arrays (NumPy returns scalars)."""
+
+    def __array_wrap__(self, arr, context=None, return_scalar=False):
+        return arr.view(_Array0d)
+
+
+class _ArrayNumPy:
+    """NumPy on arrays that never become NumPy scalars (np.generic): a second oracle that tells
+    NumPy's scalar promotion quirks (np.True_ ** 2 is int64, np.array(True) ** 2 int8) from real
+    dtype mismatches. tracejit, as JAX, follows the array rules. ``wrap`` the inputs first."""
+
+    @staticmethod
+    def wrap(x):
+        return np.asarray(x).view(_Array0d) if isinstance(x, (np.ndarray, np.generic)) else x
+
+    def __getattr__(self, name):
+        fn = getattr(np, name)
+        if not callable(fn) or isinstance(fn, type):
+            return fn
+
+        def call(*args, **kwargs):
+            r = fn(*args, **kwargs)
+            return tuple(map(self.wrap, r)) if isinstance(r, tuple) else self.wrap(r)
+        return call
+
+
+NP_ARRAYS = _ArrayNumPy()
+
+
+def _numpy(xp):
+    return xp is np or xp is NP_ARRAYS
+
+
 def _mk(dtype, shape, re, im=None):
     """An exact array from Python literals (floats go through float64, which holds every value)."""
     d = np.dtype(dtype)
@@ -69,7 +103,7 @@ def _same_type(what, new, old):
 
 
 def _cond(xp, p, t, f, *ops):
-    if xp is np:
+    if _numpy(xp):
         a, b = t(*ops), f(*ops)
         _same_type("cond branches", a, b)
         return a if p else b
@@ -77,7 +111,7 @@ def _cond(xp, p, t, f, *ops):
 
 
 def _fori(xp, lo, hi, body, init):
-    if xp is np:
+    if _numpy(xp):
         v = init
         for i in range(lo, hi):
             v, old = body(np.int64(i), v), v
@@ -88,7 +122,7 @@ def _fori(xp, lo, hi, body, init):
 
 def _while(xp, n, body, init, pred=None):
     """``v = body(v)`` while fewer than ``n`` steps ran (and ``pred(v)``)."""
-    if xp is np:
+    if _numpy(xp):
         i, v = 0, init
         while i < n and (pred is None or pred(v)):
             i, v, old = i + 1, body(v), v
@@ -102,7 +136,7 @@ def _while(xp, n, body, init, pred=None):
 
 
 def _scan(xp, body, init, xs, reverse=False):
-    if xp is np:
+    if _numpy(xp):
         c, ys = init, []
         idx = range(xs.shape[0])
         for i in (reversed(idx) if reverse else idx):
@@ -116,7 +150,7 @@ def _scan(xp, body, init, xs, reverse=False):
 
 
 def _vmap(xp, fn, x, axis=0):
-    if xp is np:
+    if _numpy(xp):
         x = np.moveaxis(x, axis, 0)
         return np.stack([fn(x[i, ...]) for i in range(x.shape[0])])   # rows are arrays, never scalars
     return tracejit.vmap(fn, in_axes=axis)(x)
@@ -126,15 +160,45 @@ def _u32(xp, x):
     """float/complex -> uint32 as tracejit defines it: NumPy's scalar C cast (the low 32 bits of the
     int64 conversion). NumPy's own SIMD loop gives 2**31 instead for NaN and values below -2**31 in
     some positions of a contiguous array (docs/compiler.md), so the oracle spells the cast out."""
-    if xp is np:
+    if _numpy(xp):
         x = np.asarray(x)
         return (x.real if x.dtype.kind == "c" else x).astype(np.int64).astype(np.uint32)
     return x.astype(np.uint32)
 
 
+def _cmul(xp, a, b):
+    """``a * b``; for complex results NumPy's contiguous SIMD loop (re = fma(ar, br, -(ai*bi)), as
+    tracejit computes it) on contiguous copies: NumPy's loop for negative strides and for scalars
+    rounds each product, so an overflowing product is nan there and -inf here (docs/compiler.md)."""
+    r = a * b
+    if not _numpy(xp) or np.asarray(r).dtype.kind != "c":
+        return r
+    shape = np.shape(r)
+
+    def contiguous(v):      # Python scalars stay weak
+        if not isinstance(v, (np.ndarray, np.generic)):
+            return v
+        return np.ascontiguousarray(np.broadcast_to(v, shape)).reshape(-1)
+    out = (contiguous(a) * contiguous(b)).reshape(shape)
+    return out[()] if isinstance(r, np.generic) else out
+
+
+def _fminmax(xp, op, a, b):
+    """``fmax``/``fmin`` returning the first operand on ties (+0.0 vs -0.0), as tracejit defines
+    it; NumPy's loop returns either operand's zero depending on the element's position."""
+    r = getattr(xp, op)(a, b)
+    if not _numpy(xp):
+        return r
+    tie = np.equal(a, b)
+    if not np.any(tie):
+        return r
+    out = np.where(tie, np.asarray(a).astype(np.asarray(r).dtype), r)
+    return out[()] if isinstance(r, np.generic) else out
+
+
 def _at(xp, x, idx, how, u):
     """``x.at[idx].<how>(u)`` (NumPy: a copy updated with ``ufunc.at``, so duplicates accumulate)."""
-    if xp is np:
+    if _numpy(xp):
         r = x.copy()
         u = np.asarray(u, dtype=x.dtype)   # as JAX: the update takes x's dtype first
         if how == "set":
@@ -548,7 +612,8 @@ class Gen:
             opts += [("mul1", "square")]
         model, fn = self.choice(opts)
         if model == "trans":
-            m = ("trans", TRANS[fn])
+            # Lipschitz-1 on the real line only: complex sin/cos/tanh grow like e^|Im z|.
+            m = ("trans", TRANS[fn] and k != "c")
         elif model == "trans1":
             m = ("trans", True)
         elif model == "mul1":
@@ -639,7 +704,11 @@ class Gen:
                 return self.emit(f"{a.name} ** {e}", [a.name], m, "pow")
         if op in ("copysign", "nextafter", "arctan2", "hypot", "fmax", "fmin", "fmod", "maximum", "minimum",
                   "logaddexp", "logical_and", "logical_xor"):
+            if op in ("fmax", "fmin"):
+                return self.emit(f"_fminmax(xp, {op!r}, {a_name}, {b_name})", deps, m, op)
             return self.emit(f"xp.{op}({a_name}, {b_name})", deps, m, op)
+        if op == "*" and "c" in kinds:
+            return self.emit(f"_cmul(xp, {a_name}, {b_name})", deps, m, op)
         return self.emit(f"{a_name} {op} {b_name}", deps, m, op)
 
     def op_where(self):
@@ -1055,6 +1124,8 @@ def _cast_to(o: _Var, like: _Var, fallback: str, use_i=False) -> str:
             else fallback
     if use_i:
         expr = f"({expr} + xp.asarray(i).astype({expr}.dtype))"
+    if like.dtype == np.uint32 and o.kind in "fc":
+        return f"_u32(xp, xp.asarray({expr}))"
     return f"xp.asarray({expr}).astype(np.{like.dtype.name})"
 
 

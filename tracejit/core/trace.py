@@ -94,7 +94,15 @@ class StagingTrace(Trace):
         self.const_vars: list[Var] = []
         self.const_values: list = []
         self._const_index: dict[int, Var] = {}
+        self.python_int_ranges: dict[int, set] = {}
         self.finished = False
+
+    def require_int_fits(self, tracer: Tracer, dtype) -> None:
+        """The Python int argument behind input ``tracer`` is cast to ``dtype`` (a weak operand)."""
+        if tracer._trace is self:
+            for i, v in enumerate(self.in_vars):
+                if v is tracer._var:
+                    self.python_int_ranges.setdefault(i, set()).add(np.dtype(dtype))
 
     def new_input(self, aval: ShapedArray) -> Tracer:
         v = Var(aval)
@@ -141,7 +149,17 @@ class StagingTrace(Trace):
         """Close the trace; ``outputs`` are the function's flat results."""
         out_atoms = [self.to_atom(x) for x in outputs]
         self.finished = True
-        return Program(self.const_vars, self.const_values, self.in_vars, self.eqns, out_atoms)
+        program = Program(self.const_vars, self.const_values, self.in_vars, self.eqns, out_atoms)
+        program.python_int_ranges = self.python_int_ranges
+        return program
+
+
+def note_weak_int_cast(tracer: Tracer, dtype) -> None:
+    """A weakly typed (Python int) traced value is cast to integer ``dtype``; if it is a traced
+    function's input, calls of that function check the argument fits (NumPy's OverflowError)."""
+    require = getattr(tracer._trace, "require_int_fits", None)
+    if require is not None:
+        require(tracer, dtype)
 
 
 def trace_flat(flat_fun, in_avals, name: str = "function") -> Program:

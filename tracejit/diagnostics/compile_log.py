@@ -105,7 +105,19 @@ def compile_line(jitted, sig, entry) -> str:
         parts += f", waited {t['warmup_wait_ms']:.1f} ms for start-up"
     outcome = t.get("cache", "compiled")
     return (f"compiled {jitted._name} at {jitted._location} for {_sig_text(sig)}: {parts}; "
-            f"{kernels} kernel{'s' if kernels != 1 else ''}; {_OUTCOMES.get(outcome, outcome)}")
+            f"{kernels} kernel{'s' if kernels != 1 else ''}{_loops_text(entry.executable)}; "
+            f"{_OUTCOMES.get(outcome, outcome)}")
+
+
+def _loops_text(executable) -> str:
+    """``; native loops: scan; host loops: while (reason)`` for the plan's top-level control flow."""
+    steps = getattr(getattr(executable, "plan", None), "steps", None) or []
+    loops = [(s.eqn.primitive.name, s.loop, getattr(s, "host_reason", None))
+             for s in steps if getattr(s, "loop", None) is not None]
+    native = [name for name, loop, _ in loops if loop.native]
+    host = [f"{name} ({why})" if why else name for name, loop, why in loops if not loop.native]
+    return "".join(f"; {label}: {', '.join(items)}" for label, items in
+                   (("native loops", native), ("host loops", host)) if items)
 
 
 def varying_arguments(jitted, sigs=None) -> list:

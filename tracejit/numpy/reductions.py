@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from tracejit.core import dtypes
+from tracejit.ops.elementwise import binary_prims
 from tracejit.ops.reductions import argmax_p, argmin_p, cumulative_prims, reduce_prims
 from tracejit.numpy._util import aval, canonicalize_axes, canonicalize_axis, convert, eager, to_operand
 from tracejit.numpy import ufuncs as U
@@ -27,9 +28,21 @@ def _full_shape(out, axes, ndim):
     return tuple(1 if i in axes else next(it) for i in range(ndim))
 
 
+# NumPy reduces over no axes (a 0-d array, ``axis=()``) by combining each element with the
+# identity: a sum of -0.0 is +0.0, and a complex product is a full complex multiply by 1+0j
+# (NaN from an infinite part).
+_EMPTY_REDUCTION = {"reduce_sum": ("add", 0), "reduce_prod": ("mul", 1)}
+
+
 def _reduce(prim_name, x, axes, keepdims):
     ndim = aval(x).ndim
-    out = reduce_prims[prim_name].bind(x, axes=axes) if axes else x
+    if axes:
+        out = reduce_prims[prim_name].bind(x, axes=axes)
+    elif prim_name in _EMPTY_REDUCTION and dtypes.is_inexact(aval(x).dtype):
+        op, identity = _EMPTY_REDUCTION[prim_name]
+        out = binary_prims[op].bind(np.asarray(identity, aval(x).dtype)[()], x)
+    else:
+        out = x
     if keepdims:
         from tracejit.numpy.shape import reshape
         out = reshape(out, _full_shape(out, axes, ndim))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracejit.core import dtypes
+from tracejit.core.trace import note_weak_int_cast
 from tracejit.ops.elementwise import binary_prims, select_n_p, unary_prims
 from tracejit.numpy._util import (aval, broadcast_operands, broadcast_shapes, broadcast_to_shape, convert,
                                   eager, is_tracer, numpy_type_arg, shape_of, to_operand)
@@ -82,6 +83,9 @@ class Ufunc:
             exact = _exact_integer_comparison(self._np, ops, in_dtypes)
             if exact is not None:
                 return exact if weak_result or not weak else convert(exact, dtypes.bool_)
+        for o, d in zip(ops, in_dtypes):
+            if _is_weak_int_tracer(o) and d.kind in "iu" and d != dtypes.int64:
+                note_weak_int_cast(o, d)      # NumPy: a Python int out of d's range raises
         ops = [convert(o, d, weak_type=weak) for o, d in zip(ops, in_dtypes)]
         try:
             ops, _ = broadcast_operands(*ops)

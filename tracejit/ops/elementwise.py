@@ -170,11 +170,31 @@ def _floordiv(x, y):
     return np.floor_divide(x, y)
 
 
+def _multiply(x, y):
+    """``x * y``; complex products on contiguous copies, so every element takes NumPy's SIMD
+    loop (re = fma(xr, yr, -(xi*yi)), as compiled code does): NumPy's loop for negative strides
+    and scalars rounds each product, and an overflowing product is nan there, -inf here."""
+    x, y = np.asarray(x), np.asarray(y)
+    if x.dtype.kind != "c" or (x.flags.c_contiguous and y.flags.c_contiguous and x.shape == y.shape and x.ndim):
+        return np.multiply(x, y)
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    flat = [np.ascontiguousarray(np.broadcast_to(v, shape)).reshape(-1) for v in (x, y)]
+    return np.multiply(*flat).reshape(shape)
+
+
+def _first_on_ties(fn):
+    """``fmax``/``fmin`` whose ties (+0.0 vs -0.0) give the first operand, as compiled code does
+    (NumPy's own loop picks either zero depending on the element's position)."""
+    def impl(x, y):
+        return np.where(np.equal(x, y), x, fn(x, y))
+    return impl
+
+
 BINARY_SPECS = {
     # name: (impl, kinds, result is bool)
     "add": (np.add, _ANY, False),
     "sub": (np.subtract, "iufc", False),
-    "mul": (np.multiply, _ANY, False),
+    "mul": (_multiply, _ANY, False),
     "div": (np.true_divide, _INEXACT, False),
     "floordiv": (_floordiv, "iuf", False),
     "rem": (np.remainder, "iuf", False),    # Python/NumPy modulo: result has the divisor's sign
@@ -182,8 +202,8 @@ BINARY_SPECS = {
     "pow": (np.power, "iufc", False),
     "max": (np.maximum, _ANY, False),       # NaN-propagating, as numpy.maximum
     "min": (np.minimum, _ANY, False),
-    "fmax": (np.fmax, _ANY, False),
-    "fmin": (np.fmin, _ANY, False),
+    "fmax": (_first_on_ties(np.fmax), _ANY, False),
+    "fmin": (_first_on_ties(np.fmin), _ANY, False),
     "atan2": (np.arctan2, _FLOAT, False),
     "hypot": (np.hypot, _FLOAT, False),
     "copysign": (np.copysign, _FLOAT, False),

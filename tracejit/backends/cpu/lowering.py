@@ -354,7 +354,10 @@ def _fmax(is_max):
     def rule(b, x, y, d, od, p):
         if not _is_float(d):
             return np_maximum(b, x, y, d, is_max)
-        return intrinsic(b, "llvm.maxnum" if is_max else "llvm.minnum", [x, y])
+        # Not llvm.maxnum: its choice between +0.0 and -0.0 is unspecified (and differs between
+        # vector and scalar code). The first operand wins ties; a NaN loses to a number.
+        keep_x = b.or_(b.fcmp_ordered(">=" if is_max else "<=", x, y), b.fcmp_unordered("uno", y, y))
+        return b.select(keep_x, x, y)
     return rule
 
 
