@@ -11,7 +11,7 @@ def g(x):
 
 
 def test_pipeline_is_one_named_ordered_list():
-    assert [n for n, _ in PIPELINE] == ["inline", "simplify", "small_dots", "cse", "dot_layout", "dce"]
+    assert [n for n, _ in PIPELINE] == ["inline", "simplify", "loop_carries", "small_dots", "cse", "dot_layout", "dce"]
     assert PASS_NAMES[-3:] == ["layout", "fusion", "memory"]
 
 

@@ -183,3 +183,56 @@ class _log_on:
 
     def __exit__(self, *exc):
         tracejit.config.update("log_compiles", self.old)
+
+
+_LOOP_PROCESS = """
+import numpy as np, tracejit, tracejit.numpy as jnp
+from tracejit import lax
+from tracejit.backends.cpu import loops
+
+def f(x):
+    def body(i, c):
+        inner = lax.fori_loop(0, i, lambda j, v: v * 0.5 + jnp.sin(v), c)
+        return lax.cond(i % 2 == 0, lambda v: v + 1.0, lambda v: v - 0.25, inner)
+    return lax.fori_loop(0, 6, body, x)
+
+x = np.linspace(-1.0, 1.0, 5)
+g = tracejit.jit(f)         # (keeps its executable, and so its loops, alive)
+print(g(x).tolist())
+print([l.cache_outcome for l in list(loops._cache.values())])
+"""
+
+
+def test_loop_drivers_go_through_the_persistent_cache(tmp_path):
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, TRACEJIT_CACHE_DIR=str(tmp_path / "cache"))
+    runs = [subprocess.run([sys.executable, "-c", _LOOP_PROCESS], env=env, capture_output=True, text=True,
+                           timeout=300) for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+    first, second = (r.stdout.splitlines() for r in runs)
+    assert first[0] == second[0]            # same results from the loaded object code
+    assert "compiled" in first[1] and "persistent-hit" in second[1] and "compiled" not in second[1]
+
+
+@pytest.mark.parametrize("case", ["fori", "fori_traced", "scan", "while", "partly"])
+def test_a_loop_that_changes_nothing_read_is_removed(case):
+    x = np.linspace(-1.0, 2.0, 6)
+    fns = {
+        "fori": lambda x, n: lax.fori_loop(0, 10, lambda i, c: c, x) + n,
+        "fori_traced": lambda x, n: lax.fori_loop(0, n, lambda i, c: c, x),
+        "scan": lambda x, n: lax.scan(lambda c, _: (c, None), x, None, length=5)[0] * 2.0,
+        "while": lambda x, n: lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1]), (0, x))[1],
+        "partly": lambda x, n: lax.fori_loop(0, n, lambda i, c: (c[0], c[1] * 2.0), (x, x))[0],
+    }
+    f = fns[case]
+    compiled = tracejit.jit(f).lower(x, 3).compile()
+    assert "loop" not in compiled.as_text()
+    want = tracejit.jit(f, backend="reference")(x, 3)
+    np.testing.assert_array_equal(compiled(x, 3), want)
+    # A carry that does change keeps its loop.
+    g = lambda x, n: lax.fori_loop(0, n, lambda i, c: (c[0], c[1] * 2.0), (x, x))   # noqa: E731
+    assert "native loop" in tracejit.jit(g).lower(x, 3).compile().as_text()
+    np.testing.assert_array_equal(tracejit.jit(g)(x, 3)[1], x * 8.0)

@@ -35,7 +35,7 @@ from tracejit.compiler.fusion import CONTROL_FLOW, NumpyStep, Planner, WindowSte
 from tracejit.compiler.kernel_ir import Kernel
 from tracejit.compiler.memory import donation_pairs, plan_memory
 from tracejit.compiler.passes import run_pipeline
-from tracejit.backends.cpu import llvm_engine
+from tracejit.backends.cpu import llvm_engine, mathlib
 from tracejit.backends.cpu import lowering as L
 from tracejit.backends.cpu.native import can_lower, can_reduce, native_emitter, native_steps, vector_bytes
 from tracejit.backends.cpu.runtime import data_address
@@ -431,7 +431,7 @@ class NativeLoop:
         drv.b.ret_void()
         self.slot_names = list(drv.names)
         self._sources = list(drv.sources)
-        self.compiled = llvm_engine.compile_ir(module, name=f"{self.kind}_loop", vectorize=False)
+        self.compiled, self.cache_outcome = _compile_driver(module, eqn, f"{self.kind}_loop")
         self.fn = DRIVER_FN(self.compiled.address("loop_driver"))
         self._slots_type = ctypes.c_void_p * max(len(self.slot_names), 1)
         self._scratch = {name: max(n, 1) for name, n in drv.scratch_bytes.items()}
@@ -452,6 +452,21 @@ class NativeLoop:
         arrays = {"arg": ins, "out": results, "scratch": [np.empty(n, np.uint8) for n in self._scratch.values()]}
         self.fn(self._slots_type(*[data_address(arrays[kind][k]) for kind, k in self._sources]), 0)
         return results
+
+
+def _compile_driver(module, eqn, name):
+    """The driver's object code, through the persistent cache like kernels: keyed by the loop
+    equation's text (its bodies, literals and operand types) and the compile environment, so a
+    new process loads it instead of running LLVM. Returns ``(CompiledModule, outcome)``."""
+    from tracejit.core.ir import Program, Var
+    from tracejit.diagnostics import persistent_cache
+    holder = Program([], [], [a for a in eqn.inputs if isinstance(a, Var)], [eqn], eqn.outputs)
+    components = {"loop": persistent_cache.program_fingerprint(holder), "vector_bytes": vector_bytes(),
+                  "local_storage_bytes": LOCAL_STORAGE_BYTES}
+    return persistent_cache.compile_module(
+        module, name=name, vectorize=False, components=components,
+        extra_metadata=lambda: {"math": mathlib.specs_used(module)},
+        before_load=lambda meta: mathlib.ensure(meta.get("math", [])), symbols=("loop_driver",))
 
 
 # Compiled loops, held weakly: a loop lives as long as an executable that runs it (its params,
