@@ -236,3 +236,28 @@ def test_a_loop_that_changes_nothing_read_is_removed(case):
     g = lambda x, n: lax.fori_loop(0, n, lambda i, c: (c[0], c[1] * 2.0), (x, x))   # noqa: E731
     assert "native loop" in tracejit.jit(g).lower(x, 3).compile().as_text()
     np.testing.assert_array_equal(tracejit.jit(g)(x, 3)[1], x * 8.0)
+
+
+def _host_loops(compiled):
+    return [s.loop for s in compiled.executable.plan.steps if getattr(s, "loop", None) is not None
+            and not s.loop.native]
+
+
+@pytest.mark.parametrize("kind", ["fori", "while", "scan"])
+def test_host_loop_carries_are_updated_in_place_and_inputs_survive(kind):
+    # A body with a NumPy step (sort) stays a host loop; its carries are donated to the body's
+    # executable, so `c.at[i].set(...)` writes one row instead of copying the matrix per step.
+    m = np.random.default_rng(0).standard_normal((6, 50))
+    keep = m.copy()
+    row_sort = lambda i, c: c.at[i].set(jnp.sort(c[i]))      # noqa: E731
+    fns = {
+        "fori": lambda m: lax.fori_loop(0, 6, row_sort, m),
+        "while": lambda m: lax.while_loop(lambda s: s[0] < 6, lambda s: (s[0] + 1, row_sort(s[0], s[1])), (0, m))[1],
+        "scan": lambda m: lax.scan(lambda c, i: (row_sort(i, c), i * 2), m, jnp.arange(6))[0],
+    }
+    compiled = tracejit.jit(fns[kind]).lower(m).compile()
+    (host,) = _host_loops(compiled)
+    assert host.body.donated_outputs        # the updated carry is written into the donated one
+    for _ in range(2):
+        np.testing.assert_array_equal(compiled(m), np.sort(keep, axis=1))
+        np.testing.assert_array_equal(m, keep)      # the caller's array is never donated

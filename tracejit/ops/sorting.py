@@ -55,6 +55,10 @@ def sort_permutation(keys, dimension):
 
 
 def _sort_impl(*operands, dimension, is_stable, num_keys):
+    if len(operands) == 1:
+        # A stable sort of the values themselves: the elements argsort + take would give (equal
+        # values, -0.0 and 0.0 too, keep their order), several times faster.
+        return [np.sort(np.asarray(operands[0]), axis=dimension, kind="stable")]
     perm = sort_permutation(operands[:num_keys], dimension)
     return [np.take_along_axis(np.asarray(o), perm, axis=dimension) for o in operands]
 

@@ -16,8 +16,13 @@ import numpy as np
 class HostLoop:
     """A ``while``, ``scan`` or ``cond`` equation run from Python over compiled sub-programs.
 
-    ``compile_program(program) -> executable`` is the backend's compile function; ``reason`` says why
-    the loop is not native (shown by ``as_text``)."""
+    ``compile_program(program, donate_argnums) -> executable`` is the backend's compile function;
+    ``reason`` says why the loop is not native (shown by ``as_text``).
+
+    A body's carries are donated to its executable, so an update of a carry (``c.at[i].set(v)``)
+    writes in place instead of copying the whole carry every iteration. The loop donates only
+    arrays it made: the initial carries are copied once, and the body's results are fresh arrays
+    (an executable copies an output that is one of its inputs)."""
 
     native = False
 
@@ -26,12 +31,14 @@ class HostLoop:
         self.params = p = eqn.params
         self.reason = reason
         if self.kind == "while":
-            self.cond = compile_program(p["cond_program"])
-            self.body = compile_program(p["body_program"])
+            body, first = p["body_program"], p["body_nconsts"]
+            self.cond = compile_program(p["cond_program"], ())
+            self.body = compile_program(body, tuple(range(first, len(body.in_vars))))
         elif self.kind == "scan":
-            self.body = compile_program(p["program"])
+            body, first = p["program"], p["num_consts"]
+            self.body = compile_program(body, tuple(range(first, first + p["num_carry"])))
         else:
-            self.branches = [compile_program(b) for b in p["branches"]]
+            self.branches = [compile_program(b, ()) for b in p["branches"]]
         self.out_avals = [v.aval for v in eqn.outputs]
 
     def run_prepared(self, ins):
@@ -48,7 +55,7 @@ class HostLoop:
     def _run_while(self, ins):
         p = self.params
         cn, bn = p["cond_nconsts"], p["body_nconsts"]
-        cconsts, bconsts, carry = ins[:cn], ins[cn:cn + bn], ins[cn + bn:]
+        cconsts, bconsts, carry = ins[:cn], ins[cn:cn + bn], [c.copy() for c in ins[cn + bn:]]
         while bool(self.cond(*cconsts, *carry)[0]):
             carry = list(self.body(*bconsts, *carry))
         return carry
@@ -56,7 +63,7 @@ class HostLoop:
     def _run_scan(self, ins):
         p = self.params
         nc, ncarry, length = p["num_consts"], p["num_carry"], p["length"]
-        consts, carry, xs = ins[:nc], ins[nc:nc + ncarry], ins[nc + ncarry:]
+        consts, carry, xs = ins[:nc], [c.copy() for c in ins[nc:nc + ncarry]], ins[nc + ncarry:]
         ys = [np.empty(a.shape, a.dtype) for a in self.out_avals[ncarry:]]
         for i in range(length):
             idx = length - 1 - i if p["reverse"] else i
