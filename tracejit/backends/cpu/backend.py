@@ -41,8 +41,10 @@ class CPUBackend:
             if isinstance(step, NumpyStep) and step.eqn.primitive.name in CONTROL_FLOW:
                 step.loop, step.host_reason = loops.native_loop_or_reason(step.eqn)
                 if step.loop is None:
-                    step.loop = HostLoop(step.eqn, lambda p, donate: self.compile(p, name="body", donate_argnums=donate),
-                                         step.host_reason)
+                    step.loop = HostLoop(step.eqn, self._compile_body, step.host_reason)
+
+    def _compile_body(self, program, donate_argnums):
+        return self.compile(program, name="body", donate_argnums=donate_argnums)
 
     def compile(self, program, *, name: str = "function", donate_argnums=()):
         t0 = time.perf_counter()
