@@ -51,6 +51,11 @@ from tracejit.numpy.extra import *  # noqa: E402,F401,F403
 from tracejit.numpy.indexing_api import *  # noqa: E402,F401,F403
 from tracejit.numpy.convolve import convolve, correlate  # noqa: E402,F401
 from tracejit.numpy import linalg, fft  # noqa: E402,F401
+from tracejit.numpy.statistics import *  # noqa: E402,F401,F403
+from tracejit.numpy.setops import *  # noqa: E402,F401,F403
+from tracejit.numpy.index_tricks import *  # noqa: E402,F401,F403
+from tracejit.numpy.polynomial import *  # noqa: E402,F401,F403
+from tracejit.numpy.functional import *  # noqa: E402,F401,F403
 
 
 def _strong_results(fn):
