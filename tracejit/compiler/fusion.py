@@ -30,7 +30,8 @@ from tracejit.compiler.kernel_ir import GatherSpec, IndexMap, Kernel, Node, Phas
 from tracejit.ops.dot import dot_general_p
 from tracejit.ops.elementwise import iota_p
 from tracejit.ops.indexing import dynamic_slice_p, dynamic_update_slice_p, gather_p, scatter_p
-from tracejit.ops.reductions import reduce_prims
+from tracejit.ops.reductions import argmax_p, argmin_p, cumulative_prims, reduce_prims
+from tracejit.ops.sorting import sort_p
 from tracejit.ops.structural import (broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, rev_p, slice_p, squeeze_p,
                                      transpose_p)
 
@@ -44,6 +45,16 @@ _COSTLY = _EXPENSIVE | {"sqrt", "rsqrt", "div"}
 # Scatters compiled as native loops (complex and float16 updates run NumPy's ufunc.at).
 _NATIVE_SCATTER_DTYPES = {dtypes.bool_, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8,
                           dtypes.uint16, dtypes.uint32, dtypes.uint64, dtypes.float32, dtypes.float64}
+# Cumulative ops and argmax/argmin run as serial native loops along their axis (window.py): NumPy's
+# accumulate order, so sums and products are bit-identical. Complex cumprod (NumPy's scalar complex
+# multiply) and float16 stay NumPy steps.
+_AXIS_PRIMS = {*cumulative_prims.values(), argmax_p, argmin_p}
+_NATIVE_AXIS_DTYPES = _NATIVE_SCATTER_DTYPES - {dtypes.bool_}
+# A sort of one operand along an axis at most this long, of at most NATIVE_SORT_ELEMENTS elements, is
+# a native insertion sort (stable, NaN last): what loop bodies sort. NumPy's sort is 1.5-2x faster on
+# large arrays (measured here), so those stay NumPy steps.
+NATIVE_SORT_MAX = 128
+NATIVE_SORT_ELEMENTS = 16384
 # A costly value broadcast to at least this many times its size is materialized at its own size.
 BROADCAST_MATERIALIZE_FACTOR = 8
 
@@ -91,14 +102,15 @@ class WindowStep:
     only the window; otherwise it copies the operand first.
     """
 
-    kind: str                  # "slice" | "update" | "pad" | "scatter" | "concat"
+    kind: str                  # "slice" | "update" | "pad" | "scatter" | "concat" | "axis"
     out: int
     operand: int               # pad: the padding value (buffer id or ("lit", value))
     update: int | None         # pad: the array placed inside; scatter: the updates; concat: all operands
     starts: list               # buffer id (integer scalar) or ("lit", value) per operand axis; scatter: [indices];
                                # concat: each operand's offset along the axis
     window: tuple              # window shape (slice_sizes, or the update's shape); scatter: ()
-    combine: tuple = ()        # scatter: (kind, mode), e.g. ("add", "drop"); concat: (axis,)
+    combine: tuple = ()        # scatter: (kind, mode), e.g. ("add", "drop"); concat: (axis,);
+                               # axis: (cumsum|cumprod|cummax|cummin|argmax|argmin|sort, axis, reverse)
 
     def reads(self) -> list:
         if self.kind == "concat":
@@ -115,6 +127,9 @@ class WindowStep:
         if self.kind == "scatter":
             return (f"window scatter[{self.combine[0]} mode={self.combine[1]}] b{self.update} into "
                     f"{operand}[{starts}] -> b{self.out}")
+        if self.kind == "axis":
+            op, axis, reverse = self.combine
+            return f"window {op}[axis={axis}{' reverse' if reverse else ''}] {operand} -> b{self.out}"
         what = {"slice": "dynamic_slice", "update": f"dynamic_update_slice(update b{self.update})",
                 "pad": f"pad(b{self.update}) with"}[self.kind]
         return f"window {what} {operand}[{starts}] {list(self.window)} -> b{self.out}"
@@ -262,6 +277,14 @@ class Planner:
         if p is scatter_p and all(isinstance(a, Var) for a in eqn.inputs) \
                 and eqn.inputs[0].aval.dtype in _NATIVE_SCATTER_DTYPES:
             return "window"     # a serial loop over the updates, in place when the operand dies here
+        if p in _AXIS_PRIMS and isinstance(eqn.inputs[0], Var) and eqn.inputs[0].aval.dtype in (
+                _NATIVE_AXIS_DTYPES | ({dtypes.bool_} if p in (argmax_p, argmin_p) else set())):
+            return "window"     # a serial native loop along the axis
+        if p is sort_p and len(eqn.inputs) == 1 and isinstance(eqn.inputs[0], Var) \
+                and eqn.inputs[0].aval.dtype in _NATIVE_AXIS_DTYPES \
+                and eqn.inputs[0].aval.shape[eqn.params["dimension"]] <= NATIVE_SORT_MAX \
+                and eqn.inputs[0].aval.size <= NATIVE_SORT_ELEMENTS:
+            return "window"     # an insertion sort of each line
         if p in (dynamic_slice_p, dynamic_update_slice_p):
             arrays = eqn.inputs[:1] if p is dynamic_slice_p else eqn.inputs[:2]
             return "window" if all(isinstance(a, Var) for a in arrays) else "numpy"
@@ -506,6 +529,11 @@ class Planner:
             elif eqn.primitive is scatter_p:
                 step = WindowStep("scatter", out, ins[0], ins[2], [ins[1]], (),
                                   (eqn.params["kind"], eqn.params["mode"]))
+            elif eqn.primitive in _AXIS_PRIMS or eqn.primitive is sort_p:
+                par = eqn.params
+                axis, reverse = (par["axes"][0], False) if "axes" in par else (
+                    (par["dimension"], False) if "dimension" in par else (par["axis"], par["reverse"]))
+                step = WindowStep("axis", out, ins[0], None, [], (), (eqn.primitive.name, axis, reverse))
             elif eqn.primitive is dynamic_slice_p:
                 step = WindowStep("slice", out, ins[0], None, ins[1:], tuple(eqn.params["slice_sizes"]))
             else:

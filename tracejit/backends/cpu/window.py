@@ -107,6 +107,10 @@ class WindowEmitter:
             self._scatter(b, bases)
             b.ret_void()
             return name
+        if step.kind == "axis":
+            self._axis(b, bases)
+            b.ret_void()
+            return name
         if step.kind == "concat":
             out = self.buffers[step.out]
             axis = step.combine[0]
@@ -201,6 +205,114 @@ class WindowEmitter:
                 with b.if_then(valid):
                     block_loop()
         counted_loop(b, rows, row, "row")
+
+    def _axis(self, b, bases):
+        """A serial loop along one axis for every other index: ``cumsum``/``cumprod``/``cummax``/
+        ``cummin`` in NumPy's accumulate order (``out[k] = op(out[k-1], x[k])``, so sums are
+        bit-identical), or ``argmax``/``argmin`` (the first extreme; the first NaN wins)."""
+        op, axis, reverse = self.step.combine
+        x_buf, out_buf = self.buffers[self.step.operand], self.buffers[self.step.out]
+        d = x_buf.dtype
+        shape = tuple(x_buf.shape)
+        n, outer, inner = shape[axis], math.prod(shape[:axis]), math.prod(shape[axis + 1:])
+        if not (n and outer and inner):
+            return
+        et = L.memory_type(d)
+        x_ptr, out_ptr = bases[self.step.operand], bases[self.step.out]
+        if op == "sort":
+            self._insertion_sort(b, x_ptr, out_ptr, x_buf, n, outer, inner, et)
+            return
+        with b.goto_entry_block():
+            acc, best_at = b.alloca(et), b.alloca(I64)
+
+        def at(o, k, j):        # element [o, k, j] of the (outer, n, inner) view
+            return b.add(b.mul(b.add(b.mul(o, ir.Constant(I64, n)), k), ir.Constant(I64, inner)), j)
+
+        def position(k):
+            return b.sub(ir.Constant(I64, n - 1), k) if reverse else k
+
+        def load(o, k, j):
+            return b.load(b.gep(x_ptr, [at(o, position(k), j)], source_etype=et), typ=et)
+
+        def line(o, j):
+            b.store(load(o, ir.Constant(I64, 0), j), acc)
+            b.store(ir.Constant(I64, 0), best_at)
+            if op.startswith("cum"):
+                b.store(b.load(acc, typ=et), b.gep(out_ptr, [at(o, position(ir.Constant(I64, 0)), j)], source_etype=et))
+
+            def step(k1):
+                k = b.add(k1, ir.Constant(I64, 1))
+                old, new = b.load(acc, typ=et), load(o, k, j)
+                if op.startswith("arg"):
+                    take = self._beats(b, new, old, d, op == "argmax")
+                    b.store(b.select(take, new, old), acc)
+                    b.store(b.select(take, k, b.load(best_at, typ=I64)), best_at)
+                    return
+                value = self._combine(b, {"cumsum": "add", "cumprod": "mul", "cummax": "max", "cummin": "min"}[op],
+                                      old, new, d)
+                b.store(value, acc)
+                b.store(value, b.gep(out_ptr, [at(o, position(k), j)], source_etype=et))
+            counted_loop(b, n - 1, step, "along")
+            if op.startswith("arg"):
+                it = ir.IntType(8 * out_buf.dtype.itemsize)
+                index = b.load(best_at, typ=I64)
+                b.store(b.trunc(index, it) if it.width < 64 else index,
+                        b.gep(out_ptr, [b.add(b.mul(o, ir.Constant(I64, inner)), j)], source_etype=it))
+
+        counted_loop(b, outer, lambda o: counted_loop(b, inner, lambda j: line(o, j), "inner"), "outer")
+
+    def _insertion_sort(self, b, x_ptr, out_ptr, x_buf, n, outer, inner, et):
+        """Each line copied to ``out`` and insertion-sorted there: stable, NaN last (NumPy's order;
+        -0.0 and 0.0 keep their order, as ``np.sort(kind="stable")``). For short axes only."""
+        d = x_buf.dtype
+        with b.if_then(b.not_(b.icmp_unsigned("==", out_ptr, x_ptr))):
+            copy_bytes(b, out_ptr, x_ptr, x_buf.nbytes)
+        with b.goto_entry_block():
+            hole = b.alloca(I64)
+        fn = b.function
+
+        def line(o, j):
+            def ptr(k):
+                row = b.add(b.mul(o, ir.Constant(I64, n)), k)
+                return b.gep(out_ptr, [b.add(b.mul(row, ir.Constant(I64, inner)), j)], source_etype=et)
+
+            def insert(k1):
+                k = b.add(k1, ir.Constant(I64, 1))
+                v = b.load(ptr(k), typ=et)
+                b.store(k, hole)
+                head, shift, done = (fn.append_basic_block(f"ins_{s}") for s in ("head", "shift", "done"))
+                b.branch(head)
+                b.position_at_end(head)
+                h = b.load(hole, typ=I64)
+                at_start = b.icmp_signed("==", h, ir.Constant(I64, 0))
+                prev_at = b.select(at_start, h, b.sub(h, ir.Constant(I64, 1)))
+                prev = b.load(ptr(prev_at), typ=et)
+                b.cbranch(b.and_(b.not_(at_start), self._before(b, v, prev, d)), shift, done)
+                b.position_at_end(shift)
+                b.store(prev, ptr(h))
+                b.store(prev_at, hole)
+                b.branch(head)
+                b.position_at_end(done)
+                b.store(v, ptr(b.load(hole, typ=I64)))
+            counted_loop(b, n - 1, insert, "sort")
+
+        counted_loop(b, outer, lambda o: counted_loop(b, inner, lambda j: line(o, j), "inner"), "outer")
+
+    @staticmethod
+    def _before(b, v, w, d):
+        """``v`` sorts strictly before ``w`` in NumPy's order (NaN last)."""
+        if d.kind == "f":
+            return b.or_(b.fcmp_ordered("<", v, w), b.and_(L.is_nan(b, w), b.not_(L.is_nan(b, v))))
+        return (b.icmp_signed if d.kind == "i" else b.icmp_unsigned)("<", v, w)
+
+    @staticmethod
+    def _beats(b, new, old, d, is_max):
+        """``new`` replaces the best so far: strictly greater (less), or the first NaN."""
+        if d.kind == "f":
+            better = b.or_(b.fcmp_ordered(">" if is_max else "<", new, old), L.is_nan(b, new))
+            return b.and_(better, b.not_(L.is_nan(b, old)))
+        cmp = b.icmp_signed if d.kind == "i" else b.icmp_unsigned
+        return cmp(">" if is_max else "<", new, old)
 
     @staticmethod
     def _combine(b, kind, old, new, d):
