@@ -160,3 +160,21 @@ def test_fmax_fmin_ties_give_the_first_operand(dtype, backend):
         assert got.tobytes() == want.tobytes()
         got = tracejit.jit(lambda a: getattr(jnp, name)(a, np.zeros((), np.uint16)), backend=backend)(x)
         assert np.array_equal(np.signbit(got[:3]), np.signbit(x[:3]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["fmod", "remainder"])
+def test_fmod_invalid_cases_give_the_default_nan(name, dtype):
+    # Found by the program fuzzer (seed 1068875): fmod(inf, -1.0) with a literal divisor was +NaN
+    # (LLVM's frem expansion); C's fmod and NumPy give the x86 default NaN, sign bit set.
+    vals = np.array([np.inf, -np.inf, 1.0, 5.0, -3.0, 0.0, -0.0, 2.5], dtype)
+    x, y = np.repeat(vals, len(vals)), np.tile(vals, len(vals))
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(x, y)
+        got = tracejit.jit(getattr(jnp, name))(x, y)
+        assert np.array_equal(np.signbit(got), np.signbit(want)) and np.array_equal(np.isnan(got), np.isnan(want))
+        for c in (-1.0, 0.0, 2.0, np.inf):
+            want = getattr(np, name)(vals, dtype(c))
+            got = tracejit.jit(lambda v: getattr(jnp, name)(v, c))(vals)
+            assert np.array_equal(np.signbit(got), np.signbit(want)), c
+            np.testing.assert_array_equal(got, want)

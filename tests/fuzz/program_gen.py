@@ -53,6 +53,10 @@ class _Array0d(np.ndarray):
     def __array_wrap__(self, arr, context=None, return_scalar=False):
         return arr.view(_Array0d)
 
+    def __getitem__(self, key):
+        r = super().__getitem__(key)
+        return np.asarray(r).view(_Array0d) if isinstance(r, np.generic) else r
+
 
 class _ArrayNumPy:
     """NumPy on arrays that never become NumPy scalars (np.generic): a second oracle that tells

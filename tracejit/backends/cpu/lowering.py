@@ -164,11 +164,21 @@ def _int_floordiv_rem(b, x, y, d):
     return b.select(y_zero, zero, q), b.select(y_zero, zero, r)
 
 
+def _c_fmod(b, x, y, d):
+    """C's ``fmod`` (``frem``), whose invalid cases (x infinite, y zero; neither a NaN) give the x86
+    default NaN (sign bit set), as NumPy's: with a constant divisor LLVM's expansion gave +NaN."""
+    lanes = lanes_of(x)
+    invalid = b.or_(b.fcmp_ordered("==", intrinsic(b, "llvm.fabs", [x]), const(d, float("inf"), lanes)),
+                    b.fcmp_ordered("==", y, const(d, 0.0, lanes)))
+    invalid = b.and_(invalid, b.fcmp_ordered("ord", x, y))
+    return b.select(invalid, const(d, -float("nan"), lanes), b.frem(x, y))
+
+
 def _float_divmod(b, x, y, d):
     """NumPy's npy_divmod for floats (floor division and modulo with Python signs)."""
     lanes = lanes_of(x)
     zero, one, half = const(d, 0.0, lanes), const(d, 1.0, lanes), const(d, 0.5, lanes)
-    mod = b.frem(x, y)
+    mod = _c_fmod(b, x, y, d)
     div = b.fdiv(b.fsub(x, mod), y)
     mod_nz = b.fcmp_unordered("!=", mod, zero)
     fix = b.and_(mod_nz, b.icmp_unsigned("!=", b.fcmp_ordered("<", y, zero), b.fcmp_ordered("<", mod, zero)))
@@ -181,7 +191,7 @@ def _float_divmod(b, x, y, d):
     floordiv = b.select(div_nz, floordiv, intrinsic(b, "llvm.copysign", [zero, b.fdiv(x, y)]))
     y_zero = b.fcmp_ordered("==", y, zero)
     floordiv = b.select(y_zero, b.fdiv(x, y), floordiv)
-    mod = b.select(y_zero, b.frem(x, y), mod)
+    mod = b.select(y_zero, _c_fmod(b, x, y, d), mod)
     return floordiv, mod
 
 
@@ -328,7 +338,7 @@ def _rem(b, x, y, d, od, p):
 
 def _fmod(b, x, y, d, od, p):
     if _is_float(d):
-        return b.frem(x, y)
+        return _c_fmod(b, x, y, d)
     zero, one = const(d, 0, lanes_of(x)), const(d, 1, lanes_of(x))
     bad = b.icmp_unsigned("==", y, zero)
     if _signed(d):
