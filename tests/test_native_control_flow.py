@@ -170,7 +170,7 @@ def test_log_compiles_names_native_and_host_loops(caplog):
     with _log_on():
         with caplog.at_level("WARNING", logger="tracejit"):
             tracejit.jit(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2.0, x))(x)
-            tracejit.jit(lambda x: lax.fori_loop(0, 3, lambda i, c: jnp.sort(c)[::-1], x))(x)
+            tracejit.jit(lambda x: lax.fori_loop(0, 3, lambda i, c: c[jnp.argsort(c)][::-1], x))(x)
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("compiled")]
     assert "native loops: scan" in lines[0] and "host loops" not in lines[0]
     assert "host loops: scan (body needs a NumPy step (sort))" in lines[1]
@@ -245,9 +245,9 @@ def _host_loops(compiled):
 
 @pytest.mark.parametrize("kind", ["fori", "while", "scan"])
 def test_host_loop_carries_are_updated_in_place_and_inputs_survive(kind):
-    # A body with a NumPy step (sort) stays a host loop; its carries are donated to the body's
-    # executable, so `c.at[i].set(...)` writes one row instead of copying the matrix per step.
-    m = np.random.default_rng(0).standard_normal((6, 50))
+    # A body with a NumPy step (a sort of 200 elements) stays a host loop; its carries are donated
+    # to the body's executable, so `c.at[i].set(...)` writes one row instead of copying the matrix.
+    m = np.random.default_rng(0).standard_normal((6, 200))
     keep = m.copy()
     row_sort = lambda i, c: c.at[i].set(jnp.sort(c[i]))      # noqa: E731
     fns = {
@@ -261,3 +261,18 @@ def test_host_loop_carries_are_updated_in_place_and_inputs_survive(kind):
     for _ in range(2):
         np.testing.assert_array_equal(compiled(m), np.sort(keep, axis=1))
         np.testing.assert_array_equal(m, keep)      # the caller's array is never donated
+
+
+def test_host_loop_with_a_nested_host_cond_reading_the_carry():
+    # Found by the program fuzzer (seed 2010521): the body executable marked its donated carry as
+    # deleted while a nested host cond (argsort keeps it on the host) still had to read it.
+    def f(x):
+        def body(i, c):
+            inner = lax.cond(c.min() < 0, lambda c: jnp.argsort(c, axis=2) + c, lambda c: c * 2, c)
+            return inner + i
+        return lax.fori_loop(0, 3, body, x)
+    x = np.arange(-3, 3, dtype=np.int64).reshape(1, 2, 3)
+    compiled = tracejit.jit(f).lower(x).compile()
+    assert compiled.as_text().startswith("host loop")
+    for _ in range(2):
+        np.testing.assert_array_equal(compiled(x), tracejit.jit(f, backend="reference")(x))

@@ -39,6 +39,10 @@ class HostLoop:
             self.body = compile_program(body, tuple(range(first, first + p["num_carry"])))
         else:
             self.branches = [compile_program(b, ()) for b in p["branches"]]
+        if self.kind != "cond":
+            # The loop owns the carries it donates; the body's own steps (a nested host loop) may
+            # still read them during the call, so they are not marked as deleted.
+            self.body.marks_donations = False
         self.out_avals = [v.aval for v in eqn.outputs]
 
     def run_prepared(self, ins):

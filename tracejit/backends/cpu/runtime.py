@@ -386,6 +386,10 @@ class CPUExecutable:
         self._arenas: list = []
         self._steps = []
         self._donated = set(donated)
+        # A donated argument is marked so passing it again raises (JAX's deleted-array error). A host
+        # loop, which owns its carries and may still pass them to nested loops inside the body, turns
+        # this off for its body executables.
+        self.marks_donations = True
         launch_of = {id(l.kernel): l for l in launches}
         aliases = [b for b in plan.buffers if b.kind == "alias"]
         for step in plan.steps:
@@ -474,7 +478,8 @@ class CPUExecutable:
                 if (a.flags.c_contiguous and a.flags.writeable and a.dtype == dtype and env[plan.inputs[pos]] is a
                         and not _shares_with_others(a, pos, args)):
                     env[bid] = a.view()
-                    _mark_donated(a, self.name)
+                    if self.marks_donations:
+                        _mark_donated(a, self.name)
                 else:
                     b = plan.buffers[bid]
                     env[bid] = np.empty(b.shape, b.dtype)
