@@ -178,3 +178,27 @@ def test_fmod_invalid_cases_give_the_default_nan(name, dtype):
             got = tracejit.jit(lambda v: getattr(jnp, name)(v, c))(vals)
             assert np.array_equal(np.signbit(got), np.signbit(want)), c
             np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("view", ["broadcast", "reshape", "transpose", "tile", "squeeze"])
+def test_numpy_step_views_of_arena_temporaries_are_copied(view):
+    # Found by the program fuzzer (seed 3012032): float16 keeps structural ops as NumPy steps;
+    # broadcast_to returned a view of an arena temporary (a float16 product) whose memory the
+    # planner then gave to a later kernel, so the result read garbage (-512).
+    a = np.array([[1.0068359375, -0.5], [0.25, 2.0]], np.float16)
+    views = {
+        "broadcast": lambda xp, p: xp.broadcast_to(p, (3,) + p.shape),
+        "reshape": lambda xp, p: xp.reshape(p, (-1,)),
+        "transpose": lambda xp, p: p.T,
+        "tile": lambda xp, p: xp.tile(xp.broadcast_to(p[0, 0], ()), (1,)),
+        "squeeze": lambda xp, p: xp.squeeze(p[:1]),
+    }
+
+    def f(xp, a):
+        p = xp.einsum("ij,kj->ik", a, a)           # a temporary in the arena
+        v = views[view](xp, p)                      # a NumPy step; its result may be a view of p
+        later = xp.mean(a.astype(np.float32) * 3)   # a kernel that may reuse p's memory
+        return xp.reshape(v, (-1,)), later          # v read after that kernel
+    check_against_numpy(f, a)
+    for shape in [(1, 1), (1, 2), (3, 1)]:
+        check_against_numpy(f, np.full(shape, 1.0068359375, np.float16))

@@ -71,11 +71,22 @@ class _ArrayNumPy:
         fn = getattr(np, name)
         if not callable(fn) or isinstance(fn, type):
             return fn
+        return _ArrayCall(fn, self.wrap)
 
-        def call(*args, **kwargs):
-            r = fn(*args, **kwargs)
-            return tuple(map(self.wrap, r)) if isinstance(r, tuple) else self.wrap(r)
-        return call
+
+class _ArrayCall:
+    """A NumPy function (or ufunc, with its methods: ``np.maximum.accumulate``) whose results
+    are wrapped by ``wrap``."""
+
+    def __init__(self, fn, wrap):
+        self.fn, self.wrap = fn, wrap
+
+    def __call__(self, *args, **kwargs):
+        r = self.fn(*args, **kwargs)
+        return tuple(map(self.wrap, r)) if isinstance(r, tuple) else self.wrap(r)
+
+    def __getattr__(self, name):
+        return _ArrayCall(getattr(self.fn, name), self.wrap)
 
 
 NP_ARRAYS = _ArrayNumPy()

@@ -165,7 +165,13 @@ def make_numpy_step(step: NumpyStep, buffers):
         for bid, r in zip(outs, results):
             buf = buffers[bid]
             if buf.kind == "external":
-                env[bid] = np.asarray(r, dtype=buf.dtype, order="C")   # (0-d stays 0-d)
+                r = np.asarray(r, dtype=buf.dtype, order="C")   # (0-d stays 0-d)
+                # An impl may return a view of its operand (broadcast_to, reshape): the planner
+                # reuses an operand's arena memory after its last reader, so keep a copy.
+                if r.base is not None and any(isinstance(a, np.ndarray) and np.may_share_memory(r, a)
+                                              for a in args):
+                    r = r.copy()
+                env[bid] = r
             else:
                 np.copyto(env[bid], np.reshape(np.asarray(r), buf.shape), casting="unsafe")
     return run
