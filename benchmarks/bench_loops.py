@@ -564,7 +564,7 @@ def loop_modes(jitted, args) -> list[str]:
             return "blas dot_general"
         return type(step).__name__
 
-    def visit(steps, depth, top_level):
+    def visit(steps, depth, top_level, inside_native=False):
         for step in steps:
             if not isinstance(step, NumpyStep) or step.eqn.primitive.name not in control_flow:
                 continue
@@ -579,21 +579,23 @@ def loop_modes(jitted, args) -> list[str]:
                 blockers += [blocker(s) for s in plan.steps if not isinstance(s, (Kernel, WindowStep))]
                 big = big or any(k.size >= loops.THREADED_BODY_WORK for k in plan.kernels)
             line = shown[len([o for o in out if not o.startswith(" ")])] if top_level else None
-            if line is not None and line.group(1) != "numpy":
+            if inside_native:
+                native, reason = True, None      # emitted inline into the enclosing native loop
+            elif line is not None and line.group(1) != "numpy":
                 native, reason = line.group(1) == "native loop", line.group(3)     # as_text says
             else:
                 native, reason = _native_or_reason(step.eqn)
-            if prim == "cond":
-                mode = "runs the chosen branch's compiled body from Python"
-            elif native:
+            if native:
                 mode = "native"
+            elif prim == "cond":
+                mode = "host: runs the chosen branch's compiled body from Python"
             else:
                 why = sorted(set(blockers)) + (
                     [f"a kernel of >= {loops.THREADED_BODY_WORK} elements, kept threaded"] if big else [])
                 mode = "host loop: " + "; ".join(why or [reason or "?"])
             out.append("  " * depth + f"{prim}: {mode}")
             for steps_ in inner:
-                visit(steps_, depth + 1, False)
+                visit(steps_, depth + 1, False, native)
 
     if len(shown) != sum(isinstance(s, NumpyStep) and s.eqn.primitive.name in control_flow
                          for s in compiled.executable.plan.steps):
