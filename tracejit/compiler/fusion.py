@@ -45,11 +45,11 @@ _COSTLY = _EXPENSIVE | {"sqrt", "rsqrt", "div"}
 # Scatters compiled as native loops (complex and float16 updates run NumPy's ufunc.at).
 _NATIVE_SCATTER_DTYPES = {dtypes.bool_, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8,
                           dtypes.uint16, dtypes.uint32, dtypes.uint64, dtypes.float32, dtypes.float64}
-# Cumulative ops and argmax/argmin run as serial native loops along their axis (window.py): NumPy's
-# accumulate order, so sums and products are bit-identical. Complex cumprod (NumPy's scalar complex
-# multiply) and float16 stay NumPy steps.
-_AXIS_PRIMS = {*cumulative_prims.values(), argmax_p, argmin_p}
-_NATIVE_AXIS_DTYPES = _NATIVE_SCATTER_DTYPES - {dtypes.bool_}
+# Cumulative ops, argmax/argmin and short sorts run as serial native loops along their axis
+# (window.py), per primitive on these operand dtypes: NumPy's accumulate order, so sums and products
+# are bit-identical. Complex cumprod (NumPy's scalar complex multiply) and float16 stay NumPy steps.
+_NATIVE_AXIS_DTYPES = {p: _NATIVE_SCATTER_DTYPES - {dtypes.bool_} for p in (*cumulative_prims.values(), sort_p)}
+_NATIVE_AXIS_DTYPES.update({argmax_p: _NATIVE_SCATTER_DTYPES, argmin_p: _NATIVE_SCATTER_DTYPES})
 # A sort of one operand along an axis at most this long, of at most NATIVE_SORT_ELEMENTS elements, is
 # a native insertion sort (stable, NaN last): what loop bodies sort. NumPy's sort is 1.5-2x faster on
 # large arrays (measured here), so those stay NumPy steps.
@@ -277,14 +277,11 @@ class Planner:
         if p is scatter_p and all(isinstance(a, Var) for a in eqn.inputs) \
                 and eqn.inputs[0].aval.dtype in _NATIVE_SCATTER_DTYPES:
             return "window"     # a serial loop over the updates, in place when the operand dies here
-        if p in _AXIS_PRIMS and isinstance(eqn.inputs[0], Var) and eqn.inputs[0].aval.dtype in (
-                _NATIVE_AXIS_DTYPES | ({dtypes.bool_} if p in (argmax_p, argmin_p) else set())):
-            return "window"     # a serial native loop along the axis
-        if p is sort_p and len(eqn.inputs) == 1 and isinstance(eqn.inputs[0], Var) \
-                and eqn.inputs[0].aval.dtype in _NATIVE_AXIS_DTYPES \
-                and eqn.inputs[0].aval.shape[eqn.params["dimension"]] <= NATIVE_SORT_MAX \
-                and eqn.inputs[0].aval.size <= NATIVE_SORT_ELEMENTS:
-            return "window"     # an insertion sort of each line
+        if p in _NATIVE_AXIS_DTYPES and isinstance(eqn.inputs[0], Var) \
+                and eqn.inputs[0].aval.dtype in _NATIVE_AXIS_DTYPES[p] and (p is not sort_p or (
+                    len(eqn.inputs) == 1 and eqn.inputs[0].aval.size <= NATIVE_SORT_ELEMENTS
+                    and eqn.inputs[0].aval.shape[eqn.params["dimension"]] <= NATIVE_SORT_MAX)):
+            return "window"     # a serial native loop along the axis (a sort: insertion sort per line)
         if p in (dynamic_slice_p, dynamic_update_slice_p):
             arrays = eqn.inputs[:1] if p is dynamic_slice_p else eqn.inputs[:2]
             return "window" if all(isinstance(a, Var) for a in arrays) else "numpy"
@@ -529,7 +526,7 @@ class Planner:
             elif eqn.primitive is scatter_p:
                 step = WindowStep("scatter", out, ins[0], ins[2], [ins[1]], (),
                                   (eqn.params["kind"], eqn.params["mode"]))
-            elif eqn.primitive in _AXIS_PRIMS or eqn.primitive is sort_p:
+            elif eqn.primitive in _NATIVE_AXIS_DTYPES:
                 par = eqn.params
                 axis, reverse = (par["axes"][0], False) if "axes" in par else (
                     (par["dimension"], False) if "dimension" in par else (par["axis"], par["reverse"]))

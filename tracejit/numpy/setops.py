@@ -45,6 +45,11 @@ def _pad_eager(res, size, fill_value):
     return out
 
 
+def _sized_eager(res, size, fill_value, fn):
+    """An eager set operation's result, padded to ``size`` when given (as under jit)."""
+    return res if size is None else _pad_eager(res, _check_size(size, fn), fill_value)
+
+
 def _check_size(size, fn):
     from tracejit.numpy.sorting import _check_size as check
     return check(size, fn)
@@ -147,7 +152,7 @@ def union1d(ar1, ar2, *, size=None, fill_value=None):
     """
     if eager(ar1, ar2):
         res = np.union1d(ar1, ar2)
-        return res if size is None else _pad_eager(res, _check_size(size, "union1d"), fill_value)
+        return _sized_eager(res, size, fill_value, "union1d")
     if size is None:
         raise _needs_size("union1d")
     a, b = promote(ravel(_array(ar1)), ravel(_array(ar2)))
@@ -221,7 +226,7 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     """
     if eager(ar1, ar2):
         res = np.setdiff1d(ar1, ar2, assume_unique=assume_unique)
-        return res if size is None else _pad_eager(res, _check_size(size, "setdiff1d"), fill_value)
+        return _sized_eager(res, size, fill_value, "setdiff1d")
     if size is None:
         raise _needs_size("setdiff1d")
     a = ravel(_array(ar1))
@@ -240,7 +245,7 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     """
     if eager(ar1, ar2):
         res = np.setxor1d(ar1, ar2, assume_unique=assume_unique)
-        return res if size is None else _pad_eager(res, _check_size(size, "setxor1d"), fill_value)
+        return _sized_eager(res, size, fill_value, "setxor1d")
     if size is None:
         raise _needs_size("setxor1d")
     from tracejit.numpy.sorting import sort

@@ -47,10 +47,9 @@ class HostLoop:
 
     def run_prepared(self, ins):
         """Run with operands that are arrays of the operand types; returns fresh result arrays."""
-        results = getattr(self, f"_run_{self.kind}")(list(ins))
-        # A result may be an operand passed through (a while loop that ran no iteration): the caller's
-        # buffers must not become results.
-        return [r.copy() if any(np.may_share_memory(r, x) for x in ins) else r for r in results]
+        # Never an operand itself: loops copy their initial carries, and an executable copies an
+        # output that is one of its inputs (a cond branch passing an operand through).
+        return getattr(self, f"_run_{self.kind}")(list(ins))
 
     def _run_cond(self, ins):
         index = min(max(int(ins[0]), 0), len(self.branches) - 1)

@@ -47,6 +47,16 @@ def counted_loop(b: ir.IRBuilder, count, body, name: str = "loop") -> None:
     b.position_at_end(done)
 
 
+def _each_line(b: ir.IRBuilder, outer: int, inner: int, line) -> None:
+    """``line(o, j)`` for every line along the axis of an ``(outer, n, inner)`` array."""
+    counted_loop(b, outer, lambda o: counted_loop(b, inner, lambda j: line(o, j), "inner"), "outer")
+
+
+def _line_element(b: ir.IRBuilder, o, k, j, n: int, inner: int):
+    """Flat index of element ``[o, k, j]`` of an ``(outer, n, inner)`` array."""
+    return b.add(b.mul(b.add(b.mul(o, ir.Constant(I64, n)), k), ir.Constant(I64, inner)), j)
+
+
 class WindowLayout:
     """What a launcher needs: one unit of work, never split across threads."""
 
@@ -225,8 +235,8 @@ class WindowEmitter:
         with b.goto_entry_block():
             acc, best_at = b.alloca(et), b.alloca(I64)
 
-        def at(o, k, j):        # element [o, k, j] of the (outer, n, inner) view
-            return b.add(b.mul(b.add(b.mul(o, ir.Constant(I64, n)), k), ir.Constant(I64, inner)), j)
+        def at(o, k, j):
+            return _line_element(b, o, k, j, n, inner)
 
         def position(k):
             return b.sub(ir.Constant(I64, n - 1), k) if reverse else k
@@ -259,7 +269,7 @@ class WindowEmitter:
                 b.store(b.trunc(index, it) if it.width < 64 else index,
                         b.gep(out_ptr, [b.add(b.mul(o, ir.Constant(I64, inner)), j)], source_etype=it))
 
-        counted_loop(b, outer, lambda o: counted_loop(b, inner, lambda j: line(o, j), "inner"), "outer")
+        _each_line(b, outer, inner, line)
 
     def _insertion_sort(self, b, x_ptr, out_ptr, x_buf, n, outer, inner, et):
         """Each line copied to ``out`` and insertion-sorted there: stable, NaN last (NumPy's order;
@@ -273,8 +283,7 @@ class WindowEmitter:
 
         def line(o, j):
             def ptr(k):
-                row = b.add(b.mul(o, ir.Constant(I64, n)), k)
-                return b.gep(out_ptr, [b.add(b.mul(row, ir.Constant(I64, inner)), j)], source_etype=et)
+                return b.gep(out_ptr, [_line_element(b, o, k, j, n, inner)], source_etype=et)
 
             def insert(k1):
                 k = b.add(k1, ir.Constant(I64, 1))
@@ -296,7 +305,7 @@ class WindowEmitter:
                 b.store(v, ptr(b.load(hole, typ=I64)))
             counted_loop(b, n - 1, insert, "sort")
 
-        counted_loop(b, outer, lambda o: counted_loop(b, inner, lambda j: line(o, j), "inner"), "outer")
+        _each_line(b, outer, inner, line)
 
     @staticmethod
     def _before(b, v, w, d):
