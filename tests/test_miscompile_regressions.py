@@ -204,9 +204,39 @@ def test_numpy_step_views_of_arena_temporaries_are_copied(view):
         check_against_numpy(f, np.full(shape, 1.0068359375, np.float16))
 
 
-@pytest.mark.xfail(strict=True, reason="open (program fuzzer seed 4054491): compiled maximum(0.0, fpext(-0.0f)) gives "
-                                       "+0.0; NumPy's tie rule (the second operand) is kept without the convert")
 def test_maximum_tie_after_float32_to_float64_convert():
+    # Program fuzzer seed 4054491: LLVM's InstCombine read select(a < 0, 0.0, fpext(a)) as a
+    # maximum and rewrote it with <= (llvm/llvm-project#157254), so -0.0 came out +0.0.
     a = np.array([[-0.0]], np.float32)
     got = tracejit.jit(lambda a: jnp.maximum(0.0, a.astype(np.float64)))(a)
-    assert np.signbit(got).tolist() == np.signbit(np.maximum(0.0, a.astype(np.float64))).tolist()
+    assert np.signbit(got).tolist() == [[True]]
+    check_against_numpy(lambda xp, a: xp.where(a < 0, 0.0, a.astype(np.float64)), a)
+
+
+# The class: a select with a constant zero arm, its other arm a float cast of the compared value.
+SELECTS_AROUND_A_CONSTANT = {
+    "maximum(c, x)": lambda xp, x, a, c: xp.maximum(c, x),
+    "maximum(x, c)": lambda xp, x, a, c: xp.maximum(x, c),
+    "minimum(c, x)": lambda xp, x, a, c: xp.minimum(c, x),
+    "minimum(x, c)": lambda xp, x, a, c: xp.minimum(x, c),
+    "where(x < c, c, x)": lambda xp, x, a, c: xp.where(x < c, c, x),
+    "where(x > c, x, c)": lambda xp, x, a, c: xp.where(x > c, x, c),
+    "where(a < c, c, x)": lambda xp, x, a, c: xp.where(a < c, c, x),
+    "where(a >= c, x, c)": lambda xp, x, a, c: xp.where(a >= c, x, c),
+    "clip(x, c, 1)": lambda xp, x, a, c: xp.clip(x, c, 1.0),
+    "clip(x, -1, c)": lambda xp, x, a, c: xp.clip(x, -1.0, c),
+}
+FLOAT_CASTS = [(np.float32, np.float64), (np.float16, np.float32), (np.float16, np.float64),
+               (np.float64, np.float32), (np.float32, np.float16), (np.float64, np.float64)]
+
+
+@pytest.mark.parametrize("op", list(SELECTS_AROUND_A_CONSTANT))
+@pytest.mark.parametrize("cast", FLOAT_CASTS, ids=lambda c: f"{c[0].__name__}->{c[1].__name__}")
+def test_selects_around_a_zero_constant_keep_the_sign_of_zero(op, cast):
+    source, target = cast
+    fn = SELECTS_AROUND_A_CONSTANT[op]
+    values = np.array([-0.0, 0.0, -1.0, 1.0, np.nan, -np.inf, np.inf, 1e-40], np.float64)
+    for c in (0.0, -0.0):
+        for n in (8, 67):  # one vector, and vectors plus a remainder
+            a = np.resize(values, n).astype(source)
+            check_against_numpy(lambda xp, a: fn(xp, a.astype(target), a, target(c)), a, np_protocol=False)

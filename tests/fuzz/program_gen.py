@@ -181,21 +181,35 @@ def _u32(xp, x):
     return x.astype(np.uint32)
 
 
-def _cmul(xp, a, b):
-    """``a * b``; for complex results NumPy's contiguous SIMD loop (re = fma(ar, br, -(ai*bi)), as
-    tracejit computes it) on contiguous copies: NumPy's loop for negative strides and for scalars
-    rounds each product, so an overflowing product is nan there and -inf here (docs/compiler.md)."""
-    r = a * b
-    if not _numpy(xp) or np.asarray(r).dtype.kind != "c":
-        return r
+def _contiguous_operands(fn, *operands):
+    """``fn(*operands)``, broadcast to the result's shape as contiguous copies: NumPy's complex
+    loops for negative strides and for scalars round each product (no FMA), so an overflowing
+    product is nan there and -inf in the contiguous SIMD loop, which tracejit follows (docs/compiler.md)."""
+    r = fn(*operands)
     shape = np.shape(r)
 
     def contiguous(v):      # Python scalars stay weak
         if not isinstance(v, (np.ndarray, np.generic)):
             return v
         return np.ascontiguousarray(np.broadcast_to(v, shape)).reshape(-1)
-    out = (contiguous(a) * contiguous(b)).reshape(shape)
+    out = fn(*map(contiguous, operands)).reshape(shape)
     return out[()] if isinstance(r, np.generic) else out
+
+
+def _cmul(xp, a, b):
+    """``a * b``; for complex results NumPy's contiguous SIMD loop (re = fma(ar, br, -(ai*bi)), as
+    tracejit computes it)."""
+    r = a * b
+    if not _numpy(xp) or np.asarray(r).dtype.kind != "c":
+        return r
+    return _contiguous_operands(lambda a, b: a * b, a, b)
+
+
+def _cpow(xp, a, e):
+    """Complex ``a ** e`` (a Python number): ``** 2`` is NumPy's square loop, contiguous as in _cmul."""
+    if not _numpy(xp):
+        return a ** e
+    return _contiguous_operands(lambda a: a ** e, a)
 
 
 def _fminmax(xp, op, a, b):
@@ -722,7 +736,8 @@ class Gen:
                 # Real x**2, x**0, x**-1 are exact (x*x, 1, 1/x); complex powers are NumPy's own loops.
                 if "c" not in kinds:
                     m = ("mul",) if e in ("2",) else (("disc",) if e in ("0", "-1") else m)
-                return self.emit(f"{a.name} ** {e}", [a.name], m, "pow")
+                    return self.emit(f"{a.name} ** {e}", [a.name], m, "pow")
+                return self.emit(f"_cpow(xp, {a.name}, {e})", [a.name], m, "pow")
         if op in ("copysign", "nextafter", "arctan2", "hypot", "fmax", "fmin", "fmod", "maximum", "minimum",
                   "logaddexp", "logical_and", "logical_xor"):
             if op in ("fmax", "fmin"):

@@ -84,6 +84,22 @@ def _not(x):
     return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
 
 
+def _complex_on_contiguous(fn):
+    """``fn`` whose complex operands are contiguous copies, so every element takes NumPy's SIMD
+    loop (products as re = fma(xr, yr, -(xi*yi)), as compiled code computes them): NumPy's loop
+    for negative strides and scalars rounds each product, and an overflowing product is nan
+    there, -inf here."""
+    def impl(*args):
+        args = [np.asarray(v) for v in args]
+        if args[0].dtype.kind != "c" or all(v.flags.c_contiguous and v.shape == args[0].shape and v.ndim
+                                            for v in args):
+            return fn(*args)
+        shape = np.broadcast_shapes(*(v.shape for v in args))
+        flat = [np.ascontiguousarray(np.broadcast_to(v, shape)).reshape(-1) for v in args]
+        return fn(*flat).reshape(shape)
+    return impl
+
+
 _FLOAT, _INEXACT, _NUMERIC, _INT_BOOL, _ANY = "f", "fc", "iufc", "biu", "biufc"
 
 UNARY_SPECS = {
@@ -126,7 +142,7 @@ UNARY_SPECS = {
     "imag": (np.imag, "c", _real_of),
     "conj": (np.conjugate, "c", _same),
     "reciprocal": (np.reciprocal, "c", _same),   # complex only (real floats use div): NumPy's own loop
-    "square": (np.square, "iufc", _same),
+    "square": (_complex_on_contiguous(np.square), "iufc", _same),
     "signbit": (np.signbit, _FLOAT, _to_bool),
 }
 
@@ -170,16 +186,7 @@ def _floordiv(x, y):
     return np.floor_divide(x, y)
 
 
-def _multiply(x, y):
-    """``x * y``; complex products on contiguous copies, so every element takes NumPy's SIMD
-    loop (re = fma(xr, yr, -(xi*yi)), as compiled code does): NumPy's loop for negative strides
-    and scalars rounds each product, and an overflowing product is nan there, -inf here."""
-    x, y = np.asarray(x), np.asarray(y)
-    if x.dtype.kind != "c" or (x.flags.c_contiguous and y.flags.c_contiguous and x.shape == y.shape and x.ndim):
-        return np.multiply(x, y)
-    shape = np.broadcast_shapes(x.shape, y.shape)
-    flat = [np.ascontiguousarray(np.broadcast_to(v, shape)).reshape(-1) for v in (x, y)]
-    return np.multiply(*flat).reshape(shape)
+_multiply = _complex_on_contiguous(np.multiply)
 
 
 def _first_on_ties(fn):

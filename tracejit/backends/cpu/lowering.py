@@ -127,12 +127,32 @@ def is_nan(b, x):
     return b.fcmp_unordered("uno", x, x)
 
 
+def select_float(b, cond, x, y):
+    """``cond ? x : y`` on floats, safe from LLVM's signed-zero min/max folds.
+
+    InstCombine reads ``select(a < 0, 0.0, fpext(a))`` as a maximum and
+    rewrites it to ``select(a <= 0, 0.0, a)``, which turns ``-0.0`` into
+    ``+0.0`` (llvm/llvm-project#157254, open in LLVM 22; our fuzzer's seed
+    4054491).  The rewrite needs a constant arm and a compare on the other
+    arm's value, so when one arm is a constant the other goes through
+    ``llvm.arithmetic.fence``: the same value, but not one the pattern
+    matcher can see through.  It costs at most a register move.
+    """
+    x_const, y_const = isinstance(x, ir.Constant), isinstance(y, ir.Constant)
+    if x_const != y_const:
+        if x_const:
+            y = intrinsic(b, "llvm.arithmetic.fence", [y])
+        else:
+            x = intrinsic(b, "llvm.arithmetic.fence", [x])
+    return b.select(cond, x, y)
+
+
 def np_maximum(b, x, y, d, is_max=True):
     if _is_float(d):
         # As NumPy's loops: (x > y || isnan(x)) ? x : y  (< for minimum), so equal values,
         # e.g. maximum(0.0, -0.0), give the second operand.
         keep = b.or_(b.fcmp_ordered(">" if is_max else "<", x, y), is_nan(b, x))
-        return b.select(keep, x, y)
+        return select_float(b, keep, x, y)
     if d == dtypes.bool_:
         return b.or_(x, y) if is_max else b.and_(x, y)
     cmp = (b.icmp_signed if _signed(d) else b.icmp_unsigned)(">=" if is_max else "<=", x, y)
@@ -505,12 +525,13 @@ def emit(b, prim_name, args, in_dtypes, out_dtype, params):
         return convert(b, args[0], in_dtypes[0], out_dtype)
     if prim_name == "select_n":
         which, cases = args[0], args[1:]
+        select = (lambda c, x, y: select_float(b, c, x, y)) if _is_float(out_dtype) else b.select
         if len(cases) == 2 and in_dtypes[0] == dtypes.bool_:
-            return b.select(which, cases[1], cases[0])
+            return select(which, cases[1], cases[0])
         out = cases[-1]
         for i in range(len(cases) - 2, -1, -1):
             hit = b.icmp_signed("<=", which, const(in_dtypes[0], i, lanes_of(which)))
-            out = b.select(hit, cases[i], out)
+            out = select(hit, cases[i], out)
         return out
     if len(args) == 1:
         return UNARY_RULES[prim_name](b, args[0], in_dtypes[0], out_dtype, params)
