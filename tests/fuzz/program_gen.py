@@ -212,6 +212,13 @@ def _cpow(xp, a, e):
     return _contiguous_operands(lambda a: a ** e, a)
 
 
+def _cpow_traced(xp, a, b):
+    """Complex ``a ** b`` with a variable exponent. NumPy's ``**`` takes value-dependent fast paths
+    when the exponent is a Python scalar (square for 2, sqrt for 0.5); under jit the exponent is
+    traced, so the oracle is the power ufunc (NumPy's cpow), which never looks at the value."""
+    return xp.power(a, b) if _numpy(xp) else a ** b
+
+
 def _fminmax(xp, op, a, b):
     """``fmax``/``fmin`` returning the first operand on ties (+0.0 vs -0.0), as tracejit defines
     it; NumPy's loop returns either operand's zero depending on the element's position."""
@@ -738,6 +745,8 @@ class Gen:
                     m = ("mul",) if e in ("2",) else (("disc",) if e in ("0", "-1") else m)
                     return self.emit(f"{a.name} ** {e}", [a.name], m, "pow")
                 return self.emit(f"_cpow(xp, {a.name}, {e})", [a.name], m, "pow")
+            if "c" in kinds and b_name in deps:
+                return self.emit(f"_cpow_traced(xp, {a_name}, {b_name})", deps, m, op)
         if op in ("copysign", "nextafter", "arctan2", "hypot", "fmax", "fmin", "fmod", "maximum", "minimum",
                   "logaddexp", "logical_and", "logical_xor"):
             if op in ("fmax", "fmin"):
