@@ -33,3 +33,12 @@ def stop_gradient(x):
 
 
 __all__.append("stop_gradient")
+
+from tracejit.lax.elementwise import *  # noqa: E402,F401,F403
+from tracejit.lax.elementwise import __all__ as _ew_all  # noqa: E402
+from tracejit.lax.shapes import *  # noqa: E402,F401,F403
+from tracejit.lax.shapes import __all__ as _shapes_all  # noqa: E402
+from tracejit.lax.special import *  # noqa: E402,F401,F403
+from tracejit.lax.special import __all__ as _special_all  # noqa: E402
+
+__all__ += list(_ew_all) + list(_shapes_all) + list(_special_all)

@@ -1,0 +1,293 @@
+"""Elementwise functions of ``jax.lax`` written on existing primitives: clamp, reciprocal,
+population_count, clz, shift_right_logical, mulhi, bitcast_convert_type.
+
+The integer bit functions work on the unsigned type of the operand's width (a
+same-width integer conversion keeps the bits) with shifts by constants below the
+width, masks and adds, so they compile to straight-line code with no new
+primitive. They have no derivative (integer results), as in JAX.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tracejit.core import dtypes
+from tracejit.lax.ops import (add, bitwise_and, bitwise_or, concatenate, convert_element_type, div, expand_dims,
+                              ge, lt, mul, reshape, select, shift_left, shift_right, slice_in_dim, sub)
+from tracejit.lax.ops import max as _max, min as _min
+from tracejit.numpy._util import aval, eager, to_operand
+
+__all__ = ["clamp", "reciprocal", "population_count", "clz", "shift_right_logical", "mulhi",
+           "bitcast_convert_type"]
+
+
+def _const(value, dtype):
+    return np.asarray(value, dtype)[()]
+
+
+def _same_dtype_pair(name, x, y):
+    """Operands of one dtype; a Python scalar is weak and takes the other operand's dtype."""
+    if dtypes.is_python_scalar(x) and not dtypes.is_python_scalar(y):
+        y = to_operand(y)
+        x = _const(x, aval(y).dtype)
+    elif dtypes.is_python_scalar(y):
+        x = to_operand(x)
+        y = _const(y, aval(x).dtype)
+    x, y = to_operand(x), to_operand(y)
+    if aval(x).dtype != aval(y).dtype:
+        raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {aval(x).dtype.name} "
+                        f"and {aval(y).dtype.name}")
+    return x, y
+
+
+def _integer_operand(name, x):
+    x = to_operand(x)
+    if dtypes.is_python_scalar(x):
+        x = np.asarray(x)
+    dt = aval(x).dtype
+    if dt.kind not in "iu":
+        raise TypeError(f"lax.{name} does not accept dtype {dt.name}: it needs an integer dtype")
+    return x, dt
+
+
+def _unsigned(dt):
+    return np.dtype(f"uint{8 * dt.itemsize}")
+
+
+def clamp(min, x, max):  # noqa: A002  (jax.lax's parameter names)
+    """``min(max(x, min), max)`` elementwise (``jax.lax.clamp``).
+
+    ``min`` and ``max`` are scalars or arrays of ``x``'s shape; all three share one
+    dtype (Python scalars adapt). NaN in any operand propagates.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tracejit import lax
+    >>> lax.clamp(0.0, np.array([-1.0, 0.5, 2.0]), 1.0)
+    array([0. , 0.5, 1. ])
+    """
+    lo, hi = min, max
+    x = to_operand(x)
+    if dtypes.is_python_scalar(x):
+        x = np.asarray(x)
+    lo, x = _same_dtype_pair("clamp", lo, x)
+    hi, x = _same_dtype_pair("clamp", hi, x)
+    for name, b in (("min", lo), ("max", hi)):
+        if aval(b).shape not in ((), aval(x).shape):
+            raise TypeError(f"lax.clamp: {name} must be a scalar or have the operand's shape {aval(x).shape}, "
+                            f"got {aval(b).shape}")
+    return _min(_max(x, lo), hi)
+
+
+def reciprocal(x):
+    """``1 / x`` elementwise, in ``x``'s inexact dtype (``jax.lax.reciprocal``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tracejit import lax
+    >>> lax.reciprocal(np.array([2.0, -4.0, 0.0]))
+    array([ 0.5 , -0.25,   inf])
+    """
+    x = to_operand(x)
+    if dtypes.is_python_scalar(x):
+        x = np.asarray(x)
+    dt = aval(x).dtype
+    if dt.kind not in "fc":
+        raise TypeError(f"lax.reciprocal does not accept dtype {dt.name}: it needs an inexact dtype")
+    return div(_const(1, dt), x)
+
+
+def _popcount_unsigned(u, ut):
+    """Set bits of each element of the unsigned array ``u`` (dtype ``ut``), as ``ut``."""
+    n = 8 * ut.itemsize
+
+    def c(v):
+        return _const(v, ut)
+
+    def mask(byte):
+        return c(int.from_bytes(bytes([byte]) * ut.itemsize, "little"))
+
+    v = sub(u, bitwise_and(shift_right(u, c(1)), mask(0x55)))
+    v = add(bitwise_and(v, mask(0x33)), bitwise_and(shift_right(v, c(2)), mask(0x33)))
+    v = bitwise_and(add(v, shift_right(v, c(4))), mask(0x0F))   # each byte holds its count (<= 8)
+    s = 8
+    while s < n:                                                  # fold the byte counts into byte 0
+        v = add(v, shift_right(v, c(s)))
+        s *= 2
+    return bitwise_and(v, c(0x7F)) if n > 8 else v
+
+
+def population_count(x):
+    """Number of set bits of each element (``jax.lax.population_count``), in ``x``'s integer dtype.
+
+    Signed integers count the bits of their two's-complement form.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tracejit import lax
+    >>> lax.population_count(np.array([0, 7, -1], np.int8))
+    array([0, 3, 8], dtype=int8)
+    """
+    x, dt = _integer_operand("population_count", x)
+    ut = _unsigned(dt)
+    return convert_element_type(_popcount_unsigned(convert_element_type(x, ut), ut), dt)
+
+
+def clz(x):
+    """Number of leading zero bits of each element (``jax.lax.clz``), in ``x``'s integer dtype.
+
+    Zero gives the bit width; negative signed integers give 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tracejit import lax
+    >>> lax.clz(np.array([0, 1, 255, 256], np.uint16))
+    array([16, 15,  8,  7], dtype=uint16)
+    """
+    x, dt = _integer_operand("clz", x)
+    ut = _unsigned(dt)
+    n = 8 * ut.itemsize
+    v = convert_element_type(x, ut)
+    s = 1
+    while s < n:            # smear the highest set bit into every lower position
+        v = bitwise_or(v, shift_right(v, _const(s, ut)))
+        s *= 2
+    return convert_element_type(sub(_const(n, ut), _popcount_unsigned(v, ut)), dt)
+
+
+def shift_right_logical(x, y):
+    """``x >> y`` shifting in zeros, for signed integers too (``jax.lax.shift_right_logical``).
+
+    Shift amounts outside ``[0, bit width)`` (read as unsigned) give 0, as XLA.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tracejit import lax
+    >>> lax.shift_right_logical(np.array([-16, 16, 5], np.int8), np.array([2, 2, 9], np.int8))
+    array([60,  4,  0], dtype=int8)
+    """
+    x, y = _same_dtype_pair("shift_right_logical", x, y)
+    dt = aval(x).dtype
+    if dt.kind not in "iu":
+        raise TypeError(f"lax.shift_right_logical does not accept dtype {dt.name}: it needs an integer dtype")
+    ut = _unsigned(dt)
+    n = 8 * ut.itemsize
+    u, s = convert_element_type(x, ut), convert_element_type(y, ut)
+    too_far = ge(s, _const(n, ut))
+    shifted = shift_right(u, _min(s, _const(n - 1, ut)))     # never shift by the width or more
+    return convert_element_type(select(too_far, _const(0, ut), shifted), dt)
+
+
+def _mulhi_u64(a, b):
+    """High 64 bits of the 128-bit product of uint64 arrays, from 32-bit halves."""
+    u = np.dtype(np.uint64)
+    lo_mask, s32 = _const(0xFFFFFFFF, u), _const(32, u)
+    a_lo, a_hi = bitwise_and(a, lo_mask), shift_right(a, s32)
+    b_lo, b_hi = bitwise_and(b, lo_mask), shift_right(b, s32)
+    hi_lo = mul(a_hi, b_lo)
+    cross = add(add(shift_right(mul(a_lo, b_lo), s32), bitwise_and(hi_lo, lo_mask)), mul(a_lo, b_hi))
+    return add(add(mul(a_hi, b_hi), shift_right(hi_lo, s32)), shift_right(cross, s32))
+
+
+def mulhi(x, y, /):
+    """Upper ``N`` bits of the ``2N``-bit product of ``N``-bit integers (``jax.lax.mulhi``).
+
+    Signed operands give the high half of the signed product.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tracejit import lax
+    >>> lax.mulhi(np.array([2**30, -3], np.int32), np.array([8, 2**30], np.int32))
+    array([ 2, -1], dtype=int32)
+    """
+    x, y = _same_dtype_pair("mulhi", x, y)
+    dt = aval(x).dtype
+    if dt.kind not in "iu":
+        raise TypeError(f"lax.mulhi does not accept dtype {dt.name}: it needs an integer dtype")
+    n = 8 * dt.itemsize
+    if n <= 32:
+        wide = np.dtype(np.int64 if dt.kind == "i" else np.uint64)
+        prod = mul(convert_element_type(x, wide), convert_element_type(y, wide))
+        return convert_element_type(shift_right(prod, _const(n, wide)), dt)
+    u = np.dtype(np.uint64)
+    xu, yu = convert_element_type(x, u), convert_element_type(y, u)
+    hi = _mulhi_u64(xu, yu)
+    if dt.kind == "i":
+        # Signed high half = unsigned high half - (x < 0 ? y : 0) - (y < 0 ? x : 0)  (mod 2**64).
+        zero = _const(0, u)
+        hi = sub(hi, select(lt(x, _const(0, dt)), yu, zero))
+        hi = sub(hi, select(lt(y, _const(0, dt)), xu, zero))
+    return convert_element_type(hi, dt)
+
+
+def _bitcast_shape(shape, old, new, name="bitcast_convert_type"):
+    if new.itemsize == old.itemsize:
+        return tuple(shape)
+    if new.itemsize < old.itemsize:
+        return tuple(shape) + (old.itemsize // new.itemsize,)
+    if not shape or shape[-1] * old.itemsize != new.itemsize:
+        raise TypeError(f"lax.{name}: converting {old.name} to the wider {new.name} needs a last axis of size "
+                        f"{new.itemsize // old.itemsize}, got shape {tuple(shape)}")
+    return tuple(shape[:-1])
+
+
+def bitcast_convert_type(operand, new_dtype):
+    """Reinterpret the bits of each element as ``new_dtype`` (``jax.lax.bitcast_convert_type``).
+
+    A narrower ``new_dtype`` appends an axis of ``old_size // new_size`` parts (least significant
+    first, the little-endian memory order); a wider one consumes a last axis of that size.
+
+    Under ``jit`` only integer-to-integer bitcasts (signed or unsigned, any widths) and the
+    identity are supported: they are composed of conversions, shifts and masks. Bitcasts that
+    involve floating, complex or bool types need a bit-reinterpreting primitive that tracejit
+    does not have; they work eagerly (NumPy's ``view``) and raise ``NotImplementedError`` under
+    ``jit``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tracejit import lax
+    >>> lax.bitcast_convert_type(np.array([1.0], np.float32), np.uint32)
+    array([1065353216], dtype=uint32)
+    >>> lax.bitcast_convert_type(np.array([258], np.uint16), np.uint8)
+    array([[2, 1]], dtype=uint8)
+    """
+    x = to_operand(operand)
+    if dtypes.is_python_scalar(x):
+        x = np.asarray(x)
+    old, new = aval(x).dtype, np.dtype(new_dtype)
+    shape = aval(x).shape
+    out_shape = _bitcast_shape(shape, old, new)
+    if new == old:
+        return x
+    if eager(x):
+        a = np.ascontiguousarray(x)
+        if new.itemsize <= old.itemsize:
+            return a.reshape(shape + (1,)).view(new).reshape(out_shape)
+        return a.view(new).reshape(out_shape)
+    if old.kind not in "iu" or new.kind not in "iu":
+        raise NotImplementedError(
+            f"lax.bitcast_convert_type from {old.name} to {new.name} under jit: tracejit has no "
+            "bit-reinterpreting primitive; only integer-to-integer bitcasts compose from existing "
+            "operations. Call it outside jit (it works eagerly) or use convert_element_type.")
+    uo, un = _unsigned(old), _unsigned(new)
+    u = convert_element_type(x, uo)
+    if new.itemsize == old.itemsize:
+        return convert_element_type(u, new)
+    if new.itemsize < old.itemsize:
+        bits = 8 * new.itemsize
+        parts = [convert_element_type(shift_right(u, _const(k * bits, uo)), un)    # truncation keeps low bits
+                 for k in range(old.itemsize // new.itemsize)]
+        return convert_element_type(concatenate([expand_dims(p, (len(shape),)) for p in parts], len(shape)), new)
+    bits = 8 * old.itemsize
+    out = None
+    for k in range(shape[-1]):
+        part = reshape(slice_in_dim(u, k, k + 1, 1, len(shape) - 1), out_shape)
+        part = shift_left(convert_element_type(part, un), _const(k * bits, un))
+        out = part if out is None else bitwise_or(out, part)
+    return convert_element_type(out, new)
