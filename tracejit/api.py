@@ -9,7 +9,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from tracejit import jit_cache
+from tracejit import config_flags, jit_cache
 from tracejit.config import config
 from tracejit.core import dtypes, errors
 from tracejit.core.avals import ShapedArray
@@ -236,6 +236,9 @@ class Jitted:
     # ------------------------------------------------------------------ tracing and compiling
     def trace(self, sig: _Signature):
         """Trace to a Program for ``sig``; returns ``(program, out_tree)``."""
+        if config.no_tracing:
+            raise RuntimeError(f"re-tracing function {self._name} at {self._location} for `jit`, but "
+                               "'no_tracing' is set")
         out_tree_box = []
 
         def flat_fun(*tracers):
@@ -315,6 +318,11 @@ class Jitted:
         return tuple(key)
 
     def __call__(self, *args, **kwargs):
+        if config._jit_hooks:   # disable_jit, debug_nans/infs, no_execution: tracejit/config_flags.py
+            return config_flags.flagged_call(self, self._call, args, kwargs)
+        return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
         if current_trace() is not EVAL_TRACE:
             return self._call_traced(args, kwargs)
         fast = self._fast_key(args, kwargs)
@@ -453,8 +461,13 @@ class Compiled:
             raise TypeError(f"Compiled function {self._name} was compiled for input signature "
                             f"{_sig_text(self._sig)} but was called with {_sig_text(sig)}; "
                             "call jit(f) (which compiles per signature) or lower() again")
+        if config._jit_hooks:
+            config_flags.check_execution(self._name)
         arrays = [_as_array(leaf, aval) for leaf, aval in zip(leaves, sig.avals)]
-        return tree_unflatten(self._entry.out_tree, self._entry.executable(*arrays))
+        out = tree_unflatten(self._entry.out_tree, self._entry.executable(*arrays))
+        if config._jit_hooks:
+            config_flags.check_results(self._jitted, args, kwargs, out)
+        return out
 
 
 def _sig_text(sig: _Signature) -> str:

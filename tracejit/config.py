@@ -1,11 +1,18 @@
 """Global configuration (``tracejit.config``), with environment defaults.
 
+``config.update(name, value)`` sets an option for every thread (``jax_``
+prefixes are accepted, as in ``jax.config.update("jax_debug_nans", True)``).
+The JAX-style context managers of :mod:`tracejit.config_flags`
+(``tracejit.debug_nans(True)``, ``tracejit.disable_jit()``, ...) override an
+option for the current thread only, nested, as JAX's do.
+
 Examples
 --------
 >>> import tracejit
 >>> tracejit.config.update("log_compiles", True)
 >>> tracejit.config.log_compiles
 True
+>>> tracejit.config.update("log_compiles", False)
 """
 from __future__ import annotations
 
@@ -49,39 +56,171 @@ class Config:
         # Byte budget of the in-process compile cache (every jitted function's executables; least
         # recently used dropped above it): bytes or "512M"/"2G"; 0 = unbounded. See tracejit/jit_cache.py.
         "jit_cache_max_bytes": lambda: os.environ.get("TRACEJIT_JIT_CACHE_MAX_BYTES", "512M"),
+        # JAX's flags (issue 14); tracejit/config_flags.py documents what each does here.
+        "disable_jit": lambda: env_flag("JAX_DISABLE_JIT"),
+        "debug_nans": lambda: env_flag("JAX_DEBUG_NANS"),
+        "debug_infs": lambda: env_flag("JAX_DEBUG_INFS"),
+        "no_tracing": lambda: False,
+        "no_execution": lambda: False,
+        "enable_x64": lambda: True,               # tracejit's dtype rules are JAX's x64 mode
+        "numpy_dtype_promotion": lambda: "standard",
+        "numpy_rank_promotion": lambda: "allow",
+        "check_tracer_leaks": lambda: False,
+        "default_prng_impl": lambda: "threefry2x32",
+        "legacy_prng_key": lambda: "allow",
+        "enable_custom_prng": lambda: False,
+        "debug_key_reuse": lambda: False,
+        "thread_guard": lambda: False,
+        "default_device": lambda: None,
+        "platforms": lambda: "cpu",
+        "platform_name": lambda: "cpu",
     }
+    # Options whose value makes Jitted.__call__ take the slow path (tracejit/config_flags.py).
+    _JIT_HOOKS = frozenset(["disable_jit", "debug_nans", "debug_infs", "no_execution"])
 
     def __init__(self):
-        object.__setattr__(self, "_values", {k: f() for k, f in self._defaults.items()})
+        object.__setattr__(self, "_values", {})
         object.__setattr__(self, "_lock", threading.Lock())
         object.__setattr__(self, "_version", 0)
+        object.__setattr__(self, "_local", threading.local())   # .overrides: {name: value} of this thread
+        object.__setattr__(self, "_n_local_hooks", 0)           # active thread-local overrides of _JIT_HOOKS
+        object.__setattr__(self, "_jit_hooks", False)           # Jitted.__call__ must look at the flags
+        object.__setattr__(self, "_user_contexts", [])          # make_user_context objects (jit cache key)
+        for k, f in self._defaults.items():
+            self._values[k] = _validate(k, f())
+        self._refresh_hooks()
 
     def __getattr__(self, name):
+        if name.startswith("jax_") and name[4:] in self._values:
+            name = name[4:]
+        overrides = getattr(self._local, "overrides", None)
+        if overrides and name in overrides:
+            return overrides[name]
         try:
-            return self._values[name]
+            value = self._values[name]
         except KeyError:
             raise AttributeError(f"tracejit.config has no option {name!r}; options: "
                                  f"{sorted(self._values)}") from None
+        if name == "key_reuse" and self.debug_key_reuse:
+            return "error"      # jax.debug_key_reuse: a reused key raises KeyReuseError
+        return value
+
+    @property
+    def x64_enabled(self) -> bool:
+        """JAX's ``config.x64_enabled``: always True (tracejit's dtypes are JAX's x64 mode)."""
+        return True
+
+    def _refresh_hooks(self) -> None:
+        hooks = self._n_local_hooks > 0 or any(self._values[k] for k in self._JIT_HOOKS)
+        object.__setattr__(self, "_jit_hooks", hooks)
+
+    def _canonical_name(self, name: str) -> str:
+        if name.startswith("jax_"):
+            name = name[4:]
+        if name not in self._values:
+            raise AttributeError(f"tracejit.config has no option {name!r}; options: {sorted(self._values)}")
+        return name
+
+    def _swap_local(self, name: str, value):
+        """Set ``name`` for this thread only; returns what to pass to :meth:`_restore_local`."""
+        name = self._canonical_name(name)
+        value = _validate(name, value)
+        overrides = getattr(self._local, "overrides", None)
+        if overrides is None:
+            overrides = self._local.overrides = {}
+        prev = overrides.get(name, _UNSET)
+        overrides[name] = value
+        if name in self._JIT_HOOKS:
+            with self._lock:
+                object.__setattr__(self, "_n_local_hooks", self._n_local_hooks + 1)
+                self._refresh_hooks()
+        return name, prev
+
+    def _restore_local(self, token) -> None:
+        name, prev = token
+        overrides = self._local.overrides
+        if prev is _UNSET:
+            overrides.pop(name, None)
+        else:
+            overrides[name] = prev
+        if name in self._JIT_HOOKS:
+            with self._lock:
+                object.__setattr__(self, "_n_local_hooks", self._n_local_hooks - 1)
+                self._refresh_hooks()
 
     def __setattr__(self, name, value):
         self.update(name, value)
 
     def update(self, name: str, value) -> None:
         """Set option ``name`` (the JAX-style spelling ``config.update``)."""
-        if name.startswith("jax_"):
-            name = name[4:]
-        if name not in self._values:
-            raise AttributeError(f"tracejit.config has no option {name!r}; options: {sorted(self._values)}")
+        name = self._canonical_name(name)
+        value = _validate(name, value)
         with self._lock:
             self._values[name] = value
             object.__setattr__(self, "_version", self._version + 1)
+            self._refresh_hooks()
 
     def compile_key(self) -> tuple:
         """Options that change generated programs, part of every cache key."""
-        return (self._values["backend"], self._values["num_threads"] == 1)
+        key = (self._values["backend"], self._values["num_threads"] == 1)
+        if self._user_contexts:     # tracejit.make_user_context values select programs too
+            key += tuple(u.value for u in self._user_contexts)
+        return key
 
     def __repr__(self):
         return "Config(" + ", ".join(f"{k}={v!r}" for k, v in sorted(self._values.items())) + ")"
+
+
+_UNSET = object()
+_ENUMS = {
+    "numpy_rank_promotion": ("allow", "warn", "raise"),
+    "numpy_dtype_promotion": ("standard", "strict"),
+    "legacy_prng_key": ("allow", "warn", "error"),
+    "default_prng_impl": ("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32"),
+}
+_BOOLS = ("disable_jit", "debug_nans", "debug_infs", "no_tracing", "no_execution", "enable_x64",
+          "check_tracer_leaks", "enable_custom_prng", "debug_key_reuse", "thread_guard")
+
+
+def _validate(name: str, value):
+    """Check (and normalize) a value of one of JAX's flags; other options pass through."""
+    if name in _BOOLS:
+        if name == "enable_x64" and not value:
+            raise NotImplementedError(
+                "enable_x64(False) / config.update('jax_enable_x64', False) is not implemented: tracejit "
+                "always computes with JAX's x64 dtype rules (float64/int64 defaults, NumPy 2 promotion); "
+                "the x64 switch of issue 14 is not implemented yet. Pass dtype=np.float32 or float32 "
+                "inputs to keep float32 numerics.")
+        return bool(value)
+    if name in _ENUMS:
+        value = getattr(value, "value", value)      # JAX's StrEnum members
+        if value not in _ENUMS[name]:
+            raise ValueError(f"new enum value must be in {list(_ENUMS[name])}, got {value!r} of type "
+                             f"{type(value)}.")
+        if name == "numpy_dtype_promotion" and value == "strict":
+            raise NotImplementedError(
+                "numpy_dtype_promotion('strict') is not implemented: tracejit promotes as NumPy 2 "
+                "(JAX's 'standard' mode) and has no strict promotion mode yet (issue 14)")
+        if name == "default_prng_impl" and value != "threefry2x32":
+            raise NotImplementedError(
+                f"default_prng_impl({value!r}) is not implemented: tracejit.random implements the "
+                "threefry2x32 PRNG only (JAX's default)")
+        return value
+    if name in ("platforms", "platform_name"):
+        names = [p.strip() for p in str(value or "cpu").split(",") if p.strip()]
+        if "cpu" not in names:
+            raise RuntimeError(f"Unknown backend: {value!r} requested, but no platforms that are instances "
+                               "of it are present. Platforms present are: cpu (tracejit compiles for the CPU)")
+        return "cpu"
+    if name == "default_device":
+        if value is None or value == "cpu" or getattr(value, "platform", None) == "cpu":
+            return value
+        if value in ("gpu", "tpu", "cuda", "rocm"):
+            raise RuntimeError(f"Unknown backend: {value!r} requested, but no platforms that are instances "
+                               f"of {value} are present. Platforms present are: cpu")
+        raise ValueError("jax.default_device must be passed either a Device object (e.g. "
+                         f"`jax.devices('cpu')[0]`) or a platform name string like 'cpu' or 'gpu', got: {value!r}")
+    return value
 
 
 config = Config()
