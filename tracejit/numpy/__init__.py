@@ -56,6 +56,9 @@ from tracejit.numpy.setops import *  # noqa: E402,F401,F403
 from tracejit.numpy.index_tricks import *  # noqa: E402,F401,F403
 from tracejit.numpy.polynomial import *  # noqa: E402,F401,F403
 from tracejit.numpy.functional import *  # noqa: E402,F401,F403
+from tracejit.numpy.type_predicates import *  # noqa: E402,F401,F403
+from tracejit.numpy.windows import *  # noqa: E402,F401,F403
+from tracejit.numpy.float_math import *  # noqa: E402,F401,F403
 
 
 def _strong_results(fn):
