@@ -42,3 +42,9 @@ from tracejit.lax.special import *  # noqa: E402,F401,F403
 from tracejit.lax.special import __all__ as _special_all  # noqa: E402
 
 __all__ += list(_ew_all) + list(_shapes_all) + list(_special_all)
+from tracejit.lax.sorting import *  # noqa: E402,F401,F403
+from tracejit.lax.sorting import __all__ as _sorting_all  # noqa: E402
+from tracejit.lax.reductions import *  # noqa: E402,F401,F403
+from tracejit.lax.reductions import __all__ as _red_all  # noqa: E402
+
+__all__ += list(_sorting_all) + list(_red_all)

@@ -5,16 +5,21 @@ The integer bit functions work on the unsigned type of the operand's width (a
 same-width integer conversion keeps the bits) with shifts by constants below the
 width, masks and adds, so they compile to straight-line code with no new
 primitive. They have no derivative (integer results), as in JAX.
+
+``clamp`` routes its derivative with ``stop_gradient``, which lives in the autodiff layer
+that imports ``tracejit.lax`` while it initializes; it is reached through the ``tracejit``
+package attribute when ``clamp`` runs.
 """
 from __future__ import annotations
 
 import numpy as np
 
+import tracejit
 from tracejit.core import dtypes
-from tracejit.lax.ops import (add, bitwise_and, bitwise_or, concatenate, convert_element_type, div, expand_dims,
+from tracejit.lax.ops import (add, bitwise_and, bitwise_or, broadcast_in_dim, concatenate, convert_element_type, div, expand_dims,
                               ge, lt, mul, reshape, select, shift_left, shift_right, slice_in_dim, sub)
 from tracejit.lax.ops import max as _max, min as _min
-from tracejit.numpy._util import aval, eager, to_operand
+from tracejit.numpy._util import aval, eager, is_tracer, to_operand
 
 __all__ = ["clamp", "reciprocal", "population_count", "clz", "shift_right_logical", "mulhi",
            "bitcast_convert_type"]
@@ -57,7 +62,9 @@ def clamp(min, x, max):  # noqa: A002  (jax.lax's parameter names)
     """``min(max(x, min), max)`` elementwise (``jax.lax.clamp``).
 
     ``min`` and ``max`` are scalars or arrays of ``x``'s shape; all three share one
-    dtype (Python scalars adapt). NaN in any operand propagates.
+    dtype (Python scalars adapt). NaN in any operand propagates. Derivatives follow JAX:
+    ``x`` gets the cotangent where ``min < x < max``, ``min`` where ``min > x`` (and
+    ``min < max``), ``max`` where ``max < x``; ties and NaNs give zero.
 
     Examples
     --------
@@ -76,7 +83,15 @@ def clamp(min, x, max):  # noqa: A002  (jax.lax's parameter names)
         if aval(b).shape not in ((), aval(x).shape):
             raise TypeError(f"lax.clamp: {name} must be a scalar or have the operand's shape {aval(x).shape}, "
                             f"got {aval(b).shape}")
-    return _min(_max(x, lo), hi)
+    value = _min(_max(x, lo), hi)
+    if not any(is_tracer(v) for v in (lo, x, hi)):
+        return value
+    # The same value, routed so the derivative goes where JAX sends it (nowhere on ties).
+    lo_b, hi_b = (broadcast_in_dim(b, aval(x).shape, ()) if aval(b).shape != aval(x).shape else b
+                  for b in (lo, hi))
+    out = select(lt(hi_b, x), hi_b, tracejit.stop_gradient(value))
+    out = select(bitwise_and(lt(x, lo_b), lt(lo_b, hi_b)), lo_b, out)
+    return select(bitwise_and(lt(lo_b, x), lt(x, hi_b)), x, out)
 
 
 def reciprocal(x):
