@@ -30,6 +30,16 @@ from tracejit.jit_cache import clear_caches
 from tracejit import numpy, lax, random  # noqa: F401
 from tracejit import tree_util, tree, nn  # noqa: F401
 from tracejit import scipy  # noqa: F401
+from tracejit import errors, dtypes, typing, stages, version  # noqa: F401
+from tracejit.config_flags import (check_tracer_leaks, checking_leaks, debug_infs, debug_key_reuse, debug_nans,
+                                   default_device, default_prng_impl, disable_jit, enable_checks,
+                                   enable_custom_prng, enable_x64, explain_cache_misses, legacy_prng_key,
+                                   log_compiles, make_user_context, no_execution, no_tracing, numpy_dtype_promotion,
+                                   numpy_rank_promotion, thread_guard)
+from tracejit.device_api import (Device, default_backend, device_count, device_get, device_put, devices,
+                              local_device_count, local_devices, process_count, process_index, process_indices)
+from tracejit.api_misc import (closure_convert, custom_gradient, effects_barrier, ensure_compile_time_eval,
+                               named_call, named_scope, print_environment_info, typeof)
 
 import numpy as _np
 
@@ -47,7 +57,7 @@ from tracejit.compiler import analysis as _analysis  # noqa: E402,F401
 Array = _np.ndarray
 """Type of the arrays tracejit returns (NumPy arrays); use it in type hints like ``jax.Array``."""
 
-__version__ = "0.1.0"
+from tracejit.version import __version__, __version_info__  # noqa: E402
 
 __all__ = [
     "Array", "Compiled", "ConcretizationTypeError", "DeletedArrayError", "Jitted", "Lowered",
@@ -60,4 +70,13 @@ __all__ = [
     "checkpoint_policies", "float0", "vmap", "advise", "report", "bucketed_jit", "pad_to_bucket", "random", "tree",
     "nn",
     "clear_caches",
+    # issue 14: devices, config flags, smaller top-level functions and submodules
+    "Device", "devices", "local_devices", "device_count", "local_device_count", "default_backend", "device_put",
+    "device_get", "process_count", "process_index", "process_indices", "default_device", "disable_jit",
+    "enable_x64", "numpy_dtype_promotion", "numpy_rank_promotion", "debug_nans", "debug_infs", "log_compiles",
+    "enable_checks", "check_tracer_leaks", "checking_leaks", "default_prng_impl", "explain_cache_misses",
+    "legacy_prng_key", "enable_custom_prng", "debug_key_reuse", "no_tracing", "no_execution", "thread_guard",
+    "make_user_context", "typeof", "named_call", "named_scope", "ensure_compile_time_eval", "custom_gradient",
+    "closure_convert", "effects_barrier", "print_environment_info", "errors", "dtypes", "typing", "stages",
+    "version",
 ]

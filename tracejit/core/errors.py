@@ -6,7 +6,15 @@ class TracejitError(Exception):
     """Base class of tracejit's own errors."""
 
 
-class ConcretizationTypeError(TracejitError, TypeError):
+class JAXTypeError(TracejitError, TypeError):
+    """Base of the tracer errors that JAX makes TypeErrors (``jax.errors.JAXTypeError``)."""
+
+
+class JAXIndexError(TracejitError, IndexError):
+    """Base of the indexing errors that JAX makes IndexErrors (``jax.errors.JAXIndexError``)."""
+
+
+class ConcretizationTypeError(JAXTypeError):
     """A concrete Python value was needed from a traced (abstract) array.
 
     Under ``jit`` arrays are abstract: only their shape and dtype are known.
@@ -28,20 +36,24 @@ class TracerIntegerConversionError(ConcretizationTypeError):
     """``int()`` / ``__index__`` of a traced array, e.g. ``range(x)`` or ``lst[x]``."""
 
 
-class TracerArrayConversionError(TracejitError, TypeError):
+class TracerArrayConversionError(JAXTypeError):
     """``np.asarray(tracer)``: a traced array cannot become a NumPy array."""
 
 
-class UnexpectedTracerError(TracejitError):
+class UnexpectedTracerError(JAXTypeError):
     """A tracer escaped the function that was being traced and was used later."""
 
 
-class NonConcreteBooleanIndexError(TracejitError, IndexError):
+class NonConcreteBooleanIndexError(JAXIndexError):
     """Boolean-mask indexing whose result shape depends on the data."""
 
 
 class ProgramTypeError(TracejitError, TypeError):
     """The program checker found an equation whose types do not match its rule."""
+
+
+class JaxRuntimeError(TracejitError, RuntimeError):
+    """An error while running compiled code (``jax.errors.JaxRuntimeError``)."""
 
 
 class DeletedArrayError(TracejitError, RuntimeError):

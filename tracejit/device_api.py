@@ -1,0 +1,316 @@
+"""JAX's device API for a CPU-only, single-process library (``jax.devices``, ``jax.device_put``, ...).
+
+tracejit runs on one device, the CPU of the machine it runs on (kernels may use
+several threads: ``config.num_threads``). Its arrays are NumPy arrays in host
+memory, so ``device_put`` returns NumPy arrays and ``device_get`` hands them back.
+Multi-device placement and shardings are the SPMD work of issue 17.
+
+Examples
+--------
+>>> import tracejit
+>>> tracejit.devices()
+[CpuDevice(id=0)]
+>>> tracejit.default_backend()
+'cpu'
+"""
+from __future__ import annotations
+
+import platform as _platform
+
+import numpy as np
+
+from tracejit.core.pytree import tree_map
+from tracejit.core.tracer import Tracer
+
+__all__ = ["Device", "devices", "local_devices", "device_count", "local_device_count", "default_backend",
+           "device_put", "device_get", "process_count", "process_index", "process_indices"]
+
+
+class Device:
+    """The CPU device (JAX's ``jax.Device``; tracejit has exactly one, :func:`devices` returns it).
+
+    Attributes follow JAX's CPU device: ``id`` 0, ``platform`` and ``device_kind``
+    ``'cpu'``, ``process_index``/``host_id``/``task_id``/``local_hardware_id`` 0.
+    ``client`` is None (there is no XLA client).
+
+    Examples
+    --------
+    >>> import tracejit
+    >>> d = tracejit.devices()[0]
+    >>> d, str(d), d.platform, d.id, d.process_index
+    (CpuDevice(id=0), 'cpu:0', 'cpu', 0, 0)
+    >>> isinstance(d, tracejit.Device)
+    True
+    """
+
+    __slots__ = ()
+    id = 0
+    platform = "cpu"
+    device_kind = "cpu"
+    process_index = 0
+    host_id = 0
+    task_id = 0
+    local_hardware_id = 0
+    client = None
+
+    def __new__(cls):
+        global _CPU
+        if _CPU is None:
+            _CPU = object.__new__(cls)
+        return _CPU
+
+    def __repr__(self):
+        return "CpuDevice(id=0)"
+
+    def __str__(self):
+        return "cpu:0"
+
+    def __reduce__(self):
+        return (Device, ())
+
+    def memory_stats(self):
+        """None, as JAX's CPU device returns (no allocator statistics)."""
+        return None
+
+    def live_buffers(self) -> list:
+        """An empty list: tracejit's arrays are NumPy arrays, not device buffers."""
+        return []
+
+    def addressable_memories(self) -> list:
+        """An empty list: tracejit has no memory kinds (memory spaces are left out on purpose)."""
+        return []
+
+
+_CPU = None
+
+
+def _check_backend(backend) -> None:
+    if backend is None or backend == "cpu" or getattr(backend, "platform", None) == "cpu":
+        return
+    raise RuntimeError(f"Unknown backend: {backend!r} requested, but no platforms that are instances of "
+                       f"{backend} are present. Platforms present are: cpu")
+
+
+def devices(backend=None) -> list:
+    """All devices: ``[CpuDevice(id=0)]`` (``jax.devices``).
+
+    Parameters
+    ----------
+    backend : str, optional
+        ``None`` or ``'cpu'``; other platforms (``'gpu'``, ``'tpu'``) raise RuntimeError.
+
+    Examples
+    --------
+    >>> import tracejit
+    >>> tracejit.devices("cpu")
+    [CpuDevice(id=0)]
+    """
+    _check_backend(backend)
+    return [Device()]
+
+
+def local_devices(process_index=None, backend=None, host_id=None) -> list:
+    """The devices of this process: ``[CpuDevice(id=0)]`` (``jax.local_devices``).
+
+    Parameters
+    ----------
+    process_index : int, optional
+        None or 0 (the only process); other values raise ValueError, as JAX does.
+    backend : str, optional
+        ``None`` or ``'cpu'``.
+    host_id : int, optional
+        JAX's deprecated spelling of ``process_index``.
+
+    Examples
+    --------
+    >>> import tracejit
+    >>> tracejit.local_devices(process_index=0)
+    [CpuDevice(id=0)]
+    """
+    _check_backend(backend)
+    index = process_index if process_index is not None else host_id
+    if index not in (None, 0):
+        raise ValueError(f"Unknown process_index {index}")
+    return [Device()]
+
+
+def device_count(backend=None) -> int:
+    """Number of devices: 1 (``jax.device_count``).
+
+    Examples
+    --------
+    >>> import tracejit
+    >>> tracejit.device_count()
+    1
+    """
+    _check_backend(backend)
+    return 1
+
+
+def local_device_count(backend=None) -> int:
+    """Number of devices of this process: 1 (``jax.local_device_count``).
+
+    Examples
+    --------
+    >>> import tracejit
+    >>> tracejit.local_device_count()
+    1
+    """
+    _check_backend(backend)
+    return 1
+
+
+def default_backend() -> str:
+    """The platform jitted code runs on: ``'cpu'`` (``jax.default_backend``).
+
+    Examples
+    --------
+    >>> import tracejit
+    >>> tracejit.default_backend()
+    'cpu'
+    """
+    return "cpu"
+
+
+def process_count(backend=None) -> int:
+    """Number of processes of the program: 1 (``jax.process_count``).
+
+    Examples
+    --------
+    >>> import tracejit
+    >>> tracejit.process_count()
+    1
+    """
+    _check_backend(backend)
+    return 1
+
+
+def process_index(backend=None) -> int:
+    """Index of this process: 0 (``jax.process_index``).
+
+    Examples
+    --------
+    >>> import tracejit
+    >>> tracejit.process_index()
+    0
+    """
+    _check_backend(backend)
+    return 0
+
+
+def process_indices(backend=None) -> list:
+    """Indices of all processes: ``[0]`` (``jax.process_indices``).
+
+    Examples
+    --------
+    >>> import tracejit
+    >>> tracejit.process_indices()
+    [0]
+    """
+    _check_backend(backend)
+    return [0]
+
+
+def _check_placement(where, what: str) -> None:
+    if where is None or isinstance(where, Device) or where == "cpu":
+        return
+    if getattr(where, "platform", None) == "cpu":      # a jax CpuDevice passed by ported code
+        return
+    raise TypeError(f"device_put: {what} must be None or a tracejit Device (tracejit.devices()[0]), got "
+                    f"{type(where).__name__}; shardings and multi-device placement are not implemented "
+                    "(the SPMD work, issue 17)")
+
+
+def _put_leaf(x, donate: bool, may_alias):
+    if isinstance(x, Tracer):
+        return x            # under jit/grad/vmap, device_put is the identity
+    if isinstance(x, np.ndarray):
+        if donate or may_alias:
+            return x
+        return x.copy()     # a later write to the input does not change the result (JAX arrays are immutable)
+    arr = np.asarray(x)
+    if arr.dtype == object:
+        raise TypeError(f"device_put: {type(x).__name__} is not a valid array value")
+    return arr
+
+
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
+    """Place a pytree of arrays on a device (``jax.device_put``): here, NumPy arrays in host memory.
+
+    Every leaf becomes a NumPy array: a NumPy array is copied (so writing to the
+    input later does not change the result, as JAX arrays are immutable) unless
+    ``donate`` or ``may_alias`` is true, in which case it is returned as is;
+    scalars and array-likes go through ``np.asarray``. Under ``jit``, ``grad``
+    or ``vmap`` traced values pass through unchanged.
+
+    Parameters
+    ----------
+    x : pytree
+        Arrays, scalars or array-likes.
+    device, src : Device or 'cpu', optional
+        The target / source device; only the CPU device exists. Shardings raise TypeError.
+    donate : bool or pytree of bool
+        Whether ``x`` may be consumed (the input array is returned, not copied).
+    may_alias : bool, optional
+        Whether the result may share the input's memory.
+
+    Returns
+    -------
+    pytree of numpy.ndarray
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit
+    >>> x = np.ones(2)
+    >>> y = tracejit.device_put(x, tracejit.devices()[0])
+    >>> x[0] = 5.0
+    >>> y
+    array([1., 1.])
+    >>> tracejit.device_put({"a": 1.0, "b": [2, 3]})
+    {'a': array(1.), 'b': [array(2), array(3)]}
+    """
+    _check_placement(device, "device")
+    _check_placement(src, "src")
+    donate_all = donate is True
+    alias = may_alias is True
+    return tree_map(lambda leaf: _put_leaf(leaf, donate_all, alias), x)
+
+
+def _get_leaf(x):
+    if isinstance(x, Tracer):
+        return x
+    to_array = getattr(x, "__array__", None)
+    if to_array is None:
+        return x
+    return np.asarray(x)
+
+
+def device_get(x):
+    """Transfer a pytree of arrays to host NumPy arrays (``jax.device_get``).
+
+    Leaves with ``__array__`` become ``numpy.ndarray`` (NumPy arrays are returned as
+    they are); other leaves, such as Python scalars, are returned unchanged, as
+    in JAX.
+
+    Parameters
+    ----------
+    x : pytree
+
+    Returns
+    -------
+    pytree
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit
+    >>> tracejit.device_get([1, 2.0, np.float32(3.0), np.ones(2)])
+    [1, 2.0, array(3., dtype=float32), array([1., 1.])]
+    """
+    return tree_map(_get_leaf, x)
+
+
+def environment_lines() -> list[str]:
+    """Lines of :func:`tracejit.print_environment_info` about the machine and devices."""
+    return [f"device info: cpu-{device_count()}, {local_device_count()} local devices",
+            f"process_count: {process_count()}",
+            f"platform: {_platform.uname()}"]
