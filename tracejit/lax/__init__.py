@@ -48,3 +48,9 @@ from tracejit.lax.reductions import *  # noqa: E402,F401,F403
 from tracejit.lax.reductions import __all__ as _red_all  # noqa: E402
 
 __all__ += list(_sorting_all) + list(_red_all)
+from tracejit.lax.dimension_numbers import *  # noqa: E402,F401,F403
+from tracejit.lax.dimension_numbers import __all__ as _dn_all  # noqa: E402
+from tracejit.lax.shape_tuples import *  # noqa: E402,F401,F403
+from tracejit.lax.shape_tuples import __all__ as _st_all  # noqa: E402
+
+__all__ += list(_dn_all) + list(_st_all)
