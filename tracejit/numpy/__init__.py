@@ -59,6 +59,7 @@ from tracejit.numpy.functional import *  # noqa: E402,F401,F403
 from tracejit.numpy.type_predicates import *  # noqa: E402,F401,F403
 from tracejit.numpy.windows import *  # noqa: E402,F401,F403
 from tracejit.numpy.float_math import *  # noqa: E402,F401,F403
+from tracejit.numpy.integer_bits import *  # noqa: E402,F401,F403
 
 
 def _strong_results(fn):
