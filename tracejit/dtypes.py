@@ -123,7 +123,10 @@ def result_type(*args, return_weak_type_flag: bool = False):
     """The dtype of an operation on ``args`` (``jax.dtypes.result_type``; NumPy 2 / NEP 50 rules).
 
     Python scalars and the Python types ``float``/``int``/``complex``/``bool`` are weak:
-    they do not widen an array's dtype.
+    they do not widen an array's dtype. Where JAX's promotion lattice and NumPy's differ,
+    tracejit (and so this function) follows NumPy: ``int32`` with ``float32`` is float64
+    (JAX: float32), and the result is weak only when every operand is weak (JAX: an
+    integer array with a Python float gives a weak float).
 
     Parameters
     ----------
