@@ -62,6 +62,8 @@ from tracejit.numpy.float_math import *  # noqa: E402,F401,F403
 from tracejit.numpy.integer_bits import *  # noqa: E402,F401,F403
 from tracejit.numpy.nan_functions import *  # noqa: E402,F401,F403
 from tracejit.numpy.array_ops import *  # noqa: E402,F401,F403
+from tracejit.numpy.products import *  # noqa: E402,F401,F403
+from tracejit.numpy.interop import *  # noqa: E402,F401,F403
 
 
 def _strong_results(fn):
