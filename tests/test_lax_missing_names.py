@@ -282,6 +282,18 @@ def test_batch_matmul_and_index_updates():
     check(lambda v, i: lax.dynamic_update_index_in_dim(v, np.full((4, 1), 5.0), i, axis=1), want, x, -2)
 
 
+def test_index_take():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    i0, i2 = np.array([0, 1, -1, 5]), np.array([3, 0, 2, -5])
+    want = np.stack([x[a % 2, :, b % 4] for a, b in zip(i0, i2)])
+    check(lambda v, a, b: lax.index_take(v, (a, b), (0, 2)), want, x, i0, i2)
+    check(lambda v, a: lax.index_take(v, (a,), (1,)), np.moveaxis(x[:, i2 % 3], 1, 0), x, i2)
+    check(lambda v, a: lax.index_take(v, (a,), (0,)), np.zeros((0, 3, 4)), x, np.zeros(0, np.int32))
+    g = tracejit.grad(lambda v: lax.index_take(v, (np.array([0, 0, 2]),), (0,)).sum())(np.arange(3.0))
+    assert_close(g, np.array([2.0, 0.0, 1.0]))
+    assert_close(tracejit.vmap(lambda r: lax.index_take(r, (np.array([2, 0]),), (0,)))(x[0]), x[0][:, [2, 0]])
+
+
 def test_optimization_barrier_dtype_shape_as_value():
     tree = {"a": np.ones(2), "b": (np.int8(3), 2.0)}
     out = tracejit.jit(lax.optimization_barrier)(tree)
@@ -528,6 +540,10 @@ def test_against_jax_lax():
                  np.asarray(J.associative_scan(lambda a, b: 2 * a + b, x)), rtol=1e-15)
     assert_close(lax.associative_scan(lambda a, b: 2 * a + b, x, reverse=True),
                  np.asarray(J.associative_scan(lambda a, b: 2 * a + b, x, reverse=True)), rtol=1e-15)
+    x3 = np.arange(24.0).reshape(2, 3, 4)
+    idx = (np.array([0, 1, -1, 5]), np.array([3, 0, 2, -5]))
+    assert_close(tracejit.jit(lambda v, a, b: lax.index_take(v, (a, b), (0, 2)))(x3, *idx),
+                 np.asarray(J.index_take(x3, idx, (0, 2))))
     b16 = np.array([258, 65535, 7], np.uint16)
     assert_close(lax.bitcast_convert_type(b16, np.uint8), np.asarray(J.bitcast_convert_type(b16, np.uint8)))
     assert_close(tracejit.jit(lambda v: lax.bitcast_convert_type(v, np.uint8))(b16),

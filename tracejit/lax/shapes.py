@@ -16,13 +16,14 @@ import numpy as np
 from tracejit.core import dtypes
 from tracejit.core.pytree import tree_map
 from tracejit.lax.indexing import dynamic_update_slice_in_dim
-from tracejit.lax.ops import (broadcast, broadcast_in_dim, concatenate, convert_element_type, dot_general, reshape,
-                              slice_in_dim)
+from tracejit.lax.ops import (broadcast, broadcast_in_dim, concatenate, convert_element_type, dot_general, rem,
+                              reshape, slice_in_dim, transpose)
+from tracejit.numpy.advanced_indexing import getitem
 from tracejit.numpy._util import aval, canonicalize_axis, is_tracer, to_operand
 
 __all__ = ["full", "full_like", "empty", "broadcast_shapes", "broadcast_to_rank", "broadcast_like", "collapse",
            "split", "tile", "stack", "unstack", "batch_matmul", "dynamic_update_index_in_dim",
-           "optimization_barrier", "dtype", "shape_as_value"]
+           "optimization_barrier", "dtype", "shape_as_value", "index_take"]
 
 
 def _shape(shape, fn):
@@ -361,3 +362,32 @@ def shape_as_value(shape):
     shape = _shape(shape, "shape_as_value")
     dt = np.int32 if all(d <= np.iinfo(np.int32).max for d in shape) else np.int64
     return np.asarray(shape, dtype=dt).reshape(len(shape))
+
+
+def index_take(src, idxs, axes):
+    """Rows of ``src`` picked by one index array per axis in ``axes`` (``jax.lax.index_take``).
+
+    ``result[i, ...] = src[..., idxs[0][i] at axes[0], idxs[1][i] at axes[1], ...]``: the
+    picked position comes first, the remaining axes follow in order. Indices wrap modulo
+    the axis size, as JAX.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tracejit import lax
+    >>> lax.index_take(np.arange(12).reshape(3, 4), (np.array([0, 2]), np.array([1, -1])), (0, 1))
+    array([ 1, 11])
+    """
+    x = _array(src)
+    shape = aval(x).shape
+    axes = tuple(canonicalize_axis(a, len(shape)) for a in axes)
+    idxs = [_array(i) for i in idxs]
+    if len(idxs) != len(axes):
+        raise TypeError(f"lax.index_take: {len(idxs)} index arrays for {len(axes)} axes")
+    if len(set(axes)) != len(axes):
+        raise TypeError(f"lax.index_take: repeated axes {axes}")
+    rest = [a for a in range(len(shape)) if a not in axes]
+    xt = transpose(x, axes + tuple(rest))
+    wrapped = tuple(rem(i, np.asarray(shape[a], aval(i).dtype)[()]) if shape[a] else i
+                    for i, a in zip(idxs, axes))
+    return getitem(xt, wrapped, mode="clip")
