@@ -513,7 +513,8 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
     """An array whose element at index ``i`` is ``function(*i)``.
 
     As in ``jax.numpy``, ``function`` is applied with ``vmap`` over each axis, so it is called on
-    scalar coordinates (of ``dtype``); it must be traceable.
+    scalar coordinates (of ``dtype``); it must be traceable. Keyword arguments are passed through
+    unmapped.
 
     Examples
     --------
@@ -522,12 +523,13 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
     array([[ 0, 10, 20],
            [ 1, 11, 21]])
     """
+    import functools
     from tracejit.api_vmap import vmap
     from tracejit.numpy.creation import arange
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     shape = tuple(operator.index(s) for s in shape)
-    fn = function
+    fn = functools.partial(function, **kwargs) if kwargs else function   # keyword arguments are not mapped
     for i in range(len(shape)):
         in_axes = [0 if i == j else None for j in range(len(shape))]
         fn = vmap(fn, in_axes=tuple(in_axes[::-1]))
-    return fn(*(arange(s, dtype=dtype) for s in shape), **kwargs)
+    return fn(*(arange(s, dtype=dtype) for s in shape))

@@ -135,7 +135,8 @@ def _spacing(x):
     up = U.subtract(U.nextafter(x, _const(np.inf, d)), x)
     # NumPy's half loop measures a negative x's gap towards zero, positively (npy_half_spacing).
     down = U.subtract(U.nextafter(x, _const(0 if d == dtypes.float16 else -np.inf, d)), x)
-    return _where(U.less(x, _const(0, d)), down, up)
+    out = _where(U.less(x, _const(0, d)), down, up)
+    return _where(U.isinf(x), _const(np.nan, d), out)
 
 
 def _heaviside(x1, x2):

@@ -15,6 +15,7 @@ from tracejit.core import dtypes
 from tracejit.numpy._util import aval, canonicalize_axis, convert, eager, to_operand
 from tracejit.numpy import ufuncs as U
 from tracejit.numpy.float_math import ufunc
+from tracejit.numpy.shape import broadcast_arrays
 
 __all__ = ["gcd", "lcm", "bitwise_count", "packbits", "unpackbits"]
 
@@ -29,6 +30,7 @@ def _gcd(a, b):
     from tracejit.numpy.reductions import any as any_
     d = aval(a).dtype
     zero, one = np.asarray(0, d)[()], np.asarray(1, d)[()]
+    a, b = broadcast_arrays(a, b)          # the Ufunc leaves rank-0 operands unbroadcast
 
     def body(c):
         x, y = c

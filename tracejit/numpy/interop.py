@@ -138,7 +138,7 @@ class PyUfunc(Ufunc):
             x = convert(x, dtypes.canonical(dtype))
         from tracejit.numpy.shape import moveaxis, ravel, reshape
         if axis is None:
-            return ravel(x), (0,), aval(x).shape
+            return ravel(x), tuple(range(aval(x).ndim)), aval(x).shape
         axes = canonicalize_axes(axis, aval(x).ndim)
         shape = aval(x).shape
         x = moveaxis(x, axes, tuple(range(len(axes))))
@@ -175,7 +175,7 @@ class PyUfunc(Ufunc):
             res, _ = scan(lambda c, e: (convert(to_operand(self(c, e)), aval(c).dtype), None), carry, xs)
         if keepdims:
             res = reshape(res, tuple(1 if i in axes else s for i, s in enumerate(shape)))
-        return res
+        return res[()] if isinstance(res, np.ndarray) and res.ndim == 0 else res
 
     def accumulate(self, a, axis=0, dtype=None, out=None):
         """Running application of the ufunc along ``axis``.

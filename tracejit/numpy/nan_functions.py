@@ -37,7 +37,8 @@ def _nan_arg(a, axis, keepdims, fill, base):
     nan = U.isnan(x)
     res = base(_where(nan, np.asarray(fill, d)[()], x), axis=axis, keepdims=bool(keepdims))
     all_nan = R.all(nan, axis=axis, keepdims=bool(keepdims))
-    return _where(all_nan, np.int64(-1), res)
+    out = _where(all_nan, np.int64(-1), res)
+    return out[()] if isinstance(out, np.ndarray) and out.ndim == 0 else out
 
 
 def nanargmax(a, axis=None, out=None, keepdims=None):
