@@ -670,3 +670,5 @@ def test_jnp_functions_return_strong_numpy_values():
         warnings.simplefilter("error")
         assert type(jnp.ptp(np.arange(3))) is np.int64
         assert type(jnp.nanargmax(np.array([1.0, np.nan]))) is np.int64
+        # jnp.bool (np.bool_) must not shadow the builtin in the wrapper that makes Python bools strong
+        assert type(jnp.allclose(np.ones(2), np.ones(2))) is np.bool_

@@ -80,7 +80,7 @@ def _strong_results(fn):
 def _strip_weak(out):
     if isinstance(out, _Tracer):
         return out if not out.aval.weak_type else _convert(out, out.aval.dtype)
-    if type(out) in (bool, int, float, complex):
+    if type(out) in (_builtins.bool, int, float, complex):   # the builtin: jnp.bool is np.bool_
         return _np.asarray(out)[()]
     if type(out) in (tuple, list):
         return type(out)(_strip_weak(o) for o in out)
@@ -97,6 +97,7 @@ def _wrap_public_functions(namespace):
             namespace[_name] = _strong_results(_fn)
 
 
+import builtins as _builtins  # noqa: E402
 import functools as _functools  # noqa: E402
 import inspect as _inspect  # noqa: E402
 
