@@ -7,6 +7,12 @@ that program on the current trace (see :mod:`tracejit.transforms.ad`): eagerly
 the derivative is computed with NumPy, under ``jit`` it is staged into the
 enclosing program, and transformations nest (``grad(grad(f))``,
 ``jit(grad(f))``, ``grad(jit(f))``).
+
+Applied eagerly (outside ``jit`` / ``vmap``, possibly nested in other eager
+transformations) the function is traced with concrete values, as JAX runs it:
+Python control flow on values works and the program records the path taken
+for these arguments (so it is traced again at each call). The forward values
+computed while tracing are reused by the derivative (``saved``).
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from tracejit.core import dtypes
 from tracejit.core.avals import ShapedArray
 from tracejit.core.check import check_program
 from tracejit.core.interpret import eval_program
+from tracejit.core.ir import Literal, Var
 from tracejit.core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from tracejit.core.trace import trace_flat
 from tracejit.core.tracer import Tracer
@@ -71,13 +78,33 @@ class _Traced:
             box["n_out"] = len(out_leaves)
             return list(out_leaves) + list(aux_leaves)
 
-        self.program = trace_flat(flat_fun, self.in_avals, getattr(fun, "__name__", "function"))
+        # Eagerly (see trace_flat) the trace knows the arguments' values: Python control flow on
+        # values works, as in JAX. Under jit / vmap the arguments stay abstract.
+        self.program = trace_flat(flat_fun, self.in_avals, getattr(fun, "__name__", "function"),
+                                  eager_args=self.values)
         if config.enable_checks:
             check_program(self.program)
+        # Values the trace computed (for Python control flow), for the derivative to reuse
+        # instead of computing them again; only when they are plain values (no enclosing
+        # transformation differentiates through them).
+        known = self.program.concrete_values
+        self.saved = known if known and not any(
+            isinstance(x, Tracer) for x in self.values + self.program.const_values) else None
         self.out_tree = box["out_tree"]
         self.aux_tree = box.get("aux_tree")
         self.n_out = box["n_out"]
         self.out_avals = self.program.out_avals[:self.n_out]
+
+    def outputs(self):
+        """The program's flat outputs at the arguments (known already when traced eagerly)."""
+        p = self.program
+        if self.saved is not None:
+            env = dict(zip(p.const_vars, p.const_values))
+            env.update(zip(p.in_vars, self.values))
+            env.update(self.saved)
+            if all(type(a) is Literal or a in env for a in p.outputs):
+                return [a.val if type(a) is Literal else env[a] for a in p.outputs]
+        return eval_program(p, p.const_values, self.values)
 
     def split(self, outs):
         """(outputs pytree, aux pytree or None) from the flat program outputs."""
@@ -192,7 +219,7 @@ def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     (array(1.),)
     """
     t = _Traced(fun, tuple(primals), has_aux, "vjp")
-    outs, _, backward = ad.vjp_program(t.program, t.program.const_values, t.values)
+    outs, _, backward = ad.vjp_program(t.program, t.program.const_values, t.values, saved=t.saved)
     out_avals = t.out_avals
     n_aux = len(outs) - t.n_out
 
@@ -333,7 +360,7 @@ def jvp(fun, primals, tangents, has_aux=False):
                         f"{type(primals).__name__} and {type(tangents).__name__}.")
     t = _Traced(fun, tuple(primals), has_aux, "jvp")
     ts = _check_tangents(t, tangents)
-    outs, touts = ad.jvp_program(t.program, t.program.const_values, t.values, None, ts)
+    outs, touts = ad.jvp_program(t.program, t.program.const_values, t.values, None, ts, saved=t.saved)
     out, aux = t.split(outs)
     tan = tree_unflatten(t.out_tree, [_instantiate_ct(tt, a) for tt, a in zip(touts[:t.n_out], t.out_avals)])
     return (out, tan, aux) if has_aux else (out, tan)
@@ -354,12 +381,12 @@ def linearize(fun, *primals, has_aux=False):
     array(3.)
     """
     t = _Traced(fun, tuple(primals), has_aux, "linearize")
-    outs = eval_program(t.program, t.program.const_values, t.values)
+    outs = t.outputs()
     out, aux = t.split(outs)
 
     def f_jvp(*tangents):
         ts = _check_tangents(t, tangents)
-        _, touts = ad.jvp_program(t.program, t.program.const_values, t.values, None, ts)
+        _, touts = ad.jvp_program(t.program, t.program.const_values, t.values, None, ts, saved=t.saved)
         return tree_unflatten(t.out_tree, [_instantiate_ct(tt, a) for tt, a in zip(touts[:t.n_out], t.out_avals)])
     return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
@@ -437,7 +464,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         f, diff_args = _bind_argnums(fun, args, kwargs, argnums, "jacrev")
         _check_input_dtypes("jacrev", diff_args, holomorphic, allow_int, real_only=True)
         t = _Traced(f, diff_args, has_aux, "jacrev")
-        outs, _, backward = ad.vjp_program(t.program, t.program.const_values, t.values)
+        outs, _, backward = ad.vjp_program(t.program, t.program.const_values, t.values, saved=t.saved)
         active = [i for i, ia in enumerate(t.in_avals) if is_differentiable(ia.dtype)]
         jac = []
         for j, oa in enumerate(t.out_avals):
@@ -480,7 +507,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         f, diff_args = _bind_argnums(fun, args, kwargs, argnums, "jacfwd")
         _check_input_dtypes("jacfwd", diff_args, holomorphic, False, real_only=True)
         t = _Traced(f, diff_args, has_aux, "jacfwd")
-        outs = eval_program(t.program, t.program.const_values, t.values)
+        outs = t.outputs()
         if holomorphic:
             for oa in t.out_avals:
                 _check_output_dtype("jacfwd", oa, holomorphic)
@@ -488,7 +515,8 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         active = [j for j, oa in enumerate(t.out_avals) if is_differentiable(oa.dtype) and oa.size]
         if active and sum(ia.size for ia in t.in_avals):
             def push(*tangents):
-                touts = ad.jvp_program(t.program, t.program.const_values, t.values, None, list(tangents))[1]
+                touts = ad.jvp_program(t.program, t.program.const_values, t.values, None, list(tangents),
+                                       saved=t.saved)[1]
                 return [_instantiate_ct(touts[j], t.out_avals[j]) for j in active]
             # One JVP for every input element at once: vmap over the tangent basis.
             pushed = vmap(push)(*_std_basis(t.in_avals))

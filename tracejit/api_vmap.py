@@ -7,7 +7,7 @@ import operator
 import numpy as np
 
 from tracejit.core.pytree import broadcast_prefix, tree_flatten, tree_unflatten
-from tracejit.core.trace import trace_flat
+from tracejit.core.trace import NO_VALUE, current_trace, is_concrete_context, trace_flat
 from tracejit.core.tracer import Tracer
 from tracejit.transforms import batching
 from tracejit.transforms.ad import aval_of
@@ -86,7 +86,12 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             a, kw = tree_unflatten(in_tree, tracers)
             out_leaves, box["out_tree"] = tree_flatten(fun(*a, **kw))
             return out_leaves
-        program = trace_flat(flat_fun, example_avals, getattr(fun, "__name__", "function"))
+        # Eagerly (not under jit), values that do not depend on the arguments stay concrete, as
+        # in JAX: jacfwd's and jacrev's vmapped passes give custom rules concrete primals, and
+        # values of an enclosing eager grad stay concrete. The arguments themselves are
+        # abstract (see tracejit.core.trace.trace_flat).
+        eager_args = [NO_VALUE] * len(example_avals) if is_concrete_context(current_trace()) else None
+        program = trace_flat(flat_fun, example_avals, getattr(fun, "__name__", "function"), eager_args)
         outs, out_dims = batching.batch_program(program, program.const_values, values, dims, size)
         out_tree = box["out_tree"]
         out_axes_flat = broadcast_prefix(out_axes, tree_unflatten(out_tree, outs), is_leaf=_is_axis)

@@ -72,13 +72,17 @@ class Program:
     captured by the traced function, or tracers of an enclosing trace).
     """
 
-    __slots__ = ("const_vars", "const_values", "in_vars", "eqns", "outputs", "python_int_ranges", "__weakref__")
+    __slots__ = ("const_vars", "const_values", "in_vars", "eqns", "outputs", "python_int_ranges",
+                 "concrete_values", "__weakref__")
 
     def __init__(self, const_vars, const_values, in_vars, eqns, outputs):
         # Input position -> integer dtypes its Python int argument is implicitly cast to (NumPy
         # raises OverflowError if it does not fit; the caller checks, see tracejit.api). Only the
         # traced program carries it; passes make programs without it.
         self.python_int_ranges: dict[int, set] = {}
+        # Var -> concrete value, for a program traced eagerly by an autodiff transformation (see
+        # tracejit.core.trace.trace_flat); None otherwise. Passes make programs without it.
+        self.concrete_values = None
         self.const_vars = list(const_vars)
         self.const_values = list(const_values)
         self.in_vars = list(in_vars)

@@ -6,6 +6,14 @@ level stack. ``EvalTrace`` (the root) runs primitives with their NumPy impl
 rules; ``StagingTrace`` records them as equations of a :class:`Program`.
 Tracers of an enclosing (ancestor) trace that show up in a nested trace are
 captured as constants of the nested program, so closures just work.
+
+Eager autodiff: autodiff transformations applied outside ``jit`` / ``vmap`` trace with a
+*concrete* StagingTrace (``trace_flat(..., eager_args=...)``), which knows the values of its
+inputs. When Python code needs a value (``bool(t)``, ``int(t)``, ``float(t)``, ``t.item()``),
+the trace evaluates the equations recorded so far with the NumPy impl rules
+(:meth:`StagingTrace.concrete_value_of`), so ``if x > 0:`` inside ``grad(f)(x)`` works as in JAX
+and the program records the path taken. Values are computed only when asked for: functions
+without such control flow pay nothing.
 """
 from __future__ import annotations
 
@@ -18,7 +26,7 @@ from tracejit.core import dtypes, errors
 from tracejit.core.avals import ShapedArray, aval_of_value
 from tracejit.core.ir import Eqn, Literal, Program, Var
 from tracejit.core.primitive import Primitive, abstract_eval_rules, impl_rules
-from tracejit.core.tracer import Tracer
+from tracejit.core.tracer import NO_VALUE, Tracer
 
 
 class Trace:
@@ -27,9 +35,14 @@ class Trace:
     name = "trace"
     parent: "Trace | None" = None
     finished = False
+    concrete = False  # knows concrete values (a StagingTrace of an eager transformation)
 
     def process_primitive(self, prim: Primitive, args, params) -> list:
         raise NotImplementedError
+
+    def concrete_value_of(self, var):
+        """The concrete value of ``var`` (a variable of this trace), or ``NO_VALUE``."""
+        return NO_VALUE
 
     def is_ancestor_of(self, other: "Trace") -> bool:
         t = other.parent
@@ -83,12 +96,39 @@ def is_eager() -> bool:
     return _current_trace.get() is EVAL_TRACE
 
 
-class StagingTrace(Trace):
-    """Records primitive applications into a Program (JAX's DynamicJaxprTrace)."""
+def concrete_value(x):
+    """The concrete value behind an argument ``x``: ``x`` itself for an array or scalar, the
+    value a tracer stands for when its trace knows it, else ``NO_VALUE``."""
+    return x._trace.concrete_value_of(x._var) if isinstance(x, Tracer) else x
 
-    def __init__(self, parent: Trace, name: str = "function"):
+
+def is_concrete_context(trace: Trace) -> bool:
+    """True when a transformation applied under ``trace`` runs eagerly: ``trace`` is the root
+    or a concrete trace (an eager transformation, possibly nested in another). Under ``jit``,
+    ``vmap`` or a ``lax`` control-flow body it is False: values stay abstract, as in JAX."""
+    return trace is EVAL_TRACE or trace.concrete
+
+
+class StagingTrace(Trace):
+    """Records primitive applications into a Program (JAX's DynamicJaxprTrace).
+
+    A *concrete* trace (``concrete=True``, made by :func:`trace_flat` for eager autodiff)
+    also knows where its inputs' values come from (``sources``: Var -> array, tracer of an
+    enclosing trace, or ``NO_VALUE``) and computes values on demand
+    (:meth:`concrete_value_of`). Applications to no tracer at all are computed at once, as
+    the root trace would, instead of being recorded (JAX's eager transformations do the same).
+    """
+
+    concrete = False
+
+    def __init__(self, parent: Trace, name: str = "function", concrete: bool = False):
         self.parent = parent
         self.name = name
+        if concrete:
+            self.concrete = True
+            self.sources: dict[Var, object] = {}   # inputs and constants -> where their value is
+            self.known: dict[Var, object] = {}     # Var -> concrete value, computed so far
+            self.n_evaluated = 0                   # eqns[:n_evaluated] have been evaluated
         self.in_vars: list[Var] = []
         self.eqns: list[Eqn] = []
         self.const_vars: list[Var] = []
@@ -104,9 +144,13 @@ class StagingTrace(Trace):
                 if v is tracer._var:
                     self.python_int_ranges.setdefault(i, set()).add(np.dtype(dtype))
 
-    def new_input(self, aval: ShapedArray) -> Tracer:
+    def new_input(self, aval: ShapedArray, source=NO_VALUE) -> Tracer:
         v = Var(aval)
         self.in_vars.append(v)
+        if self.concrete:
+            if isinstance(source, (list, tuple)):
+                source = np.asarray(source, aval.dtype)
+            self.sources[v] = source
         return Tracer(self, aval, v)
 
     def _const(self, value, aval: ShapedArray) -> Var:
@@ -117,7 +161,42 @@ class StagingTrace(Trace):
             self._const_index[key] = v
             self.const_vars.append(v)
             self.const_values.append(value)  # keeps `value` alive, so its id stays unique
+            if self.concrete:
+                self.sources[v] = value
         return v
+
+    def concrete_value_of(self, var):
+        """Eager autodiff: the value of ``var``, computed by evaluating (once) the equations
+        recorded so far on the known input values; ``NO_VALUE`` if it depends on an unknown
+        one (or if this trace is not concrete)."""
+        if not self.concrete or self.finished:
+            return NO_VALUE
+        known = self.known
+        if var in known:
+            return known[var]
+        sources = self.sources
+
+        def read(atom):
+            if type(atom) is Literal:
+                return atom.val
+            val = known.get(atom, NO_VALUE)
+            if val is NO_VALUE and atom in sources:
+                val = concrete_value(sources[atom])  # may evaluate an enclosing concrete trace
+                if val is not NO_VALUE:
+                    known[atom] = val
+            return val
+
+        if var in sources:
+            return read(var)
+        eqns = self.eqns
+        while self.n_evaluated < len(eqns):
+            eqn = eqns[self.n_evaluated]
+            self.n_evaluated += 1
+            ins = [read(a) for a in eqn.inputs]
+            impl = impl_rules.get(eqn.primitive)
+            if impl is not None and not any(v is NO_VALUE for v in ins):
+                known.update(zip(eqn.outputs, impl(*ins, **eqn.params)))
+        return known.get(var, NO_VALUE)
 
     def to_atom(self, x):
         if isinstance(x, Tracer):
@@ -139,6 +218,13 @@ class StagingTrace(Trace):
         if self.finished:
             raise errors.UnexpectedTracerError(
                 f"primitive {prim.name} was applied on a finished trace of {self.name!r}")
+        if self.concrete:
+            for a in args:
+                if isinstance(a, Tracer):
+                    break
+            else:
+                # Eager autodiff: nothing traced goes in, so nothing to differentiate: compute it now.
+                return EVAL_TRACE.process_primitive(prim, args, params)
         atoms = [self.to_atom(a) for a in args]
         out_avals = abstract_eval_rules[prim](*[a.aval for a in atoms], **params)
         outs = [Var(aval) for aval in out_avals]
@@ -151,6 +237,8 @@ class StagingTrace(Trace):
         self.finished = True
         program = Program(self.const_vars, self.const_values, self.in_vars, self.eqns, out_atoms)
         program.python_int_ranges = self.python_int_ranges
+        if self.concrete:
+            program.concrete_values = self.known
         return program
 
 
@@ -162,11 +250,23 @@ def note_weak_int_cast(tracer: Tracer, dtype) -> None:
         require(tracer, dtype)
 
 
-def trace_flat(flat_fun, in_avals, name: str = "function") -> Program:
-    """Trace ``flat_fun(*tracers) -> list`` into a Program over ``in_avals``."""
+def trace_flat(flat_fun, in_avals, name: str = "function", eager_args=None) -> Program:
+    """Trace ``flat_fun(*tracers) -> list`` into a Program over ``in_avals``.
+
+    ``eager_args`` (autodiff transformations pass it): the actual arguments (arrays, tracers
+    of an enclosing trace, or ``NO_VALUE`` for an unknown one). When no ``jit`` / ``vmap``
+    trace encloses this one (:func:`is_concrete_context`) the trace is concrete: Python code
+    in ``flat_fun`` may ask for values (``bool(t)``, ``float(t)``...), and the program's
+    ``concrete_values`` maps variables to the values computed. Such a program holds the
+    Python path taken for these arguments: it must not be cached.
+    """
     parent = _current_trace.get()
-    trace = StagingTrace(parent, name)
-    args = [trace.new_input(a) for a in in_avals]
+    concrete = eager_args is not None and is_concrete_context(parent)
+    trace = StagingTrace(parent, name, concrete)
+    if concrete:
+        args = [trace.new_input(a, x) for a, x in zip(in_avals, eager_args)]
+    else:
+        args = [trace.new_input(a) for a in in_avals]
     try:
         with set_current_trace(trace):
             outs = flat_fun(*args)

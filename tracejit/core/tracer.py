@@ -4,11 +4,21 @@ It behaves like a NumPy array: Python operators, array methods and the
 NumPy protocols (``__array_ufunc__``, ``__array_function__``) all route to
 ``tracejit.numpy``, so ``np.sin(t)`` or ``t.sum(axis=0)`` on a tracer is
 recorded in the program. Anything that needs the concrete value raises an
-error that explains the fix.
+error that explains the fix -- unless the tracer's trace knows the value: autodiff
+transformations applied eagerly (``grad(f)(x)`` outside ``jit``) trace with concrete
+inputs, so ``bool()``, ``int()``, ``float()``, ``.item()``... work there, as in JAX
+(see ``StagingTrace.concrete_value_of``).
 """
 from __future__ import annotations
 
+import operator
+
+import numpy as np
+
 from tracejit.core import errors
+
+# "No concrete value known": what ``Trace.concrete_value_of`` answers for an abstract value.
+NO_VALUE = object()
 
 
 def _jnp():
@@ -84,7 +94,12 @@ class Tracer:
         return f"traced array {self.aval.str_short()}"
 
     def __repr__(self):
-        return f"Traced<{self.aval.str_short()}{'{weak}' if self.aval.weak_type else ''}>with<{self._trace.name}>"
+        r = f"Traced<{self.aval.str_short()}{'{weak}' if self.aval.weak_type else ''}>with<{self._trace.name}>"
+        try:
+            val = self._trace.concrete_value_of(self._var)
+        except Exception:  # a repr never fails; the value is only a debugging aid
+            val = NO_VALUE
+        return r if val is NO_VALUE else f"{r}(value={np.asarray(val)!r})"
 
     def __len__(self):
         if not self.shape:
@@ -96,31 +111,54 @@ class Tracer:
             raise TypeError("iteration over a 0-d traced array")
         return (self[i] for i in range(self.shape[0]))
 
-    # ------------------------------------------------------------------ concretization errors
+    # ------------------------------------------------------------------ concretization
+    def _concrete(self, error, what):
+        """The value this tracer stands for, when its trace knows it (eager autodiff);
+        otherwise ``error`` (the concretization error for ``what``)."""
+        val = self._trace.concrete_value_of(self._var)
+        if val is NO_VALUE:
+            raise error(errors.concretization_message(what, self))
+        return np.asarray(val)
+
     def __bool__(self):
-        raise errors.TracerBoolConversionError(errors.concretization_message(
-            "Python `bool()` of a traced array (e.g. `if x > 0:` or `x and y`)", self))
+        return bool(self._concrete(errors.TracerBoolConversionError,
+                                   "Python `bool()` of a traced array (e.g. `if x > 0:` or `x and y`)"))
 
     def __int__(self):
-        raise errors.TracerIntegerConversionError(errors.concretization_message("`int()`", self))
+        return int(self._concrete(errors.TracerIntegerConversionError, "`int()`"))
 
     def __index__(self):
-        raise errors.TracerIntegerConversionError(errors.concretization_message(
-            "Using a traced array as a Python index (`__index__`, e.g. `range(x)` or `lst[x]`)", self))
+        return operator.index(self._concrete(
+            errors.TracerIntegerConversionError,
+            "Using a traced array as a Python index (`__index__`, e.g. `range(x)` or `lst[x]`)"))
 
     def __float__(self):
-        raise errors.ConcretizationTypeError(errors.concretization_message("`float()`", self))
+        return float(self._concrete(errors.ConcretizationTypeError, "`float()`"))
 
     def __complex__(self):
-        raise errors.ConcretizationTypeError(errors.concretization_message("`complex()`", self))
+        return complex(self._concrete(errors.ConcretizationTypeError, "`complex()`"))
 
     def item(self, *args):
-        raise errors.ConcretizationTypeError(errors.concretization_message("`.item()`", self))
+        return self._concrete(errors.ConcretizationTypeError, "`.item()`").item(*args)
 
     def tolist(self):
-        raise errors.ConcretizationTypeError(errors.concretization_message("`.tolist()`", self))
+        return self._concrete(errors.ConcretizationTypeError, "`.tolist()`").tolist()
 
     def __array__(self, dtype=None, copy=None):
+        val = self._trace.concrete_value_of(self._var)
+        if val is not NO_VALUE:
+            # Eager autodiff: an integer or boolean value carries no derivative, so it converts
+            # (in JAX it is a plain array there). A floating one would silently lose its
+            # derivative: that raises, as in JAX.
+            if self.aval.dtype.kind not in "fc":
+                arr = np.asarray(val, dtype=dtype)
+                return arr.copy() if copy else arr
+            raise errors.TracerArrayConversionError(
+                f"The numpy.ndarray conversion method __array__() was called on {self._describe()}, "
+                "which is being differentiated: converting it to a NumPy array would drop its "
+                "derivative (JAX raises here too). Use tracejit.numpy functions (or NumPy functions "
+                "that dispatch to them, such as np.sin(x)); float(x) or x.item() give its current "
+                "value as a Python number (without derivative).")
         raise errors.TracerArrayConversionError(
             f"The numpy.ndarray conversion method __array__() was called on {self._describe()}. "
             "A traced array cannot become a NumPy array: its values are not known while tracing. "

@@ -42,7 +42,7 @@ from tracejit.config import config
 from tracejit.core.avals import ShapedArray
 from tracejit.core.ir import Literal, Program, Var
 from tracejit.core.primitive import Primitive, decomposition_rules, def_rules, jvp_rules
-from tracejit.core.trace import bind, is_eager, trace_flat
+from tracejit.core.trace import NO_VALUE, bind, is_eager, trace_flat
 from tracejit.core.tracer import Tracer
 from tracejit.numpy._util import aval as _aval_of
 
@@ -245,7 +245,9 @@ def vjp_via_jvp(prim, needed, ins, params, jvp_rule=None):
                 "the tangents, so it cannot be transposed automatically; it needs a VJP rule (def_vjp)")
         _transposing.add(prim)
         try:
-            prog = trace_flat(tangent_map, in_avals, f"{prim.name}_linear")
+            # The tangents are unknown, but under an eager grad the primals are concrete: a custom
+            # JVP rule may branch on them (also when they are tracers of an enclosing eager grad).
+            prog = trace_flat(tangent_map, in_avals, f"{prim.name}_linear", eager_args=[NO_VALUE] * len(in_avals))
         finally:
             _transposing.discard(prim)
         _, _, inner = vjp_program(prog, prog.const_values, [zeros(a) for a in in_avals], None, None)
@@ -375,11 +377,14 @@ def vjp_program(program: Program, const_values, args, active_consts=None, active
 
 # --------------------------------------------------------------------------- forward mode
 
-def jvp_program(program: Program, const_values, args, const_tangents=None, arg_tangents=None):
+def jvp_program(program: Program, const_values, args, const_tangents=None, arg_tangents=None, saved=None):
     """Evaluate ``program`` and its directional derivative on the current trace.
 
     ``None`` tangents are zeros; returns ``(outs, tangent_outs)`` with ``None``
-    for outputs whose tangent is zero.
+    for outputs whose tangent is zero. ``saved`` (optional) maps variables to their
+    primal values, known already (an eagerly traced program's ``concrete_values``, valid
+    only when no input or constant is a tracer): equations without tangents are not
+    evaluated again, and rules see those values as their primals.
 
     Examples
     --------
@@ -406,13 +411,17 @@ def jvp_program(program: Program, const_values, args, const_tangents=None, arg_t
     for eqn in program.eqns:
         ins = [read(a) for a in eqn.inputs]
         tins = [tenv.get(a) if type(a) is Var else None for a in eqn.inputs]
+        have = saved is not None and all(v in saved for v in eqn.outputs)
         if all(t is None for t in tins) or not any(is_differentiable(v.aval.dtype) for v in eqn.outputs):
-            outs = bind(eqn.primitive, ins, eqn.params)
+            outs = [saved[v] for v in eqn.outputs] if have else bind(eqn.primitive, ins, eqn.params)
         else:
             outs, touts = get_jvp_rule(eqn.primitive)(ins, tins, **eqn.params)
             for v, t in zip(eqn.outputs, touts):
                 if t is not None and is_differentiable(v.aval.dtype):
                     tenv[v] = t
+            if have:
+                # Same values, but concrete (under jacfwd's vmap the rule's outputs are staged).
+                outs = [saved[v] for v in eqn.outputs]
         for v, val in zip(eqn.outputs, outs):
             env[v] = val
     return ([read(a) for a in program.outputs],

@@ -92,7 +92,8 @@ def _trace_primal(fun, split: _Split, name):
     def primal_flat(*xs):
         leaves, box["tree"] = tree_flatten(fun(*split.full_args(xs)))
         return leaves
-    program = trace_flat(primal_flat, split.in_avals, name)
+    # Under an eager transformation the primal sees concrete values (it may branch on them).
+    program = trace_flat(primal_flat, split.in_avals, name, eager_args=split.leaves)
     return program, box["tree"]
 
 
