@@ -242,10 +242,10 @@ def test_shape_errors_name_shapes_and_operation():
 
 
 def test_unsupported_numpy_function_on_tracer():
-    with pytest.raises(NotImplementedError, match="unwrap"):
-        jit(lambda x: np.unwrap(x))(np.ones(3))
-    with pytest.raises(NotImplementedError, match="gcd"):
-        jit(lambda x: np.gcd(x, 2))(np.ones(3, np.int32))
+    with pytest.raises(NotImplementedError, match="is_busday"):
+        jit(lambda x: np.is_busday(x))(np.ones(3))
+    with pytest.raises(NotImplementedError, match="isnat"):
+        jit(lambda x: np.isnat(x))(np.ones(3))
     with pytest.raises(TypeError, match="out="):
         jit(lambda x: np.add(x, 1, out=x))(np.ones(3))
 
