@@ -240,3 +240,53 @@ def test_selects_around_a_zero_constant_keep_the_sign_of_zero(op, cast):
         for n in (8, 67):  # one vector, and vectors plus a remainder
             a = np.resize(values, n).astype(source)
             check_against_numpy(lambda xp, a: fn(xp, a.astype(target), a, target(c)), a, np_protocol=False)
+
+
+# ----------------------------------------------------------------- row kernels stored transposed
+
+def test_slogdet_gradient_after_a_column_max_under_jit():
+    # Gradient fuzzer seed 6004547: the row kernel of max(x, axis=0) iterates columns and stores
+    # x - max in the buffer's layout through a transposed map; the transpose that slogdet's
+    # backward solve needs joined that kernel and read the buffer at the element of another
+    # row, not yet written (uninitialized memory in the gradient).
+    x = np.array([[0.63, -0.90], [-0.42, 0.12]])
+
+    def f(x):
+        centred = x - tracejit.lax.stop_gradient(jnp.max(x, axis=0, keepdims=True))
+        logdet = jnp.linalg.slogdet(centred + 6.0 * jnp.eye(2))[1]
+        return jnp.amax(jnp.broadcast_to(logdet, (1,)), axis=0)
+    want = np.linalg.inv(np.asarray(x - x.max(0)) + 6.0 * np.eye(2)).T
+    np.testing.assert_allclose(tracejit.grad(f)(x), want, rtol=1e-12)
+    np.testing.assert_allclose(tracejit.jit(tracejit.grad(f))(x), want, rtol=1e-12)
+
+
+# The class: a reduction over a non-last axis (a row kernel iterating in permuted order), a map
+# of its result stored in layout order, then a permuted view of that map read in the same kernel.
+PERMUTED_READS = {
+    "T": lambda xp, y: y.T,
+    "swapaxes(0, -1)": lambda xp, y: xp.swapaxes(y, 0, -1),
+    "moveaxis(0, -1)": lambda xp, y: xp.moveaxis(y, 0, -1),
+    "transpose reversed + 1": lambda xp, y: xp.transpose(y, tuple(range(y.ndim))[::-1]) + 1.0,
+}
+
+
+@pytest.mark.parametrize("view", list(PERMUTED_READS))
+@pytest.mark.parametrize("shape,axis", [((2, 2), 0), ((3, 5), 0), ((5, 3), 0), ((4, 3, 2), 0), ((4, 3, 2), 1),
+                                        ((2, 3, 4), (0, 1))])
+@pytest.mark.parametrize("reduce", ["max", "sum"])
+def test_permuted_read_of_a_row_kernel_output(view, shape, axis, reduce):
+    x = sample(shape, np.float64, seed=len(shape) * 7 + shape[0])
+
+    def centred(xp, x):
+        return x - getattr(xp, reduce)(x, axis=axis, keepdims=True) + 3.0
+    # The permuted view as an output, as the operand of a NumPy step (sort, a matrix inverse),
+    # and inside arithmetic.
+    check_against_numpy(lambda xp, x: PERMUTED_READS[view](xp, centred(xp, x)), x, reassoc=True)
+    check_against_numpy(lambda xp, x: xp.sort(PERMUTED_READS[view](xp, centred(xp, x)), axis=0), x, reassoc=True)
+    check_against_numpy(lambda xp, x: PERMUTED_READS[view](xp, centred(xp, x)) * 2.0, x, reassoc=True)
+    # The map also stored for itself (another NumPy step reads it): this is the failing shape.
+    check_against_numpy(lambda xp, x: (xp.sort(centred(xp, x), axis=-1),
+                                       xp.sort(PERMUTED_READS[view](xp, centred(xp, x)), axis=-1)), x, reassoc=True)
+    if len(shape) == 2 and shape[0] == shape[1]:
+        check_against_numpy(lambda xp, x: xp.linalg.inv(PERMUTED_READS[view](xp, centred(xp, x)) + 9 * xp.eye(shape[0])),
+                            x, reassoc=True)

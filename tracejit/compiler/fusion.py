@@ -639,7 +639,16 @@ def _remap_phases(phases, perm, per_row=False):
 
 
 def _reads_ok_within_row(kernel, phases, written, n_outer, buffers):
-    """Later phases may read earlier phases' outputs only at the same row."""
+    """Later phases may read earlier phases' outputs only at the same row.
+
+    A buffer the kernel stores through a permuted map (its iteration order is the transpose of
+    the buffer's layout) may only be read at the very element this iteration stored: a
+    transposed read of it, identity in the kernel's space, is another row's element, maybe not
+    yet written (gradient fuzzer seed 6004547: slogdet's cotangent solve read garbage)."""
+    store_maps = {}
+    for phase in kernel.phases:
+        for bid, m in zip(phase.outputs, phase.out_maps or ()):
+            store_maps[bid] = m.terms
     for p in phases:
         stack = list(p.exprs)
         seen = set()
@@ -653,6 +662,11 @@ def _reads_ok_within_row(kernel, phases, written, n_outer, buffers):
                 continue
             shape = buffers[n.buffer].shape
             terms = n.map.terms
+            stored = store_maps.get(n.buffer)
+            if stored is not None and tuple(stored) != tuple(IndexMap.identity(len(stored)).terms):
+                if tuple(terms) != tuple(stored):
+                    return False
+                continue
             # The buffer's leading dims must be exactly this row's outer index.
             if len(shape) < n_outer or any(terms[j] != (j, 1, 0) for j in range(n_outer)):
                 return False
