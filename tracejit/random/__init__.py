@@ -27,13 +27,21 @@ Examples
 """
 from tracejit.random._keys import (KeyReuseError, KeyReuseWarning, PRNGKey, bits, fold_in, key, key_data,
                                    split, wrap_key_data)
+from tracejit.random._discrete_samplers import binomial, geometric, multinomial, rademacher
+from tracejit.random._key_extras import clone, key_impl
+from tracejit.random._more_samplers import (ball, cauchy, chisquare, double_sided_maxwell, f, generalized_normal,
+                                            lognormal, maxwell, orthogonal, pareto, rayleigh, t, triangular,
+                                            wald, weibull_min)
 from tracejit.random._samplers import (bernoulli, beta, categorical, choice, dirichlet, erf_inv, exponential,
                                        gamma, gumbel, laplace, loggamma, logistic, multivariate_normal, normal,
                                        permutation, poisson, randint, shuffle, truncated_normal, uniform)
 
 __all__ = [
-    "KeyReuseError", "KeyReuseWarning", "PRNGKey", "bernoulli", "beta", "bits", "categorical", "choice",
-    "dirichlet", "erf_inv", "exponential", "fold_in", "gamma", "gumbel", "key", "key_data", "laplace",
-    "loggamma", "logistic", "multivariate_normal", "normal", "permutation", "poisson", "randint", "shuffle",
-    "split", "truncated_normal", "uniform", "wrap_key_data",
+    "ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy", "chisquare", "choice", "clone",
+    "dirichlet", "double_sided_maxwell", "erf_inv", "exponential", "f", "fold_in", "gamma",
+    "generalized_normal", "geometric", "gumbel", "key", "key_data", "key_impl", "KeyReuseError",
+    "KeyReuseWarning", "laplace", "loggamma", "logistic", "lognormal", "maxwell", "multinomial",
+    "multivariate_normal", "normal", "orthogonal", "pareto", "permutation", "poisson", "PRNGKey",
+    "rademacher", "randint", "rayleigh", "shuffle", "split", "t", "triangular", "truncated_normal", "uniform",
+    "wald", "weibull_min", "wrap_key_data",
 ]

@@ -83,6 +83,11 @@ def geometric(key, p, shape=None, dtype=None):
     shape = _param_shape("geometric", shape, p)
     fdt = _inexact_dtype(p)
     p = convert(to_operand(p), fdt)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _geometric(k, p, shape, fdt, dtype)
+
+
+def _geometric(k, p, shape, fdt, dtype):
     u = _uniform(k, shape, fdt)
     u = jnp.where(jnp.equal(u, _c(0, fdt)), _c(1, fdt), u)
     log_q = jnp.broadcast_to(jnp.log1p(jnp.negative(p)), shape)
@@ -184,11 +189,19 @@ def _btrs(key, count, prob, shape, dtype):
         accept = jnp.logical_or(accept1, jnp.logical_and(jnp.logical_not(reject), jnp.less_equal(v, ub)))
         return jnp.where(accept, kk, k_out), jnp.logical_or(accepted, accept), k
 
-    init = (jnp.full(shape, -1, fdt), jnp.zeros(shape, dtypes.bool_), key)
+    # n = inf with p in {0, 1} makes every parameter NaN: no draw is ever accepted
+    # (JAX loops forever there). Those elements are overwritten by the caller, so
+    # they start accepted; elements JAX accepts see the same iterations as in JAX.
+    init = (jnp.full(shape, -1, fdt), jnp.isnan(stddev), key)
     return convert(lax.while_loop(cond, body, init)[0], dtype)
 
 
 def _binomial(key, count, prob, shape, dtype):
+    with np.errstate(all="ignore"):  # NaN / inf parameters are handled, silently as in JAX
+        return _binomial_impl(key, count, prob, shape, dtype)
+
+
+def _binomial_impl(key, count, prob, shape, dtype):
     fdt = _inexact_dtype(prob)
     prob = jnp.broadcast_to(convert(to_operand(prob), fdt), shape)
     count = jnp.broadcast_to(convert(to_operand(count), fdt), shape)
