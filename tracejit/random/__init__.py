@@ -5,7 +5,10 @@ and returns values that depend only on the key, so the same key gives the
 same numbers eagerly and under ``jit``. ``bits``, ``uniform``, ``split``,
 ``fold_in``, ``randint``, ``bernoulli``, ``permutation`` and ``choice``
 without ``p`` reproduce ``jax.random``'s streams (partitionable threefry,
-JAX's default) bit for bit. Dtypes default to NumPy 2's: float64 / int64.
+JAX's default) bit for bit; the other samplers follow JAX's algorithms and
+key use, so they give JAX's values up to rounding of their final formulas
+(exactly, for integer-valued ones such as ``binomial`` and ``geometric``).
+Dtypes default to NumPy 2's: float64 / int64.
 
 Using one key twice in a traced function is reported (``tracejit.config.key_reuse``:
 'off', 'warn' (default) or 'error'); split keys instead.
