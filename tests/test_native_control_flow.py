@@ -276,3 +276,30 @@ def test_host_loop_with_a_nested_host_cond_reading_the_carry():
     assert compiled.as_text().startswith("host loop")
     for _ in range(2):
         np.testing.assert_array_equal(compiled(x), tracejit.jit(f, backend="reference")(x))
+
+
+# ----------------------------------------------------------------- narrowing stores in loop bodies
+
+NARROWING = [(np.uint64, np.int32), (np.int64, np.int8), (np.int64, np.int16), (np.int32, np.int8),
+             (np.int32, np.uint16), (np.int16, np.int8), (np.float64, np.float32), (np.int64, np.bool_),
+             (np.float64, np.int32), (np.float32, np.float16)]
+
+
+@pytest.mark.parametrize("source,target", NARROWING, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("n", [1, 9, 17, 33])
+def test_scan_rows_of_a_narrowing_conversion_stay_in_their_row(source, target, n):
+    # Program fuzzer seed 6036976: in a loop driver, a row of 8k+1 elements ends in a one-lane
+    # masked store with a constant mask; LLVM's x86 code generator stored the wide element
+    # (8 bytes for int32), writing past the row: heap corruption after the last row. Scanning in
+    # reverse makes the overflow visible: it clobbers the row written just before.
+    xs = (np.arange(3 * n).reshape(3, n) * 37 - 50).astype(source)
+
+    def f(xs):
+        def body(c, x):
+            return c + 1, x.astype(target)
+        return tracejit.lax.scan(body, np.int32(0), xs, reverse=True)[1]
+    with np.errstate(all="ignore"):
+        want = xs.astype(target)
+    got = tracejit.jit(f)(xs)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == want.dtype

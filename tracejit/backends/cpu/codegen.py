@@ -300,6 +300,12 @@ class KernelEmitter:
             LC.duplicate_lanes(self.b, self.mask)])
 
     def _tail_mask(self, j, stop, lanes):
+        # The bound goes through an empty inline asm so the mask never becomes a constant, not
+        # even in a loop driver that inlines this kernel with known sizes: LLVM 22's x86 code
+        # generator turns a one-lane constant-mask load -> trunc -> masked store into a scalar
+        # store of the *wide* value (8 bytes for an int32 element: an out-of-bounds write;
+        # program fuzzer seed 6036976, a scan stacking uint64 -> int32 rows of 9 elements).
+        stop = self.b.asm(ir.FunctionType(I64, [I64]), "", "=r,0", [stop], side_effect=False)
         ramp = ir.Constant(ir.VectorType(I64, lanes), [ir.Constant(I64, k) for k in range(lanes)])
         idx = self.b.add(L.splat(self.b, j, lanes), ramp)
         return self.b.icmp_signed("<", idx, L.splat(self.b, stop, lanes))
