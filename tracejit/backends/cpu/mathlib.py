@@ -73,7 +73,7 @@ def share_repeated_helpers(module: ir.Module) -> None:
                 continue
             for ins in blk.instructions:
                 callee = getattr(ins, "callee", None) if isinstance(ins, ir.CallInstr) else None
-                if callee is not None and callee.name.startswith(PREFIX) and callee.blocks:
+                if isinstance(callee, ir.Function) and callee.name.startswith(PREFIX) and callee.blocks:
                     sites[callee.name] = sites.get(callee.name, 0) + 1
     for name, count in sites.items():
         if count > 1:
