@@ -92,9 +92,6 @@ def test_special_grads():
     assert g == pytest.approx(num_grad(sp.i0e, 1.3), rel=1e-6)
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="reverse-mode derivative of tracejit.scipy.special.gammainc fails (its jnp.clip "
-                          "linearizes a Python float); forward mode works")
 def test_igamma_reverse_mode():
     sp = pytest.importorskip("scipy.special")
     gx = tracejit.grad(lambda x: lax.igamma(2.5, x))(1.5)

@@ -287,6 +287,8 @@ def _convert_abstract_eval(x, *, new_dtype, weak_type=False):
 
 
 def _convert_impl(x, *, new_dtype, weak_type=False):
+    # A literal operand of an interpreted program (a custom rule's body run eagerly) is a Python scalar.
+    x = np.asarray(x)
     with np.errstate(all="ignore"):
         # complex -> bool is "either part nonzero" (NumPy); other real targets take the real part.
         if dtypes.is_complex(x.dtype) and not dtypes.is_complex(new_dtype) and not dtypes.is_bool(new_dtype):
