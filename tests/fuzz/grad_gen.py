@@ -416,8 +416,10 @@ class _Gen:
             return None
         m, n = s[-2:]
         # A dominant diagonal keeps the matrices far from rank deficiency, where QR, pinv and the
-        # singular values are not differentiable (JAX's rules give inf/nan there too).
-        full = f"({a} + {3.0 * max(m, n)!r} * jnp.eye({m}, {n}))"
+        # singular values are not differentiable (JAX's rules give inf/nan there too); its entries
+        # differ, so singular values stay distinct even when the operand is identically zero
+        # (x - mean(x, axis=()) is; the second derivatives of repeated ones are inf: seed 7000015).
+        full = f"({a} + {3.0 * max(m, n)!r} * jnp.eye({m}, {n}) * (1.0 + 0.25 * jnp.arange({n})))"
         opts = [f"jnp.linalg.svd({full}, compute_uv=False)", f"jnp.linalg.norm({full}, axis=(-2, -1))",
                 f"jnp.linalg.pinv({full})"]
         if m >= n:
@@ -427,7 +429,7 @@ class _Gen:
             sym = f"({a} @ jnp.swapaxes({a}, -1, -2) + jnp.eye({n}))"
             opts += [f"jnp.linalg.solve({a} + {eye}, jnp.sin({a}))", f"jnp.linalg.inv({a} + {eye})",
                      f"jnp.linalg.det({a} + {eye})", f"jnp.linalg.slogdet({a} + {eye})[1]",
-                     f"jnp.linalg.cholesky({sym})", f"jnp.linalg.eigvalsh({a} + jnp.swapaxes({a}, -1, -2))",
+                     f"jnp.linalg.cholesky({sym})", f"jnp.linalg.eigvalsh({a} + jnp.swapaxes({a}, -1, -2) + jnp.diag(3.0 * jnp.arange({n})))",
                      f"jnp.linalg.matrix_power({a}, 2)"]
         return self.try_line(self.choice(opts), [], "linalg")
 
