@@ -51,6 +51,15 @@ def _check_safe_cast(name, dtype, *params):
                              f"{a.dtype} to {np.dtype(dtype)}")
 
 
+def _sampler_args(name, key, shape, dtype, *params):
+    """The checked key, float dtype and output shape of a float sampler with parameters ``params``."""
+    k = check_key(name, key)
+    dtype = _float_dtype(name, dtype)
+    shape = _param_shape(name, shape, *params)
+    _check_safe_cast(name, dtype, *params)
+    return k, dtype, shape
+
+
 def _param(x, dtype, shape=None):
     """A parameter converted to ``dtype`` (and broadcast to ``shape`` if given)."""
     x = convert(to_operand(x), dtype)
@@ -168,10 +177,7 @@ def rayleigh(key, scale, shape=None, dtype=None):
     >>> random.rayleigh(random.PRNGKey(0), 2.0, (3,)).shape
     (3,)
     """
-    k = check_key("rayleigh", key)
-    dtype = _float_dtype("rayleigh", dtype)
-    shape = _param_shape("rayleigh", shape, scale)
-    _check_safe_cast("rayleigh", dtype, scale)
+    k, dtype, shape = _sampler_args("rayleigh", key, shape, dtype, scale)
     u = _uniform(k, shape, dtype)
     root = jnp.sqrt(jnp.multiply(jnp.log(u), _c(-2, dtype)))
     return jnp.multiply(_param(scale, dtype, shape), root)
@@ -202,10 +208,7 @@ def pareto(key, b, shape=None, dtype=None):
     >>> bool((x >= 1).all())
     True
     """
-    k = check_key("pareto", key)
-    dtype = _float_dtype("pareto", dtype)
-    shape = _param_shape("pareto", shape, b)
-    _check_safe_cast("pareto", dtype, b)
+    k, dtype, shape = _sampler_args("pareto", key, shape, dtype, b)
     return jnp.exp(jnp.divide(_exponential(k, shape, dtype), _param(b, dtype)))
 
 
@@ -269,10 +272,7 @@ def triangular(key, left, mode, right, shape=None, dtype=None):
     >>> bool(((x >= 0) & (x <= 3)).all())
     True
     """
-    k = check_key("triangular", key)
-    dtype = _float_dtype("triangular", dtype)
-    shape = _param_shape("triangular", shape, left, mode, right)
-    _check_safe_cast("triangular", dtype, left, mode, right)
+    k, dtype, shape = _sampler_args("triangular", key, shape, dtype, left, mode, right)
     lo, md, hi = (_param(x, dtype, shape) for x in (left, mode, right))
     span, below, above = jnp.subtract(hi, lo), jnp.subtract(md, lo), jnp.subtract(hi, md)
     fc = jnp.divide(below, span)
@@ -311,10 +311,7 @@ def wald(key, mean, shape=None, dtype=None):
     >>> bool((x > 0).all())
     True
     """
-    k = check_key("wald", key)
-    dtype = _float_dtype("wald", dtype)
-    shape = _param_shape("wald", shape, mean)
-    _check_safe_cast("wald", dtype, mean)
+    k, dtype, shape = _sampler_args("wald", key, shape, dtype, mean)
     k1, k2 = _split2(k)
     mu = _param(mean, dtype, shape)
     v = _normal(k1, shape, dtype)
@@ -353,10 +350,7 @@ def chisquare(key, df, shape=None, dtype=None):
     >>> random.chisquare(random.PRNGKey(0), 3.0, (2,)).shape
     (2,)
     """
-    k = check_key("chisquare", key)
-    dtype = _float_dtype("chisquare", dtype)
-    shape = _param_shape("chisquare", shape, df)
-    _check_safe_cast("chisquare", dtype, df)
+    k, dtype, shape = _sampler_args("chisquare", key, shape, dtype, df)
     return _chisquare(k, _param(df, dtype), shape, dtype)
 
 
@@ -390,10 +384,7 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
     >>> random.f(random.PRNGKey(0), 3.0, 5.0, (2,)).shape
     (2,)
     """
-    k = check_key("f", key)
-    dtype = _float_dtype("f", dtype)
-    shape = _param_shape("f", shape, dfnum, dfden)
-    _check_safe_cast("f", dtype, dfnum, dfden)
+    k, dtype, shape = _sampler_args("f", key, shape, dtype, dfnum, dfden)
     dfnum, dfden = _param(dfnum, dtype), _param(dfden, dtype)
     key_den, key_num = _split2(k)
     num = jnp.divide(_chisquare(key_num, dfnum, shape, dtype), dfnum)
@@ -425,10 +416,7 @@ def t(key, df, shape=None, dtype=None):
     >>> random.t(random.PRNGKey(0), 4.0, (3,)).shape
     (3,)
     """
-    k = check_key("t", key)
-    dtype = _float_dtype("t", dtype)
-    shape = _param_shape("t", shape, df)
-    _check_safe_cast("t", dtype, df)
+    k, dtype, shape = _sampler_args("t", key, shape, dtype, df)
     key_n, key_g = _split2(k)
     n = _normal(key_n, shape, dtype)
     half_df = jnp.divide(_param(df, dtype), _c(2, dtype))
