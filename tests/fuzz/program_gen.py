@@ -403,6 +403,8 @@ def error_bound(model, out, dep_vals, dep_errs):
             if len(dep_vals) == 1:        # x * x
                 eb, ms[1] = ea, ms[0]
             err = ea * ms[1] + eb * ms[0] + ea * eb + 2 * eps * M
+    elif kind == "scale":                    # ("scale", |c|): x * c for an exact literal c
+        err = 0.0 if exact_in else E * model[1] + 2 * eps * M
     elif kind == "cast":                     # to a float/complex dtype
         err = 0.0 if exact_in else E + 2 * eps * M
     elif kind == "trans":                    # ("trans", lipschitz1)
@@ -1004,6 +1006,11 @@ class Gen:
             if v.kind in "iu" and "." in upd:
                 upd = "3"
         m = {"set": ("pass",), "min": ("pass",), "max": ("pass",), "add": ("add",), "mul": ("mul",)}[how]
+        if how == "mul" and u is None:
+            # One dependency: not x * x (the "mul" model's reading) but x times a literal (seed 7031022).
+            with np.errstate(all="ignore"):
+                scale = float(np.max(np.abs(self._value_of(upd))))
+                m = ("scale", math.inf if math.isnan(scale) else scale)
         return self.emit(f"_at(xp, {v.name}, ({key},), {how!r}, {upd})", deps, m, f"at_{how}")
 
     # -- control flow around sub-graphs
