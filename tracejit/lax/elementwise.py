@@ -44,13 +44,14 @@ def _same_dtype_pair(name, x, y):
     return x, y
 
 
-def _integer_operand(name, x):
+def _operand_of_kind(name, x, kinds="iu", needs="an integer dtype"):
+    """``x`` as an operand and its dtype, which must be of one of ``kinds``."""
     x = to_operand(x)
     if dtypes.is_python_scalar(x):
         x = np.asarray(x)
     dt = aval(x).dtype
-    if dt.kind not in "iu":
-        raise TypeError(f"lax.{name} does not accept dtype {dt.name}: it needs an integer dtype")
+    if dt.kind not in kinds:
+        raise TypeError(f"lax.{name} does not accept dtype {dt.name}: it needs {needs}")
     return x, dt
 
 
@@ -104,12 +105,7 @@ def reciprocal(x):
     >>> lax.reciprocal(np.array([2.0, -4.0, 0.0]))
     array([ 0.5 , -0.25,   inf])
     """
-    x = to_operand(x)
-    if dtypes.is_python_scalar(x):
-        x = np.asarray(x)
-    dt = aval(x).dtype
-    if dt.kind not in "fc":
-        raise TypeError(f"lax.reciprocal does not accept dtype {dt.name}: it needs an inexact dtype")
+    x, dt = _operand_of_kind("reciprocal", x, "fc", "an inexact dtype")
     return div(_const(1, dt), x)
 
 
@@ -145,7 +141,7 @@ def population_count(x):
     >>> lax.population_count(np.array([0, 7, -1], np.int8))
     array([0, 3, 8], dtype=int8)
     """
-    x, dt = _integer_operand("population_count", x)
+    x, dt = _operand_of_kind("population_count", x)
     ut = _unsigned(dt)
     return convert_element_type(_popcount_unsigned(convert_element_type(x, ut), ut), dt)
 
@@ -162,7 +158,7 @@ def clz(x):
     >>> lax.clz(np.array([0, 1, 255, 256], np.uint16))
     array([16, 15,  8,  7], dtype=uint16)
     """
-    x, dt = _integer_operand("clz", x)
+    x, dt = _operand_of_kind("clz", x)
     ut = _unsigned(dt)
     n = 8 * ut.itemsize
     v = convert_element_type(x, ut)
