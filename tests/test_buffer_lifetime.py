@@ -49,10 +49,20 @@ HOLDERS = {
     "asarray of a slice": lambda y: np.asarray(y[1:]),
     "memoryview of a slice": lambda y: memoryview(y[1:]),
     "frombuffer": lambda y: np.frombuffer(y[1:]),
-    "ctypes from_buffer": lambda y: (ctypes.c_double * 4).from_buffer(y[2]),
     "slices in a list": lambda y: [y[0], y[1:3]],
     "slice in a dict": lambda y: {"head": y[:2]},
 }
+
+
+def test_results_are_read_only_so_no_writable_export_can_hold_them():
+    # ctypes.from_buffer needs writable memory: a result (a read-only tracejit.Array) refuses it,
+    # so the only holders are the read-only ones above.
+    f = tracejit.jit(lambda x: x * 2.0)
+    y = f(np.ones((ROWS, COLS)))
+    with pytest.raises(TypeError):
+        (ctypes.c_double * 4).from_buffer(y[2])
+    with pytest.raises(TypeError):
+        (ctypes.c_double * 4).from_buffer(np.asarray(y)[2])
 
 
 def _values(held):

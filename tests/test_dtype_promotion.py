@@ -165,3 +165,19 @@ def test_out_of_range_python_int_errors_like_numpy():
         x + 300
     with pytest.raises(OverflowError):
         tracejit.jit(lambda a: a + 300)(x)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.float16, np.float32, np.complex64, np.bool_])
+@pytest.mark.parametrize("other", [1, 2.5, 1j, True, np.float64, np.int32])
+def test_result_type_of_traced_arrays_matches_numpy_on_the_values(dtype, other):
+    # jnp.result_type of a tracer used to recurse forever (Tracer.__array_function__ -> np.result_type).
+    x = np.ones(2, dtype)
+    want = np.result_type(x, other)
+    seen = []
+    tracejit.jit(lambda a: seen.append(jnp.result_type(a, other)) or a)(x)
+    assert seen == [want] and jnp.result_type(x, other) == want
+    # A traced Python scalar (weakly typed) promotes as the Python scalar it stands for.
+    if not isinstance(other, type):
+        got = []
+        tracejit.jit(lambda a, s: got.append(jnp.result_type(a, s)) or a)(x, other)
+        assert got == [want]

@@ -157,13 +157,21 @@ def test_python_scalars_lists_and_0d_arguments():
 def test_outputs_are_fresh_arrays():
     x = np.arange(3.0)
     out = jit(lambda a: a)(x)
-    assert out is not x and np.array_equal(out, x)
-    out[0] = 100.0
-    assert x[0] == 0.0
+    assert out is not x and np.array_equal(out, x) and not np.shares_memory(out, x)
+    x[0] = 100.0                                  # the result does not see later writes to the input
+    assert out[0] == 0.0
     scalar = jit(lambda a: a.sum())(x)
-    assert isinstance(scalar, np.ndarray) and scalar.shape == ()
-    const = jit(lambda a: (a, np.arange(2.0)))(x)[1]
-    assert const.flags.writeable
+    assert isinstance(scalar, tracejit.Array) and scalar.shape == ()
+    f = jit(lambda a: (a, np.arange(2.0)))
+    const = f(x)[1]
+    assert type(const) is tracejit.Array and not const.flags.writeable
+    with pytest.raises(TypeError, match="immutable"):     # JAX's arrays are immutable
+        const[0] = 7.0
+    with pytest.raises(ValueError, match="read-only"):    # NumPy writes through a view fail too
+        np.asarray(const)[0] = 7.0
+    mine = np.array(const)                        # a writable copy, NumPy's own array
+    mine[0] = 7.0
+    assert type(mine) is np.ndarray and f(x)[1][0] == 0.0 and const[0] == 0.0
 
 
 def test_eval_shape_and_shape_dtype_struct():

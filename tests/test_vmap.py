@@ -295,3 +295,39 @@ def test_property_any_axis(shape, data):
     want = np.stack([f(np.take(x, i, axis=axis)) for i in range(size)]) if size else np.zeros(
         (0,) + tuple(np.delete(np.array(shape), axis % len(shape))))
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+# A batched gather inside a loop body or cond branch captures the example index (a constant) in
+# the batched sub-program; loop and cond programs must be closed, so the batching rules pass such
+# constants as operands (this raised KeyError eagerly and "must be closure-converted" under jit).
+_SORT_ROWS = lambda a: a[jnp.argsort(a[:, 0])]          # noqa: E731
+
+GATHER_IN_SUBPROGRAMS = {
+    "fori_loop": lambda a: lax.fori_loop(0, 3, lambda k, a: _SORT_ROWS(a) * 1.5 - k, a),
+    "scan": lambda a: lax.scan(lambda c, x: (_SORT_ROWS(c) + x, c[0]), a, jnp.arange(3.0))[0],
+    "while_loop same trip count": lambda a: lax.while_loop(
+        lambda c: c[1] < 3, lambda c: (_SORT_ROWS(c[0]) + 1.0, c[1] + 1), (a, 0))[0],
+    "while_loop per-example trip count": lambda a: lax.while_loop(
+        lambda c: c[0][0, 0] < 2.0, lambda c: (_SORT_ROWS(c[0]) + 1.0, c[1] + 1), (a, 0)),
+    "cond shared predicate": lambda a: lax.cond(
+        True, _SORT_ROWS, lambda a: a[::-1][jnp.argsort(a[:, 1])], a),
+    "cond shared predicate, other branch": lambda a: lax.cond(
+        False, _SORT_ROWS, lambda a: a[::-1][jnp.argsort(a[:, 1])] * 2.0, a),
+    "switch in fori_loop": lambda a: lax.fori_loop(0, 2, lambda k, a: lax.switch(
+        k, [_SORT_ROWS, lambda a: a[jnp.argsort(-a[:, 1])]], a), a),
+}
+
+
+@pytest.mark.parametrize("name", list(GATHER_IN_SUBPROGRAMS))
+@pytest.mark.parametrize("under_jit", [False, True])
+def test_vmap_of_batched_gathers_inside_loops_and_conds(name, under_jit):
+    fn = GATHER_IN_SUBPROGRAMS[name]
+    x = np.random.default_rng(7).normal(size=(4, 5, 2))
+    want = [fn(xi) for xi in x]
+    batched = tracejit.vmap(fn)
+    got = (tracejit.jit(batched) if under_jit else batched)(x)
+    want_leaves, got_leaves = tracejit.tree_leaves(want[0]), tracejit.tree_leaves(got)
+    for k, g in enumerate(got_leaves):
+        np.testing.assert_allclose(g, np.stack([np.asarray(tracejit.tree_leaves(w)[k]) for w in want]),
+                                   rtol=1e-13, err_msg=name)
+    assert len(got_leaves) == len(want_leaves)

@@ -6,7 +6,7 @@ Examples
 >>> import tracejit
 >>> f = tracejit.jit(lambda x: np.sin(x) * 2)
 >>> f(np.zeros(3))
-array([0., 0., 0.])
+Array([0., 0., 0.])
 """
 from tracejit import ops as _ops  # noqa: F401  (registers every primitive)
 from tracejit.api import Compiled, Jitted, Lowered, ShapeDtypeStruct, block_until_ready, eval_shape, jit, make_jaxpr
@@ -40,6 +40,8 @@ from tracejit.device_api import (Device, default_backend, device_count, device_g
                               local_device_count, local_devices, process_count, process_index, process_indices)
 from tracejit.api_misc import (closure_convert, custom_gradient, effects_barrier, ensure_compile_time_eval,
                                named_call, named_scope, print_environment_info, typeof)
+from tracejit.api_callback import pure_callback
+from tracejit import debug  # noqa: F401
 
 import numpy as _np
 
@@ -54,8 +56,13 @@ if _get_backend("cpu") is not _get_backend("reference"):
 from tracejit.diagnostics import compile_log as _compile_log, persistent_cache as _persistent_cache  # noqa: E402,F401
 from tracejit.compiler import analysis as _analysis  # noqa: E402,F401
 
-Array = _np.ndarray
-"""Type of the arrays tracejit returns (NumPy arrays); use it in type hints like ``jax.Array``."""
+from tracejit.array import Array, wrap_package_faces as _wrap_package_faces  # noqa: E402
+from tracejit.numpy import fft as _jnp_fft, linalg as _jnp_linalg  # noqa: E402
+from tracejit.scipy import linalg as _sp_linalg, signal as _sp_signal, special as _sp_special, stats as _sp_stats  # noqa: E402
+
+# Public functions called outside a trace return tracejit.Arrays (jax.numpy is wrapped in its own package).
+_wrap_package_faces([lax, random, nn, nn.initializers, _jnp_fft, _jnp_linalg, _sp_linalg, _sp_signal, _sp_special]
+                    + [getattr(_sp_stats, _name) for _name in _sp_stats.__all__])
 
 from tracejit.version import __version__, __version_info__  # noqa: E402
 
@@ -79,4 +86,6 @@ __all__ = [
     "make_user_context", "typeof", "named_call", "named_scope", "ensure_compile_time_eval", "custom_gradient",
     "closure_convert", "effects_barrier", "print_environment_info", "errors", "dtypes", "typing", "stages",
     "version",
+    # host callbacks
+    "pure_callback", "debug",
 ]

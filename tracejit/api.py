@@ -10,6 +10,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from tracejit import config_flags, jit_cache
+from tracejit.array import Array, as_array_result
 from tracejit.config import config
 from tracejit.core import dtypes, errors
 from tracejit.core.avals import ShapedArray
@@ -311,7 +312,7 @@ class Jitted:
             return None
         key = [config.compile_key()]
         for a in args:
-            if type(a) is not np.ndarray:
+            if type(a) is not np.ndarray and type(a) is not Array:
                 return None
             key.append(a.shape)
             key.append(a.dtype)
@@ -331,7 +332,9 @@ class Jitted:
             if hit is not None:
                 hit.used = True
                 outs = hit.executable(*args)
-                return outs[0] if hit.out_tree is LEAF else tree_unflatten(hit.out_tree, outs)
+                if hit.out_tree is LEAF:
+                    return as_array_result(outs[0])
+                return tree_unflatten(hit.out_tree, [as_array_result(o) for o in outs])
         sig, leaves = self._signature_of(args, kwargs)
         for leaf in leaves:
             if isinstance(leaf, Tracer):
@@ -342,7 +345,7 @@ class Jitted:
         if entry.program.python_int_ranges:
             _check_python_ints(entry.program.python_int_ranges, leaves)
         arrays = [_as_array(leaf, aval) for leaf, aval in zip(leaves, sig.avals)]
-        return tree_unflatten(entry.out_tree, entry.executable(*arrays))
+        return tree_unflatten(entry.out_tree, [as_array_result(o) for o in entry.executable(*arrays)])
 
     def _call_traced(self, args, kwargs):
         sig, leaves = self._signature_of(args, kwargs)
@@ -464,7 +467,7 @@ class Compiled:
         if config._jit_hooks:
             config_flags.check_execution(self._name)
         arrays = [_as_array(leaf, aval) for leaf, aval in zip(leaves, sig.avals)]
-        out = tree_unflatten(self._entry.out_tree, self._entry.executable(*arrays))
+        out = tree_unflatten(self._entry.out_tree, [as_array_result(o) for o in self._entry.executable(*arrays)])
         if config._jit_hooks:
             config_flags.check_results(self._jitted, args, kwargs, out)
         return out
@@ -513,7 +516,7 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), d
     ... def relu(x):
     ...     return np.maximum(x, 0)
     >>> relu(np.array([-1.0, 2.0]))
-    array([0., 2.])
+    Array([0., 2.])
     """
     for name in unsupported:
         if name not in ("in_shardings", "out_shardings", "device", "compiler_options", "abstracted_axes"):

@@ -21,6 +21,7 @@ import operator
 
 import numpy as np
 
+from tracejit.array import eager_results, eager_values
 from tracejit.config import config
 from tracejit.core import dtypes
 from tracejit.core.avals import ShapedArray
@@ -216,7 +217,7 @@ def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     >>> import numpy as np
     >>> out, f_vjp = vjp(np.sin, np.float64(0.0))
     >>> f_vjp(np.float64(1.0))
-    (array(1.),)
+    (Array(1.),)
     """
     t = _Traced(fun, tuple(primals), has_aux, "vjp")
     outs, _, backward = ad.vjp_program(t.program, t.program.const_values, t.values, saved=t.saved)
@@ -246,7 +247,8 @@ def vjp(fun, *primals, has_aux=False, reduce_axes=()):
         return tree_unflatten(t.in_tree, [_instantiate_ct(ct, a) for ct, a in zip(in_cts, t.in_avals)])
 
     out, aux = t.split(outs)
-    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+    vjp_fn = eager_results(vjp_fn)
+    return eager_values((out, vjp_fn, aux) if has_aux else (out, vjp_fn))
 
 
 def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
@@ -256,7 +258,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     --------
     >>> import numpy as np
     >>> value_and_grad(lambda x: x ** 2)(3.0)
-    (array(9.), array(6.))
+    (Array(9.), Array(6.))
     """
     _argnums_tuple(argnums)
 
@@ -276,7 +278,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         g = f_vjp(tree_unflatten(tree, [np.ones((), dtype)]))
         g = g if isinstance(argnums, (tuple, list)) else g[0]
         return ((out, res[2]), g) if has_aux else (out, g)
-    return value_and_grad_f
+    return eager_results(value_and_grad_f)
 
 
 def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
@@ -304,7 +306,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
     --------
     >>> import numpy as np
     >>> grad(lambda x: np.sum(np.sin(x)))(np.zeros(2))
-    array([1., 1.])
+    Array([1., 1.])
     """
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
@@ -353,7 +355,7 @@ def jvp(fun, primals, tangents, has_aux=False):
     --------
     >>> import numpy as np
     >>> jvp(np.sin, (np.float64(0.0),), (np.float64(2.0),))
-    (array(0.), array(2.))
+    (Array(0.), Array(2.))
     """
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("primal and tangent arguments to jvp must be tuples or lists; found "
@@ -363,7 +365,7 @@ def jvp(fun, primals, tangents, has_aux=False):
     outs, touts = ad.jvp_program(t.program, t.program.const_values, t.values, None, ts, saved=t.saved)
     out, aux = t.split(outs)
     tan = tree_unflatten(t.out_tree, [_instantiate_ct(tt, a) for tt, a in zip(touts[:t.n_out], t.out_avals)])
-    return (out, tan, aux) if has_aux else (out, tan)
+    return eager_values((out, tan, aux) if has_aux else (out, tan))
 
 
 def linearize(fun, *primals, has_aux=False):
@@ -378,7 +380,7 @@ def linearize(fun, *primals, has_aux=False):
     >>> import numpy as np
     >>> y, f_jvp = linearize(np.sin, np.float64(0.0))
     >>> f_jvp(np.float64(3.0))
-    array(3.)
+    Array(3.)
     """
     t = _Traced(fun, tuple(primals), has_aux, "linearize")
     outs = t.outputs()
@@ -388,7 +390,8 @@ def linearize(fun, *primals, has_aux=False):
         ts = _check_tangents(t, tangents)
         _, touts = ad.jvp_program(t.program, t.program.const_values, t.values, None, ts, saved=t.saved)
         return tree_unflatten(t.out_tree, [_instantiate_ct(tt, a) for tt, a in zip(touts[:t.n_out], t.out_avals)])
-    return (out, f_jvp, aux) if has_aux else (out, f_jvp)
+    f_jvp = eager_results(f_jvp)
+    return eager_values((out, f_jvp, aux) if has_aux else (out, f_jvp))
 
 
 def linear_transpose(fun, *primals):
@@ -399,7 +402,7 @@ def linear_transpose(fun, *primals):
     >>> import numpy as np
     >>> f_t = linear_transpose(lambda x: 2 * x, np.zeros(2))
     >>> f_t(np.ones(2))
-    (array([2., 2.]),)
+    (Array([2., 2.]),)
     """
     _, f_vjp = vjp(fun, *primals)
     return f_vjp
@@ -454,7 +457,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     --------
     >>> import numpy as np
     >>> jacrev(lambda x: x ** 2)(np.array([1.0, 2.0]))
-    array([[2., 0.],
+    Array([[2., 0.],
            [0., 4.]])
     """
     _argnums_tuple(argnums)
@@ -484,7 +487,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
             jac.append(row)
         res = _jac_tree(t, jac, argnums)
         return (res, t.split(outs)[1]) if has_aux else res
-    return jacfun
+    return eager_results(jacfun)
 
 
 jacobian = jacrev
@@ -497,7 +500,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     --------
     >>> import numpy as np
     >>> jacfwd(lambda x: x ** 2)(np.array([1.0, 2.0]))
-    array([[2., 0.],
+    Array([[2., 0.],
            [0., 4.]])
     """
     _argnums_tuple(argnums)
@@ -528,7 +531,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
                     offset += ia.size
         res = _jac_tree(t, jac, argnums)
         return (res, t.split(outs)[1]) if has_aux else res
-    return jacfun
+    return eager_results(jacfun)
 
 
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
@@ -538,7 +541,7 @@ def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     --------
     >>> import numpy as np
     >>> hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
-    array([[ 6.,  0.],
+    Array([[ 6.,  0.],
            [ 0., 12.]])
     """
     return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
@@ -554,7 +557,7 @@ def stop_gradient(x):
     --------
     >>> import numpy as np
     >>> grad(lambda x: x * stop_gradient(x))(3.0)
-    array(3.)
+    Array(3.)
     """
     def leaf(v):
         if isinstance(v, Tracer) and is_differentiable(v.dtype):

@@ -47,7 +47,7 @@ def typeof(x) -> ShapedArray:
     ShapedArray(f64[]{weak})
     >>> tracejit.jit(lambda x: print(tracejit.typeof(x)) or x)(np.zeros(3, np.int32))
     ShapedArray(i32[3])
-    array([0, 0, 0], dtype=int32)
+    Array([0, 0, 0], dtype=int32)
     """
     if isinstance(x, Tracer):
         return x.aval
@@ -73,7 +73,7 @@ def named_scope(name: str):
     ...     with tracejit.named_scope("layer1"):
     ...         return x * 2
     >>> f(np.ones(2))
-    array([2., 2.])
+    Array([2., 2.])
     """
     if not isinstance(name, str):
         raise TypeError("named_scope name argument must be a string.")
@@ -149,7 +149,7 @@ def ensure_compile_time_eval():
     ...         y = x * n                      # x is traced: recorded
     ...     return y if n > 5 else -y          # Python control flow on n works
     >>> f(np.ones(2))
-    array([6., 6.])
+    Array([6., 6.])
     """
     parent = current_trace()
     if parent is EVAL_TRACE or isinstance(parent, _CompileTimeEvalTrace):

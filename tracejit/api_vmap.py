@@ -6,6 +6,7 @@ import operator
 
 import numpy as np
 
+from tracejit.array import eager_results
 from tracejit.core.pytree import broadcast_prefix, tree_flatten, tree_unflatten
 from tracejit.core.trace import NO_VALUE, current_trace, is_concrete_context, trace_flat
 from tracejit.core.tracer import Tracer
@@ -56,7 +57,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     >>> import numpy as np, tracejit
     >>> dot = lambda a, b: (a * b).sum()
     >>> tracejit.vmap(dot, in_axes=(0, None))(np.arange(6.0).reshape(2, 3), np.ones(3))
-    array([ 3., 12.])
+    Array([ 3., 12.])
     """
     if axis_name is not None or spmd_axis_name is not None:
         raise NotImplementedError("vmap: named axes (axis_name / spmd_axis_name, for collectives such as psum) "
@@ -96,7 +97,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         out_tree = box["out_tree"]
         out_axes_flat = broadcast_prefix(out_axes, tree_unflatten(out_tree, outs), is_leaf=_is_axis)
         return tree_unflatten(out_tree, [_place(o, d, a, size) for o, d, a in zip(outs, out_dims, out_axes_flat)])
-    return batched
+    return eager_results(batched)
 
 
 def _mapped_leaves(leaves, axes, axis_size):

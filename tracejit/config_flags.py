@@ -534,10 +534,10 @@ def make_user_context(default_value=None) -> UserContext:
     >>> scale = tracejit.make_user_context(default_value=1)
     >>> f = tracejit.jit(lambda x: x * scale.value)
     >>> f(np.ones(2))
-    array([1., 1.])
+    Array([1., 1.])
     >>> with scale(3):
     ...     f(np.ones(2))
-    array([3., 3.])
+    Array([3., 3.])
     """
     ctx = UserContext(default_value)
     with config._lock:

@@ -1,8 +1,9 @@
 """JAX's device API for a CPU-only, single-process library (``jax.devices``, ``jax.device_put``, ...).
 
 tracejit runs on one device, the CPU of the machine it runs on (kernels may use
-several threads: ``config.num_threads``). Its arrays are NumPy arrays in host
-memory, so ``device_put`` returns NumPy arrays and ``device_get`` hands them back.
+several threads: ``config.num_threads``). Its arrays (:class:`tracejit.Array`) are
+read-only NumPy arrays in host memory, so ``device_put`` returns Arrays and
+``device_get`` hands back NumPy views of them.
 Multi-device placement and shardings are the SPMD work of issue 17.
 
 Examples
@@ -19,10 +20,11 @@ import platform as _platform
 
 import numpy as np
 
+from tracejit.array import Array, as_array_result
 from tracejit.core.pytree import tree_map
 from tracejit.core.tracer import Tracer
 
-__all__ = ["Device", "devices", "local_devices", "device_count", "local_device_count", "default_backend",
+__all__ = ["Device", "SingleDeviceSharding", "Shard", "devices", "local_devices", "device_count", "local_device_count", "default_backend",
            "device_put", "device_get", "process_count", "process_index", "process_indices"]
 
 
@@ -82,6 +84,61 @@ class Device:
 
 
 _CPU = None
+
+
+class SingleDeviceSharding:
+    """The placement of an array on one device (``jax.sharding.SingleDeviceSharding``): every
+    tracejit array has this sharding on the CPU device.
+
+    Examples
+    --------
+    >>> import tracejit, tracejit.numpy as jnp
+    >>> s = jnp.ones(3).sharding
+    >>> s.device_set, s.is_fully_replicated, s.shard_shape((4, 2))
+    ({CpuDevice(id=0)}, True, (4, 2))
+    """
+
+    __slots__ = ("_device", "memory_kind")
+
+    def __init__(self, device, *, memory_kind=None):
+        _check_placement(device, "device")
+        self._device = Device()
+        self.memory_kind = memory_kind
+
+    device_set = property(lambda self: {self._device}, doc="The set holding the one device.")
+    addressable_devices = device_set
+    num_devices = 1
+    is_fully_replicated = True
+    is_fully_addressable = True
+
+    def shard_shape(self, global_shape) -> tuple:
+        """The shape of the one shard: the whole array's."""
+        return tuple(global_shape)
+
+    def devices_indices_map(self, global_shape) -> dict:
+        """The device and the index of the part it holds: all of the array."""
+        return {self._device: tuple(slice(None) for _ in global_shape)}
+
+    def __eq__(self, other):
+        return isinstance(other, SingleDeviceSharding)
+
+    def __hash__(self):
+        return hash(SingleDeviceSharding)
+
+    def __repr__(self):
+        return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self.memory_kind})"
+
+
+class Shard:
+    """One device's part of an array (``jax.Shard``); here the whole array on the CPU device."""
+
+    __slots__ = ("device", "index", "data", "replica_id")
+
+    def __init__(self, device, index, data, replica_id=0):
+        self.device, self.index, self.data, self.replica_id = device, index, data, replica_id
+
+    def __repr__(self):
+        return f"Shard(device={self.device!r}, index={self.index}, replica_id={self.replica_id}, data={self.data!r})"
 
 
 def _check_backend(backend) -> None:
@@ -224,23 +281,26 @@ def _check_placement(where, what: str) -> None:
 def _put_leaf(x, donate: bool, may_alias):
     if isinstance(x, Tracer):
         return x            # under jit/grad/vmap, device_put is the identity
+    if type(x) is Array:
+        return x            # immutable already
     if isinstance(x, np.ndarray):
         if donate or may_alias:
-            return x
-        return x.copy()     # a later write to the input does not change the result (JAX arrays are immutable)
+            return as_array_result(np.asarray(x))
+        # A later write to the input does not change the result (JAX arrays are immutable).
+        return as_array_result(np.array(x))
     arr = np.asarray(x)
     if arr.dtype == object:
         raise TypeError(f"device_put: {type(x).__name__} is not a valid array value")
-    return arr
+    return as_array_result(arr)
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
-    """Place a pytree of arrays on a device (``jax.device_put``): here, NumPy arrays in host memory.
+    """Place a pytree of arrays on a device (``jax.device_put``): here, Arrays in host memory.
 
-    Every leaf becomes a NumPy array: a NumPy array is copied (so writing to the
-    input later does not change the result, as JAX arrays are immutable) unless
-    ``donate`` or ``may_alias`` is true, in which case it is returned as is;
-    scalars and array-likes go through ``np.asarray``. Under ``jit``, ``grad``
+    Every leaf becomes a :class:`tracejit.Array`: a NumPy array is copied (so writing to
+    the input later does not change the result, as JAX arrays are immutable) unless
+    ``donate`` or ``may_alias`` is true, in which case the Array is a read-only view of it;
+    an Array is returned as is; scalars and array-likes go through ``np.asarray``. Under ``jit``, ``grad``
     or ``vmap`` traced values pass through unchanged.
 
     Parameters
@@ -256,7 +316,7 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
 
     Returns
     -------
-    pytree of numpy.ndarray
+    pytree of tracejit.Array
 
     Examples
     --------
@@ -265,9 +325,9 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     >>> y = tracejit.device_put(x, tracejit.devices()[0])
     >>> x[0] = 5.0
     >>> y
-    array([1., 1.])
+    Array([1., 1.])
     >>> tracejit.device_put({"a": 1.0, "b": [2, 3]})
-    {'a': array(1.), 'b': [array(2), array(3)]}
+    {'a': Array(1.), 'b': [Array(2), Array(3)]}
     """
     _check_placement(device, "device")
     _check_placement(src, "src")

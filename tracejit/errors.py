@@ -7,7 +7,7 @@ to fix the program.
 Differences from JAX: :class:`TracerIntegerConversionError` is also a
 :class:`ConcretizationTypeError` (tracejit raises it for ``int(tracer)`` too,
 where JAX raises ConcretizationTypeError). :class:`KeyReuseError` is
-``tracejit.random.KeyReuseError``, still a RuntimeError (JAX: a TypeError);
+``tracejit.random.KeyReuseError``, a :class:`JAXTypeError` as in JAX;
 :class:`JaxprTypeError` is tracejit's IR checker error, ``ProgramTypeError``.
 
 Examples

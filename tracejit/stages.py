@@ -11,7 +11,7 @@ Examples
 (True, True)
 >>> compiled = lowered.compile()
 >>> isinstance(compiled, stages.Compiled), compiled(np.ones(2))
-(True, array([2., 2.]))
+(True, Array([2., 2.]))
 """
 from tracejit.api import Compiled, Jitted, Lowered
 

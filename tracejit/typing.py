@@ -3,7 +3,7 @@
 ``ArrayLike`` is what tracejit functions accept as arrays: NumPy arrays and
 scalars, Python scalars and traced arrays. ``DTypeLike`` is anything
 ``numpy.dtype`` accepts. ``Array`` is the type of tracejit's results,
-``numpy.ndarray`` (also ``tracejit.Array``).
+``tracejit.Array`` (a read-only ``numpy.ndarray`` subclass).
 
 Examples
 --------
@@ -20,9 +20,8 @@ from typing import Union
 
 import numpy as np
 
+from tracejit.array import Array
 from tracejit.core.tracer import Tracer
-
-Array = np.ndarray
 
 ArrayLike = Union[np.ndarray, np.bool_, np.number, bool, int, float, complex, Tracer]
 """Arrays, NumPy/Python scalars and traced arrays (not lists or tuples, as in JAX)."""

@@ -209,6 +209,16 @@ def subprograms(eqn: Eqn):
                     yield item
 
 
+def has_effects(eqn: Eqn) -> bool:
+    """True when ``eqn`` has a side effect: its primitive is in ``EFFECTFUL`` (a debug callback),
+    or a sub-program (a loop body, a ``cond`` branch) holds one. Passes never drop, merge or
+    reorder such equations."""
+    from tracejit.core.primitive import EFFECTFUL
+    if eqn.primitive in EFFECTFUL:
+        return True
+    return any(has_effects(e) for sub in subprograms(eqn) for e in sub.eqns)
+
+
 def count_eqns(program: Program) -> dict[str, int]:
     """Histogram of primitive names, sub-programs included."""
     counts: dict[str, int] = {}

@@ -55,7 +55,8 @@ cost_rules: dict[Primitive, Callable] = {}
 # Primitives whose output elements depend only on the same-index input elements
 # (scalars broadcast); the fusion pass groups these into one loop.
 ELEMENTWISE: set[Primitive] = set()
-# Primitives that have no side effects and may be removed when unused.
+# Primitives with side effects (debug callbacks): never removed when unused, merged or reordered
+# (dce, cse); an equation whose sub-programs hold one counts too (core.ir.has_effects).
 EFFECTFUL: set[Primitive] = set()
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from tracejit.core import dtypes, errors
 from tracejit.core.avals import ShapedArray, aval_of_value
 from tracejit.core.ir import Eqn, Literal, Program, Var
-from tracejit.core.primitive import Primitive, abstract_eval_rules, impl_rules
+from tracejit.core.primitive import EFFECTFUL, Primitive, abstract_eval_rules, impl_rules
 from tracejit.core.tracer import NO_VALUE, Tracer
 
 
@@ -120,6 +120,9 @@ class StagingTrace(Trace):
     """
 
     concrete = False
+    # A concrete trace runs side effects on known values at once (see process_primitive), unless
+    # what it traces may not run as traced (a custom_vjp / custom_jvp primal: its rules may run instead).
+    effects_now = True
 
     def __init__(self, parent: Trace, name: str = "function", concrete: bool = False):
         self.parent = parent
@@ -225,6 +228,12 @@ class StagingTrace(Trace):
             else:
                 # Eager autodiff: nothing traced goes in, so nothing to differentiate: compute it now.
                 return EVAL_TRACE.process_primitive(prim, args, params)
+            if prim in EFFECTFUL and self.effects_now:
+                # A side effect (a debug callback) on known values runs now, once, as in JAX's eager
+                # transformations; not recorded, so the derivative never runs it again.
+                values = [concrete_value(a) for a in args]
+                if not any(v is NO_VALUE for v in values):
+                    return EVAL_TRACE.process_primitive(prim, values, params)
         atoms = [self.to_atom(a) for a in args]
         out_avals = abstract_eval_rules[prim](*[a.aval for a in atoms], **params)
         outs = [Var(aval) for aval in out_avals]
@@ -250,7 +259,7 @@ def note_weak_int_cast(tracer: Tracer, dtype) -> None:
         require(tracer, dtype)
 
 
-def trace_flat(flat_fun, in_avals, name: str = "function", eager_args=None) -> Program:
+def trace_flat(flat_fun, in_avals, name: str = "function", eager_args=None, effects_now: bool = True) -> Program:
     """Trace ``flat_fun(*tracers) -> list`` into a Program over ``in_avals``.
 
     ``eager_args`` (autodiff transformations pass it): the actual arguments (arrays, tracers
@@ -258,11 +267,13 @@ def trace_flat(flat_fun, in_avals, name: str = "function", eager_args=None) -> P
     trace encloses this one (:func:`is_concrete_context`) the trace is concrete: Python code
     in ``flat_fun`` may ask for values (``bool(t)``, ``float(t)``...), and the program's
     ``concrete_values`` maps variables to the values computed. Such a program holds the
-    Python path taken for these arguments: it must not be cached.
+    Python path taken for these arguments: it must not be cached. With ``effects_now=False`` a
+    concrete trace records side effects (debug callbacks) instead of running them at once.
     """
     parent = _current_trace.get()
     concrete = eager_args is not None and is_concrete_context(parent)
     trace = StagingTrace(parent, name, concrete)
+    trace.effects_now = effects_now
     if concrete:
         args = [trace.new_input(a, x) for a, x in zip(in_avals, eager_args)]
     else:

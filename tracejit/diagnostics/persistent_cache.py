@@ -514,7 +514,7 @@ def _log_miss(directory: str, key: str) -> None:
 # --------------------------------------------------------------------------- compiling through the cache
 
 def compile_module(module, *, name: str = "module", components: dict | None = None, vectorize: bool = True,
-                   speed_level: int = 3, extra_metadata=None, before_load=None, symbols=()):
+                   speed_level: int = 3, extra_metadata=None, before_load=None, symbols=(), cacheable: bool = True):
     """Compile an llvmlite module like ``llvm_engine.compile_ir``, through the persistent cache.
 
     Returns ``(CompiledModule, outcome)`` with outcome ``"persistent-hit"``
@@ -524,7 +524,9 @@ def compile_module(module, *, name: str = "module", components: dict | None = No
     costs about what ``compile_ir`` does. ``components`` must identify
     ``module`` (e.g. ``{"program": program_fingerprint(program, plan), "name":
     name, ...}``); :func:`default_components` and the compile options are added.
-    With the cache off this is ``compile_ir`` (outcome ``"compiled"``).
+    With the cache off, or ``cacheable=False``, this is ``compile_ir`` (outcome ``"compiled"``):
+    nothing is loaded or stored (the backend passes it for programs holding host callbacks,
+    whose Python functions no key can identify across processes).
 
     ``module`` may also be a zero-argument callable returning the module (or
     IR text): it is called only on a miss, so a hit skips building the IR too.
@@ -545,7 +547,7 @@ def compile_module(module, *, name: str = "module", components: dict | None = No
     """
     from tracejit.backends.cpu import llvm_engine
     key = None
-    if enabled():
+    if cacheable and enabled():
         comps = {**default_components(), **(components or {}), "vectorize": vectorize, "speed_level": speed_level}
         comps.setdefault("name", name)
         key = cache_key(comps)

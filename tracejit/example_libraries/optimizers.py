@@ -355,7 +355,7 @@ def sm3(step_size, momentum=0.9):
     >>> import numpy as np
     >>> init, update, get = sm3(1.0, momentum=0.0)
     >>> get(update(0, np.array([[3.0, -4.0]]), init(np.zeros((1, 2)))))
-    array([[-1.,  1.]])
+    Array([[-1.,  1.]])
     """
     step_size = make_schedule(step_size)
 
@@ -514,7 +514,7 @@ def clip_grads(grad_tree, max_norm):
     --------
     >>> import numpy as np
     >>> clip_grads([np.array([3.0, 4.0])], 1.0)
-    [array([0.6, 0.8])]
+    [Array([0.6, 0.8])]
     """
     norm = l2_norm(grad_tree)
 
@@ -545,7 +545,7 @@ def unpack_optimizer_state(opt_state):
     >>> init, update, get = momentum(0.1, 0.9)
     >>> marked = unpack_optimizer_state(init({"w": 1.0}))
     >>> marked["w"].subtree
-    (1.0, array(0.))
+    (1.0, Array(0.))
     >>> get(pack_optimizer_state(marked))
     {'w': 1.0}
     """

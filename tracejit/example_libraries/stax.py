@@ -290,7 +290,7 @@ Examples
 >>> import numpy as np
 >>> init, apply = MaxPool((2, 2), strides=(2, 2))
 >>> apply((), np.arange(16.0).reshape(1, 4, 4, 1))[0, :, :, 0]
-array([[ 5.,  7.],
+Array([[ 5.,  7.],
        [13., 15.]])
 """
 SumPool = _pooling_layer(lax.add, 0.0)

@@ -26,7 +26,7 @@ def stop_gradient(x):
     --------
     >>> import numpy as np, tracejit
     >>> tracejit.grad(lambda x: (x * tracejit.lax.stop_gradient(x)).sum())(np.ones(2))
-    array([1., 1.])
+    Array([1., 1.])
     """
     from tracejit.api_ad import stop_gradient as _sg
     return _sg(x)
@@ -54,3 +54,12 @@ from tracejit.lax.shape_tuples import *  # noqa: E402,F401,F403
 from tracejit.lax.shape_tuples import __all__ as _st_all  # noqa: E402
 
 __all__ += list(_dn_all) + list(_st_all)
+from tracejit.lax.gather_scatter import *  # noqa: E402,F401,F403
+from tracejit.lax.gather_scatter import __all__ as _gs_all  # noqa: E402
+
+__all__ += list(_gs_all)
+from tracejit.lax.implicit import *  # noqa: E402,F401,F403
+from tracejit.lax.implicit import __all__ as _implicit_all  # noqa: E402
+
+__all__ += list(_implicit_all)
+from tracejit.lax import linalg  # noqa: E402,F401  (jax.lax.linalg, a submodule)

@@ -188,7 +188,7 @@ def cond(pred, true_fun, false_fun, *operands):
     >>> from tracejit import lax
     >>> f = tracejit.jit(lambda x: lax.cond(x.sum() > 0, lambda v: v * 2, lambda v: -v, x))
     >>> f(np.array([1.0, 2.0]))
-    array([2., 4.])
+    Array([2., 4.])
     >>> float(lax.cond(False, lambda: 1.0, lambda: np.float32(3.0)))
     3.0
     """

@@ -178,7 +178,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
     >>> x = np.arange(5.0).reshape(1, 1, 5)
     >>> k = np.array([1.0, 0.0, -1.0]).reshape(1, 1, 3)
     >>> lax.conv_general_dilated(x, k, (1,), "VALID")
-    array([[[-2., -2., -2.]]])
+    Array([[[-2., -2., -2.]]])
     """
     lhs, rhs = to_operand(lhs), to_operand(rhs)
     la, ra = aval(lhs), aval(rhs)
@@ -255,7 +255,7 @@ def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_ty
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.conv(np.ones((1, 1, 3, 3)), np.ones((1, 1, 2, 2)), (1, 1), "VALID")
-    array([[[[4., 4.],
+    Array([[[[4., 4.],
              [4., 4.]]]])
     """
     return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
@@ -271,7 +271,7 @@ def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, r
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.conv_with_general_padding(np.ones((1, 1, 2)), np.ones((1, 1, 2)), (1,), [(1, 1)], None, None)
-    array([[[1., 2., 1.]]])
+    Array([[[1., 2., 1.]]])
     """
     return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
                                 precision=precision, preferred_element_type=preferred_element_type)
@@ -301,7 +301,7 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.conv_transpose(np.ones((1, 2, 1)), np.ones((2, 1, 1)), (2,), "VALID", dimension_numbers=("NWC", "WIO", "NWC"))
-    array([[[1.],
+    Array([[[1.],
             [1.],
             [1.],
             [1.]]])
@@ -345,7 +345,7 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.reduce_window(np.arange(6.0), -np.inf, lax.max, (2,), (2,), "VALID")
-    array([1., 3., 5.])
+    Array([1., 3., 5.])
     """
     if isinstance(operand, (tuple, list)):
         raise NotImplementedError("reduce_window over a pytree of operands is not supported: reduce each "

@@ -67,7 +67,7 @@ def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.dynamic_slice(np.arange(10), (8,), (4,))   # start clamped to 6
-    array([6, 7, 8, 9])
+    Array([6, 7, 8, 9])
     """
     x = to_operand(operand)
     shape = aval(x).shape
@@ -91,7 +91,7 @@ def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indic
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.dynamic_update_slice(np.zeros(5), np.ones(2), (4,))  # start clamped to 3
-    array([0., 0., 0., 1., 1.])
+    Array([0., 0., 0., 1., 1.])
     """
     x = to_operand(operand)
     shape = aval(x).shape
@@ -114,7 +114,7 @@ def dynamic_slice_in_dim(operand, start_index, slice_size=1, axis=0, *, allow_ne
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.dynamic_slice_in_dim(np.arange(6).reshape(2, 3), 1, 2, axis=1)
-    array([[1, 2],
+    Array([[1, 2],
            [4, 5]])
     """
     x = to_operand(operand)
@@ -135,7 +135,7 @@ def dynamic_update_slice_in_dim(operand, update, start_index, axis, *, allow_neg
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.dynamic_update_slice_in_dim(np.zeros((2, 3)), np.ones((2, 1)), 2, axis=1)
-    array([[0., 0., 1.],
+    Array([[0., 0., 1.],
            [0., 0., 1.]])
     """
     x = to_operand(operand)
@@ -154,7 +154,7 @@ def dynamic_index_in_dim(operand, index, axis=0, keepdims=True, *, allow_negativ
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.dynamic_index_in_dim(np.arange(6).reshape(2, 3), -1, axis=1, keepdims=False)
-    array([2, 5])
+    Array([2, 5])
     """
     from tracejit.numpy.shape import squeeze
     x = to_operand(operand)
@@ -171,7 +171,7 @@ def index_in_dim(operand, index, axis=0, keepdims=True):
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.index_in_dim(np.arange(6).reshape(2, 3), 1, axis=1, keepdims=False)
-    array([1, 4])
+    Array([1, 4])
     """
     x = to_operand(operand)
     nd = aval(x).ndim

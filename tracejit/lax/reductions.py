@@ -87,9 +87,9 @@ def associative_scan(fn, elems, reverse=False, axis=0):
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.associative_scan(lax.add, np.arange(5))
-    array([ 0,  1,  3,  6, 10])
+    Array([ 0,  1,  3,  6, 10])
     >>> lax.associative_scan(lax.add, np.arange(4), reverse=True)
-    array([6, 6, 5, 3])
+    Array([6, 6, 5, 3])
     """
     if not callable(fn):
         raise TypeError("lax.associative_scan: fn argument should be callable.")
@@ -192,7 +192,7 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.reduce(np.arange(6).reshape(2, 3), 0, lax.add, (1,))
-    array([ 3, 12])
+    Array([ 3, 12])
     >>> vals, idx = lax.reduce((np.array([3.0, 7.0, 5.0]), np.arange(3)), (-np.inf, 0),
     ...                        lambda a, b: (lax.max(a[0], b[0]),
     ...                                      lax.select(a[0] >= b[0], a[1], b[1])), (0,))
@@ -246,7 +246,7 @@ def reduce_xor(operand, axes):
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.reduce_xor(np.array([[1, 2], [4, 8]], np.uint8), (0, 1))
-    array(15, dtype=uint8)
+    Array(15, dtype=uint8)
     """
     x = _array(operand)
     dt = aval(x).dtype

@@ -40,9 +40,9 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.sort(np.array([3.0, np.nan, 1.0]))
-    array([ 1.,  3., nan])
+    Array([ 1.,  3., nan])
     >>> lax.sort((np.array([1, 0, 1]), np.array([2, 1, 0])), num_keys=2)
-    (array([0, 1, 1]), array([1, 0, 2]))
+    (Array([0, 1, 1]), Array([1, 0, 2]))
     """
     single = not isinstance(operand, (tuple, list))
     ops = [_array(o) for o in ((operand,) if single else operand)]
@@ -70,7 +70,7 @@ def sort_key_val(keys, values, dimension=-1, is_stable=True):
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.sort_key_val(np.array([3, 1, 2]), np.array([30.0, 10.0, 20.0]))
-    (array([1, 2, 3]), array([10., 20., 30.]))
+    (Array([1, 2, 3]), Array([10., 20., 30.]))
     """
     k, v = sort((keys, values), dimension, is_stable, num_keys=1)
     return k, v
@@ -100,7 +100,7 @@ def top_k(operand, k, *, axis=-1):
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.top_k(np.array([1.0, 3.0, 2.0, 3.0]), 3)
-    (array([3., 3., 2.]), array([1, 3, 2], dtype=int32))
+    (Array([3., 3., 2.]), Array([1, 3, 2], dtype=int32))
     """
     x = _array(operand)
     shape = aval(x).shape

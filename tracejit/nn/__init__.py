@@ -5,7 +5,7 @@ Examples
 >>> import numpy as np
 >>> import tracejit
 >>> tracejit.nn.relu(np.array([-1.0, 2.0]))
-array([0., 2.])
+Array([0., 2.])
 """
 from tracejit.nn.functions import (  # noqa: F401
     celu, dot_product_attention, elu, gelu, glu, hard_sigmoid, hard_silu, hard_swish, hard_tanh, identity,

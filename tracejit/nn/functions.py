@@ -102,7 +102,7 @@ def sigmoid(x):
     --------
     >>> import numpy as np
     >>> sigmoid(np.array([0.0]))
-    array([0.5])
+    Array([0.5])
     """
     return lax.logistic(_inexact(x))
 
@@ -126,7 +126,7 @@ def sparse_plus(x):
     --------
     >>> import numpy as np
     >>> sparse_plus(np.array([-2., 0., 2.]))
-    array([0.  , 0.25, 2.  ])
+    Array([0.  , 0.25, 2.  ])
     """
     x = _inexact(x)
     return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
@@ -139,7 +139,7 @@ def sparse_sigmoid(x):
     --------
     >>> import numpy as np
     >>> sparse_sigmoid(np.array([-2., 0., 0.5, 3.]))
-    array([0.  , 0.5 , 0.75, 1.  ])
+    Array([0.  , 0.5 , 0.75, 1.  ])
     """
     return 0.5 * jnp.clip(_inexact(x) + 1.0, 0.0, 2.0)
 
@@ -151,7 +151,7 @@ def soft_sign(x):
     --------
     >>> import numpy as np
     >>> soft_sign(np.array([-1., 3.]))
-    array([-0.5 ,  0.75])
+    Array([-0.5 ,  0.75])
     """
     x = _inexact(x)
     return x / (jnp.abs(x) + 1)
@@ -164,7 +164,7 @@ def silu(x):
     --------
     >>> import numpy as np
     >>> silu(np.array([0.0]))
-    array([0.])
+    Array([0.])
     """
     x = _inexact(x)
     return x * sigmoid(x)
@@ -218,7 +218,7 @@ def leaky_relu(x, negative_slope=1e-2):
     --------
     >>> import numpy as np
     >>> leaky_relu(np.array([-10., 1.]))
-    array([-0.1,  1. ])
+    Array([-0.1,  1. ])
     """
     x = _inexact(x)
     return jnp.where(x >= 0, x, negative_slope * x)
@@ -231,7 +231,7 @@ def hard_tanh(x):
     --------
     >>> import numpy as np
     >>> hard_tanh(np.array([-3., 0.5, 2.]))
-    array([-1. ,  0.5,  1. ])
+    Array([-1. ,  0.5,  1. ])
     """
     x = _inexact(x)
     return jnp.where(x > 1, 1.0, jnp.where(x < -1, -1.0, x))
@@ -295,7 +295,7 @@ def glu(x, axis: int = -1):
     --------
     >>> import numpy as np
     >>> glu(np.array([2.0, 0.0]))
-    array([1.])
+    Array([1.])
     """
     x = _inexact(x)
     if x.shape[axis] % 2:
@@ -311,7 +311,7 @@ def squareplus(x, b=4):
     --------
     >>> import numpy as np
     >>> squareplus(np.array([0.0, 1.5]))
-    array([1., 2.])
+    Array([1., 2.])
     """
     x = _inexact(x)
     return (x + jnp.sqrt(jnp.square(x) + b)) / 2
@@ -336,7 +336,7 @@ def hard_silu(x):
     --------
     >>> import numpy as np
     >>> hard_silu(np.array([-4., 0., 4.]))
-    array([-0.,  0.,  4.])
+    Array([-0.,  0.,  4.])
     """
     x = _inexact(x)
     return x * hard_sigmoid(x)
@@ -430,7 +430,7 @@ def softmax(x, axis=-1, where=None):
     --------
     >>> import numpy as np
     >>> softmax(np.array([1.0, 1.0, 1.0, 1.0]))
-    array([0.25, 0.25, 0.25, 0.25])
+    Array([0.25, 0.25, 0.25, 0.25])
     """
     x = _inexact(x)
     axis = _norm_axis(axis, x.ndim)
@@ -547,7 +547,7 @@ def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1):
     --------
     >>> import numpy as np
     >>> one_hot(np.array([0, 2, -1]), 3)
-    array([[1., 0., 0.],
+    Array([[1., 0., 0.],
            [0., 0., 1.],
            [0., 0., 0.]])
     """

@@ -52,7 +52,7 @@ def zeros(key, shape, dtype=None):
     Examples
     --------
     >>> zeros(None, (2,))
-    array([0., 0.])
+    Array([0., 0.])
     """
     return jnp.zeros(_shape(shape), _dtype(dtype))
 
@@ -63,7 +63,7 @@ def ones(key, shape, dtype=None):
     Examples
     --------
     >>> ones(None, (2,), np.float32)
-    array([1., 1.], dtype=float32)
+    Array([1., 1.], dtype=float32)
     """
     return jnp.ones(_shape(shape), _dtype(dtype))
 
@@ -74,7 +74,7 @@ def constant(value, dtype=None):
     Examples
     --------
     >>> constant(-7)(None, (2,))
-    array([-7., -7.])
+    Array([-7., -7.])
     """
     def init(key, shape, dtype=dtype):
         return jnp.full(_shape(shape), value, _dtype(dtype))

@@ -7,7 +7,7 @@ Examples
 --------
 >>> import tracejit.numpy as jnp
 >>> jnp.sum(jnp.arange(4))
-np.int64(6)
+Array(6)
 """
 import numpy as _np
 
@@ -38,13 +38,13 @@ float16, float32, float64 = _np.float16, _np.float32, _np.float64
 complex64, complex128 = _np.complex64, _np.complex128
 float_, complex_, int_, uint = _np.float64, _np.complex128, _np.int64, _np.uint64
 dtype, finfo, iinfo = _np.dtype, _np.finfo, _np.iinfo
-result_type, promote_types, can_cast, issubdtype = _np.result_type, _np.promote_types, _np.can_cast, _np.issubdtype
+promote_types, can_cast, issubdtype = _np.promote_types, _np.can_cast, _np.issubdtype
 number, inexact, floating, integer, signedinteger, unsignedinteger, complexfloating, generic = (
     _np.number, _np.inexact, _np.floating, _np.integer, _np.signedinteger, _np.unsignedinteger,
     _np.complexfloating, _np.generic)
 pi, e, inf, nan, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, _np.euler_gamma
 newaxis = None
-ndarray = _np.ndarray
+ndarray = _np.ndarray  # tracejit.Array, set at the end of this file
 
 from tracejit.numpy.sorting import *  # noqa: E402,F401,F403
 from tracejit.numpy.extra import *  # noqa: E402,F401,F403
@@ -73,7 +73,10 @@ def _strong_results(fn):
     the same themselves; Python operators keep Python scalars weak.)"""
     @_functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        return _strip_weak(fn(*args, **kwargs))
+        out = _strip_weak(fn(*args, **kwargs))
+        # Called outside any trace: results are tracejit.Arrays (JAX's array type).
+        return _arrays_in(out) if _current_trace() is _EVAL_TRACE else out
+    wrapper.__tracejit_eager_results__ = True
     return wrapper
 
 
@@ -101,7 +104,10 @@ import builtins as _builtins  # noqa: E402
 import functools as _functools  # noqa: E402
 import inspect as _inspect  # noqa: E402
 
+from tracejit.array import Array as _Array, arrays_in as _arrays_in  # noqa: E402
+from tracejit.core.trace import EVAL_TRACE as _EVAL_TRACE, current_trace as _current_trace  # noqa: E402
 from tracejit.core.tracer import Tracer as _Tracer  # noqa: E402
 from tracejit.numpy._util import convert as _convert  # noqa: E402
 
 _wrap_public_functions(globals())
+ndarray = _Array

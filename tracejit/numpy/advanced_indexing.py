@@ -486,7 +486,7 @@ class IndexUpdateRef:
     --------
     >>> import tracejit, tracejit.numpy as jnp
     >>> tracejit.jit(lambda x: x.at[jnp.array([0, 0, 2])].add(1.0))(jnp.zeros(3))
-    array([2., 0., 1.])
+    Array([2., 0., 1.])
     """
 
     __slots__ = ("array", "index")

@@ -70,7 +70,7 @@ def choose(a, choices, out=None, mode="raise"):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.choose(jnp.array([0, 1, 2, 1]), [10, 20, jnp.array([30, 31, 32, 33])])
-    array([10, 20, 32, 20])
+    Array([10, 20, 32, 20])
     """
     if out is not None:
         raise NotImplementedError("choose: the out= argument is not supported; use the returned array")
@@ -131,10 +131,10 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.compress(jnp.array([True, False, True]), jnp.array([[1, 2, 3], [4, 5, 6]]), axis=1)
-    array([[1, 3],
+    Array([[1, 3],
            [4, 6]])
     >>> jnp.compress(jnp.array([False, True]), jnp.array([7, 8, 9]), size=3, fill_value=-1)
-    array([ 8, -1, -1])
+    Array([ 8, -1, -1])
     """
     if out is not None:
         raise NotImplementedError("compress: the out= argument is not supported; use the returned array")
@@ -172,7 +172,7 @@ def extract(condition, arr, *, size=None, fill_value=0):
     >>> import tracejit.numpy as jnp
     >>> x = jnp.arange(6).reshape(2, 3)
     >>> jnp.extract(x % 2 == 0, x)
-    array([0, 2, 4])
+    Array([0, 2, 4])
     """
     if eager(condition, arr) and size is None:
         return np.extract(condition, arr)
@@ -190,7 +190,7 @@ def place(arr, mask, vals, *, inplace=True):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.place(jnp.zeros(5, int), jnp.array([1, 0, 1, 1, 0]), jnp.array([7, 8]), inplace=False)
-    array([7, 0, 8, 7, 0])
+    Array([7, 0, 8, 7, 0])
     """
     _immutable("place", inplace)
     x, m, v = _array(arr), _array(mask), ravel(_array(vals))
@@ -223,7 +223,7 @@ def put(a, ind, v, mode=None, *, inplace=True):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.put(jnp.zeros(5, int), jnp.array([0, -1, 9]), jnp.array([3, 4, 5]), inplace=False)
-    array([3, 0, 0, 0, 4])
+    Array([3, 0, 0, 0, 4])
     """
     _immutable("put", inplace)
     x, idx, vals = _array(a), ravel(_array(ind)), ravel(_array(v))
@@ -264,7 +264,7 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.fill_diagonal(jnp.zeros((3, 3), int), jnp.array([1, 2]), inplace=False)
-    array([[1, 0, 0],
+    Array([[1, 0, 0],
            [0, 2, 0],
            [0, 0, 1]])
     """
@@ -308,7 +308,7 @@ def trim_zeros(filt, trim="fb"):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.trim_zeros(jnp.array([0, 0, 1, 2, 0]))
-    array([1, 2])
+    Array([1, 2])
     """
     if is_tracer(filt):
         raise ConcretizationTypeError(
@@ -327,7 +327,7 @@ def resize(a, new_shape):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.resize(jnp.array([1, 2, 3]), (2, 4))
-    array([[1, 2, 3, 1],
+    Array([[1, 2, 3, 1],
            [2, 3, 1, 2]])
     """
     shape = (new_shape,) if isinstance(new_shape, (int, np.integer)) else tuple(new_shape)
@@ -366,7 +366,7 @@ def block(arrays):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.block([[jnp.eye(2, dtype=int), jnp.zeros((2, 1), int)], [jnp.ones((1, 3), int)]])
-    array([[1, 0, 0],
+    Array([[1, 0, 0],
            [0, 1, 0],
            [1, 1, 1]])
     """
@@ -457,7 +457,7 @@ def sort_complex(a):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.sort_complex(jnp.array([3, 1, 2]))
-    array([1.+0.j, 2.+0.j, 3.+0.j])
+    Array([1.+0.j, 2.+0.j, 3.+0.j])
     """
     if eager(a):
         return np.sort_complex(a)
@@ -520,7 +520,7 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.fromfunction(lambda i, j: i + 10 * j, (2, 3), dtype=int)
-    array([[ 0, 10, 20],
+    Array([[ 0, 10, 20],
            [ 1, 11, 21]])
     """
     import functools

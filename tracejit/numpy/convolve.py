@@ -47,7 +47,7 @@ def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.convolve([1.0, 2.0, 3.0], [0.0, 1.0, 0.5])
-    array([0. , 1. , 2.5, 4. , 1.5])
+    Array([0. , 1. , 2.5, 4. , 1.5])
     """
     if eager(a, v):
         return np.convolve(a, v, mode)
@@ -64,7 +64,7 @@ def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.correlate([1.0, 2.0, 3.0], [0.0, 1.0, 0.5])
-    array([3.5])
+    Array([3.5])
     """
     if eager(a, v):
         return np.correlate(a, v, mode)

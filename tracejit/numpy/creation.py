@@ -7,6 +7,7 @@ import operator
 
 import numpy as np
 
+from tracejit.array import Array
 from tracejit.core import dtypes
 from tracejit.ops.elementwise import iota_p
 from tracejit.ops.structural import broadcast_in_dim_p
@@ -219,7 +220,11 @@ def array(object, dtype=None, copy=True, ndmin=0, order=None):
 
 
 def asarray(a, dtype=None, order=None, copy=None):
-    """Convert to an array (no copy when possible)."""
+    """Convert to an array: an Array of the dtype asked for is returned as is; NumPy arrays are
+    copied (outside a trace), so a later write to them does not change the result (JAX's arrays
+    are immutable)."""
     if eager(a):
-        return np.asarray(a, dtype=dtype)
+        if type(a) is Array and (dtype is None or a.dtype == dtype):
+            return a
+        return np.array(a, dtype=dtype) if isinstance(a, np.ndarray) else np.asarray(a, dtype=dtype)
     return array(a, dtype=dtype, copy=False)

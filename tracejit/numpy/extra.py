@@ -69,7 +69,7 @@ def take_static(x, indices, axis):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.take_static(jnp.arange(4), [0, 0, 1, 2, 3, 3], 0)
-    array([0, 0, 1, 2, 3, 3])
+    Array([0, 0, 1, 2, 3, 3])
     """
     x = _array(x)
     idx = [int(i) for i in indices]
@@ -112,7 +112,7 @@ def roll(a, shift, axis=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.roll(jnp.arange(4), 1)
-    array([3, 0, 1, 2])
+    Array([3, 0, 1, 2])
     """
     if eager(a):
         return np.roll(a, shift, axis)
@@ -221,7 +221,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.diagonal(jnp.arange(9).reshape(3, 3), 1)
-    array([1, 5])
+    Array([1, 5])
     """
     if eager(a):
         return np.diagonal(a, offset, axis1, axis2)
@@ -311,7 +311,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.repeat(jnp.array([1, 2]), 2)
-    array([1, 1, 2, 2])
+    Array([1, 1, 2, 2])
     """
     if eager(a, repeats):
         out = np.repeat(a, repeats, axis)
@@ -352,7 +352,7 @@ def tile(A, reps):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.tile(jnp.array([1, 2]), 2)
-    array([1, 2, 1, 2])
+    Array([1, 2, 1, 2])
     """
     if eager(A):
         return np.tile(A, reps)
@@ -391,7 +391,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.pad(jnp.array([1, 2, 3]), 2, mode="reflect")
-    array([3, 2, 1, 2, 3, 2, 1])
+    Array([3, 2, 1, 2, 3, 2, 1])
     """
     if eager(array, *kwargs.values()):
         return np.pad(array, pad_width, mode=mode, **kwargs)
@@ -601,7 +601,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.diff(jnp.array([1, 4, 9]))
-    array([3, 5])
+    Array([3, 5])
     """
     if eager(a, prepend, append):
         kw = {k: v for k, v in (("prepend", prepend), ("append", append)) if v is not None}
@@ -644,7 +644,7 @@ def ediff1d(ary, to_end=None, to_begin=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.ediff1d(jnp.array([1, 2, 4]), to_begin=0)
-    array([0, 1, 2])
+    Array([0, 1, 2])
     """
     if eager(ary, to_end, to_begin):
         return np.ediff1d(ary, to_end=to_end, to_begin=to_begin)
@@ -667,7 +667,7 @@ def append(arr, values, axis=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.append(jnp.array([1, 2]), 3)
-    array([1, 2, 3])
+    Array([1, 2, 3])
     """
     if eager(arr, values):
         return np.append(arr, values, axis)
@@ -686,7 +686,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.cross(jnp.array([1, 0, 0]), jnp.array([0, 1, 0]))
-    array([0, 0, 1])
+    Array([0, 0, 1])
     """
     if eager(a, b):
         return np.cross(a, b, axisa, axisb, axisc, axis)

@@ -1,5 +1,5 @@
 """Floating-point ufuncs built from other ufuncs: ``fabs``, ``float_power``, ``heaviside``,
-``frexp``, ``ldexp``, ``modf``, ``spacing``, and the value predicates ``isposinf``,
+``frexp``, ``ldexp``, ``modf``, ``spacing``, ``sinc``, and the value predicates ``isposinf``,
 ``isneginf``, ``iscomplex``, ``isreal``.
 
 The ufuncs are :class:`~tracejit.numpy.ufuncs.Ufunc` objects, so their dtypes resolve
@@ -18,7 +18,7 @@ from tracejit.numpy import ufuncs as U
 from tracejit.numpy.ufuncs import Ufunc, unary_prims
 
 __all__ = ["fabs", "float_power", "heaviside", "frexp", "ldexp", "modf", "spacing", "isposinf", "isneginf",
-           "iscomplex", "isreal"]
+           "iscomplex", "isreal", "sinc"]
 
 
 def ufunc(np_ufunc, impl, doc):
@@ -241,7 +241,7 @@ def isposinf(x, /, out=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.isposinf(jnp.array([-jnp.inf, 0.0, jnp.inf]))
-    array([False, False,  True])
+    Array([False, False,  True])
     """
     return _signed_inf(x, False, "isposinf")
 
@@ -253,7 +253,7 @@ def isneginf(x, /, out=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.isneginf(jnp.array([-jnp.inf, 0.0, jnp.inf]))
-    array([ True, False, False])
+    Array([ True, False, False])
     """
     return _signed_inf(x, True, "isneginf")
 
@@ -265,7 +265,7 @@ def iscomplex(x):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.iscomplex(jnp.array([1 + 1j, 2 + 0j]))
-    array([ True, False])
+    Array([ True, False])
     """
     if eager(x):
         return np.iscomplex(x)
@@ -281,10 +281,58 @@ def isreal(x):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.isreal(jnp.array([1 + 1j, 2 + 0j]))
-    array([False,  True])
+    Array([False,  True])
     """
     if eager(x):
         return np.isreal(x)
     from tracejit.numpy.misc import imag
     x = to_operand(x)
     return U.equal(imag(x), 0)
+
+
+def sinc(x, /):
+    """The normalized sinc function ``sin(pi x) / (pi x)``, 1 at 0 (``numpy.sinc``).
+
+    Integer and bool inputs compute in float64. As in ``jax.numpy``, the value at 0 comes from
+    a Maclaurin term with a custom JVP, so every derivative is finite there: 0 for odd orders,
+    ``-pi**2 / 3`` for the second.
+
+    Examples
+    --------
+    >>> import tracejit, tracejit.numpy as jnp
+    >>> jnp.sinc(jnp.array([0.0, 0.5, 1.0])).round(6)
+    Array([1.     , 0.63662, 0.     ])
+    >>> float(tracejit.grad(jnp.sinc)(0.0)), round(float(tracejit.grad(tracejit.grad(jnp.sinc))(0.0)), 6)
+    (0.0, -3.289868)
+    """
+    if eager(x):
+        return np.sinc(x)
+    x = to_operand(x)
+    if not dtypes.is_inexact(aval(x).dtype):
+        x = convert(x, dtypes.float64)
+    zero = U.equal(x, 0)
+    pi_x = U.multiply(np.pi, x)
+    safe = _where(zero, 1, pi_x)
+    return _where(zero, _sinc_maclaurin()(0, pi_x), U.true_divide(U.sin(safe), safe))
+
+
+_SINC_MACLAURIN = []
+
+
+def _sinc_maclaurin():
+    """``m(k, x)``: the k-th derivative of ``sin(x) / x`` at 0, as a function of ``x`` whose JVP is
+    ``m(k + 1, x) * t`` (JAX's construction: derivatives of every order at 0)."""
+    if not _SINC_MACLAURIN:
+        import functools
+        from tracejit.transforms.ad_custom import custom_jvp
+
+        @functools.partial(custom_jvp, nondiff_argnums=(0,))
+        def maclaurin(k, x):
+            return x * 0 if k % 2 else x * 0 + (-1) ** (k // 2) / (k + 1)
+
+        @maclaurin.defjvp
+        def maclaurin_jvp(k, primals, tangents):
+            (x,), (t,) = primals, tangents
+            return maclaurin(k, x), maclaurin(k + 1, x) * t
+        _SINC_MACLAURIN.append(maclaurin)
+    return _SINC_MACLAURIN[0]

@@ -128,7 +128,7 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.apply_along_axis(lambda r: r[0] + r[-1], 1, jnp.arange(6).reshape(2, 3))
-    array([2, 8])
+    Array([2, 8])
     """
     if eager(arr, *args, *kwargs.values()):
         return np.apply_along_axis(func1d, axis, arr, *args, **kwargs)
@@ -192,7 +192,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
     >>> import tracejit.numpy as jnp
     >>> x = jnp.array([-2.0, 0.5, 3.0])
     >>> jnp.piecewise(x, [x < 0, x > 1], [lambda v: -v, 10.0, lambda v: v])
-    array([ 2. ,  0.5, 10. ])
+    Array([ 2. ,  0.5, 10. ])
     """
     if eager(x, condlist if isinstance(condlist, (list, tuple)) else [condlist]):
         return np.piecewise(x, condlist, funclist, *args, **kw)

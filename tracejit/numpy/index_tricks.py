@@ -47,7 +47,7 @@ def insert(arr, obj, values, axis=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.insert(jnp.array([1, 2, 3]), 1, jnp.array([9, 8]))
-    array([1, 9, 8, 2, 3])
+    Array([1, 9, 8, 2, 3])
     """
     if eager(arr, obj, values):
         return np.insert(arr, obj, values, axis=axis)
@@ -80,7 +80,7 @@ def delete(arr, obj, axis=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.delete(jnp.array([1, 2, 3, 4]), [0, 2])
-    array([2, 4])
+    Array([2, 4])
     """
     if eager(arr, obj):
         return np.delete(arr, obj, axis=axis)
@@ -110,7 +110,7 @@ def diag_indices(n, ndim=2):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.diag_indices(2)
-    (array([0, 1]), array([0, 1]))
+    (Array([0, 1]), Array([0, 1]))
     """
     return np.diag_indices(n, ndim)
 
@@ -122,7 +122,7 @@ def diag_indices_from(arr):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.diag_indices_from(jnp.zeros((2, 2)))[0]
-    array([0, 1])
+    Array([0, 1])
     """
     shape = aval(to_operand(arr)).shape
     if len(shape) < 2:
@@ -139,7 +139,7 @@ def tril_indices(n, k=0, m=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.tril_indices(2)
-    (array([0, 1, 1]), array([0, 0, 1]))
+    (Array([0, 1, 1]), Array([0, 0, 1]))
     """
     return np.tril_indices(n, k, m)
 
@@ -151,7 +151,7 @@ def triu_indices(n, k=0, m=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.triu_indices(2)
-    (array([0, 0, 1]), array([0, 1, 1]))
+    (Array([0, 0, 1]), Array([0, 1, 1]))
     """
     return np.triu_indices(n, k, m)
 
@@ -170,7 +170,7 @@ def tril_indices_from(arr, k=0):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.tril_indices_from(jnp.zeros((2, 3)), 1)[1]
-    array([0, 1, 0, 1, 2])
+    Array([0, 1, 0, 1, 2])
     """
     n, m = _shape2(arr, "tril_indices_from")
     return np.tril_indices(n, k, m)
@@ -183,7 +183,7 @@ def triu_indices_from(arr, k=0):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.triu_indices_from(jnp.zeros((2, 2)))[1]
-    array([0, 1, 1])
+    Array([0, 1, 1])
     """
     n, m = _shape2(arr, "triu_indices_from")
     return np.triu_indices(n, k, m)
@@ -196,7 +196,7 @@ def mask_indices(n, mask_func, k=0):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.mask_indices(2, jnp.triu)
-    (array([0, 0, 1]), array([0, 1, 1]))
+    (Array([0, 0, 1]), Array([0, 1, 1]))
     """
     m = mask_func(np.ones((n, n), int), k)
     if is_tracer(m):
@@ -324,7 +324,7 @@ def unravel_index(indices, shape, order="C"):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.unravel_index(jnp.array([5, 1]), (2, 3))
-    (array([1, 0]), array([2, 1]))
+    (Array([1, 0]), Array([2, 1]))
     """
     if eager(indices):
         return np.unravel_index(indices, shape, order=order)
@@ -358,7 +358,7 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.ravel_multi_index((jnp.array([1, 0]), jnp.array([2, 1])), (2, 3))
-    array([5, 1])
+    Array([5, 1])
     """
     if eager(*multi_index):
         return np.ravel_multi_index(multi_index, dims, mode=mode, order=order)

@@ -47,9 +47,9 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False, indic
     >>> import numpy as np
     >>> import tracejit.numpy as jnp
     >>> jnp.take(np.array([10., 20., 30.]), np.array([2, -1, 5]))
-    array([30., 30., nan])
+    Array([30., 30., nan])
     >>> jnp.take(np.array([10, 20, 30]), [4, -4], mode="clip")
-    array([30, 10])
+    Array([30, 10])
     """
     if out is not None:
         raise NotImplementedError("jnp.take: the out= argument is not supported; use the returned array")
@@ -129,7 +129,7 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
     >>> import tracejit.numpy as jnp
     >>> x = np.array([[10, 30, 20], [60, 40, 50]])
     >>> jnp.take_along_axis(x, np.argsort(x, axis=1), axis=1)
-    array([[10, 20, 30],
+    Array([[10, 20, 30],
            [40, 50, 60]])
     """
     x, index = _along_axis_args(arr, indices, axis, "take_along_axis")
@@ -149,7 +149,7 @@ def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
     >>> import numpy as np
     >>> import tracejit.numpy as jnp
     >>> jnp.put_along_axis(np.zeros((2, 3)), np.array([[2], [0]]), 1.0, axis=1, inplace=False)
-    array([[0., 0., 1.],
+    Array([[0., 0., 1.],
            [1., 0., 0.]])
     """
     if inplace:

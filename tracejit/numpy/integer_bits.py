@@ -124,7 +124,7 @@ def packbits(a, axis=None, bitorder="big"):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.packbits(jnp.array([1, 0, 1, 1, 0, 0, 0, 0, 1]))
-    array([176, 128], dtype=uint8)
+    Array([176, 128], dtype=uint8)
     """
     if eager(a):
         return np.packbits(np.asarray(a), axis=axis, bitorder=bitorder)
@@ -155,7 +155,7 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
     >>> import numpy as np
     >>> import tracejit.numpy as jnp
     >>> jnp.unpackbits(np.array([176], np.uint8), count=4)
-    array([1, 0, 1, 1], dtype=uint8)
+    Array([1, 0, 1, 1], dtype=uint8)
     """
     if eager(a):
         return np.unpackbits(np.asarray(a), axis=axis, count=count, bitorder=bitorder)

@@ -1,5 +1,5 @@
 """Arrays from and to bytes, strings, files and other libraries, and ufuncs from Python
-functions: ``frombuffer``, ``fromstring``, ``fromiter``, ``from_dlpack``, ``load``,
+functions: ``frombuffer``, ``fromstring``, ``fromfile``, ``fromiter``, ``from_dlpack``, ``load``,
 ``save``, ``savez``, ``frompyfunc``.
 
 tracejit's concrete arrays are NumPy arrays, so the conversions are NumPy's (a copy,
@@ -15,7 +15,7 @@ from tracejit.core import dtypes
 from tracejit.numpy._util import aval, canonicalize_axes, convert, is_tracer, to_operand
 from tracejit.numpy.ufuncs import Ufunc
 
-__all__ = ["frombuffer", "fromstring", "fromiter", "from_dlpack", "load", "save", "savez", "frompyfunc"]
+__all__ = ["frombuffer", "fromstring", "fromfile", "fromiter", "from_dlpack", "load", "save", "savez", "frompyfunc"]
 
 save = np.save
 savez = np.savez
@@ -35,7 +35,7 @@ def frombuffer(buffer, dtype=float, count=-1, offset=0):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.frombuffer(b"\\x01\\x02\\x03", dtype=jnp.uint8)
-    array([1, 2, 3], dtype=uint8)
+    Array([1, 2, 3], dtype=uint8)
     """
     return _owned(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset))
 
@@ -47,9 +47,31 @@ def fromstring(string, dtype=float, count=-1, *, sep):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.fromstring("1 2 3", dtype=int, sep=" ")
-    array([1, 2, 3])
+    Array([1, 2, 3])
     """
     return _owned(np.fromstring(string, dtype=dtype, count=count, sep=sep))
+
+
+def fromfile(file, dtype=float, count=-1, sep="", offset=0, *, like=None):
+    """A 1-D array of the data in a file, binary or text with separator ``sep`` (``numpy.fromfile``).
+
+    Read eagerly with NumPy, as :func:`load`: under ``jit`` the data becomes a constant of the
+    program, read once when it is traced. (``jax.numpy.fromfile`` raises NotImplementedError
+    because reading a file is a side effect; ``jnp.asarray(np.fromfile(...))`` is its advice.)
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import tracejit.numpy as jnp
+    >>> path = os.path.join(tempfile.mkdtemp(), "data.bin")
+    >>> np.arange(3, dtype=np.int32).tofile(path)
+    >>> jnp.fromfile(path, dtype=jnp.int32)
+    Array([0, 1, 2], dtype=int32)
+    """
+    if like is not None:
+        raise NotImplementedError("fromfile: the like= argument is not supported")
+    return _owned(np.fromfile(file, dtype=dtype, count=count, sep=sep, offset=offset))
 
 
 def fromiter(*args, **kwargs):
@@ -62,7 +84,7 @@ def fromiter(*args, **kwargs):
     >>> import numpy as np
     >>> import tracejit.numpy as jnp
     >>> jnp.asarray(np.fromiter(range(3), int))
-    array([0, 1, 2])
+    Array([0, 1, 2])
     """
     raise NotImplementedError(
         "jnp.fromiter() is not implemented because it may be non-pure and thus unsafe for use with JIT and "
@@ -77,7 +99,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
     >>> import numpy as np
     >>> import tracejit.numpy as jnp
     >>> jnp.from_dlpack(np.arange(3))
-    array([0, 1, 2])
+    Array([0, 1, 2])
     """
     if is_tracer(x):
         raise TypeError("from_dlpack: a traced array has no DLPack buffer; use it directly")
@@ -94,7 +116,7 @@ def load(file, *args, **kwargs):
     >>> import tracejit.numpy as jnp
     >>> f = io.BytesIO(); jnp.save(f, jnp.arange(3)); _ = f.seek(0)
     >>> jnp.load(f)
-    array([0, 1, 2])
+    Array([0, 1, 2])
     """
     out = np.load(file, *args, **kwargs)
     if isinstance(out, np.ndarray) and out.dtype in dtypes.SUPPORTED:

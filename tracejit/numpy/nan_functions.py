@@ -49,7 +49,7 @@ def nanargmax(a, axis=None, out=None, keepdims=None):
     >>> import numpy as np
     >>> import tracejit.numpy as jnp
     >>> jnp.nanargmax(np.array([[1.0, np.nan, 3.0], [np.nan, np.nan, np.nan]]), axis=1)
-    array([ 2, -1])
+    Array([ 2, -1])
     """
     if out is not None:
         raise NotImplementedError("nanargmax: the out= argument is not supported; use the returned array")
@@ -64,7 +64,7 @@ def nanargmin(a, axis=None, out=None, keepdims=None):
     >>> import numpy as np
     >>> import tracejit.numpy as jnp
     >>> jnp.nanargmin(np.array([np.nan, 2.0, 1.0]))
-    np.int64(2)
+    Array(2)
     """
     if out is not None:
         raise NotImplementedError("nanargmin: the out= argument is not supported; use the returned array")
@@ -91,7 +91,7 @@ def nancumsum(a, axis=None, dtype=None, out=None):
     >>> import numpy as np
     >>> import tracejit.numpy as jnp
     >>> jnp.nancumsum(np.array([1.0, np.nan, 2.0]))
-    array([1., 1., 3.])
+    Array([1., 1., 3.])
     """
     return _nan_scan("nancumsum", R.cumsum, 0, a, axis, dtype, out)
 
@@ -104,7 +104,7 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     >>> import numpy as np
     >>> import tracejit.numpy as jnp
     >>> jnp.nancumprod(np.array([2.0, np.nan, 3.0]))
-    array([2., 2., 6.])
+    Array([2., 2., 6.])
     """
     return _nan_scan("nancumprod", R.cumprod, 1, a, axis, dtype, out)
 
@@ -119,7 +119,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     >>> import numpy as np
     >>> import tracejit.numpy as jnp
     >>> jnp.nanvar(np.array([1.0, np.nan, 3.0]))
-    np.float64(1.0)
+    Array(1.)
     """
     if correction is not None:
         ddof = correction
@@ -172,7 +172,7 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     >>> import numpy as np
     >>> import tracejit.numpy as jnp
     >>> jnp.nanstd(np.array([1.0, np.nan, 3.0]))
-    np.float64(1.0)
+    Array(1.)
     """
     return U.sqrt(nanvar(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, where=where,
                          mean=mean, correction=correction))
@@ -185,7 +185,7 @@ def ptp(a, axis=None, out=None, keepdims=False):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.ptp(jnp.array([[4, 9, 2], [3, 3, 3]]), axis=1)
-    array([7, 0])
+    Array([7, 0])
     """
     if out is not None:
         raise NotImplementedError("ptp: the out= argument is not supported; use the returned array")

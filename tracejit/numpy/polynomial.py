@@ -36,7 +36,7 @@ def polyval(p, x):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.polyval(jnp.array([1.0, 0.0, -1.0]), jnp.array([2.0, 3.0]))
-    array([3., 8.])
+    Array([3., 8.])
     """
     if eager(p, x):
         return np.polyval(p, x)
@@ -57,7 +57,7 @@ def polyadd(a1, a2):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.polyadd(jnp.array([1, 2]), jnp.array([1, 0, 0]))
-    array([1, 1, 2])
+    Array([1, 1, 2])
     """
     if eager(a1, a2):
         return np.polyadd(a1, a2)
@@ -71,7 +71,7 @@ def polysub(a1, a2):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.polysub(jnp.array([1, 2]), jnp.array([1, 0, 0]))
-    array([-1,  1,  2])
+    Array([-1,  1,  2])
     """
     if eager(a1, a2):
         return np.polysub(a1, a2)
@@ -95,7 +95,7 @@ def polymul(a1, a2):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.polymul(jnp.array([1, 1]), jnp.array([1, -1]))
-    array([ 1,  0, -1])
+    Array([ 1,  0, -1])
     """
     if eager(a1, a2):
         return np.polymul(a1, a2)
@@ -110,7 +110,7 @@ def polyder(p, m=1):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.polyder(jnp.array([1, 1, 1, 1]))
-    array([3, 2, 1])
+    Array([3, 2, 1])
     """
     if eager(p):
         return np.polyder(p, m)
@@ -131,7 +131,7 @@ def polyint(p, m=1, k=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.polyint(jnp.array([3.0, 2.0, 1.0]))
-    array([1., 1., 1., 0.])
+    Array([1., 1., 1., 0.])
     """
     if eager(p, k):
         return np.polyint(p, m, k)
@@ -163,7 +163,7 @@ def poly(seq_of_zeros):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.poly(jnp.array([1.0, -1.0]))
-    array([ 1.,  0., -1.])
+    Array([ 1.,  0., -1.])
     """
     if eager(seq_of_zeros):
         return np.poly(seq_of_zeros)
@@ -199,7 +199,7 @@ def roots(p):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.roots(jnp.array([1.0, -3.0, 2.0]))
-    array([2., 1.])
+    Array([2., 1.])
     """
     if eager(p):
         return np.roots(p)
@@ -249,7 +249,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.polyfit(jnp.array([0.0, 1.0, 2.0]), jnp.array([1.0, 3.0, 5.0]), 1).round(6)
-    array([2., 1.])
+    Array([2., 1.])
     """
     if eager(x, y, w):
         return np.polyfit(x, y, deg, rcond=rcond, full=full, w=w, cov=cov)

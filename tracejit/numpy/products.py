@@ -49,7 +49,7 @@ def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.vecdot(jnp.array([[1, 2], [3, 4]]), jnp.array([1, 1]))
-    array([3, 7])
+    Array([3, 7])
     """
     a, b = _array(x1), _array(x2)
     if eager(a, b) and preferred_element_type is None:
@@ -72,7 +72,7 @@ def matvec(x1, x2, /):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.matvec(jnp.array([[1, 2], [3, 4]]), jnp.array([1, -1]))
-    array([-1, -1])
+    Array([-1, -1])
     """
     a, b = _array(x1), _array(x2)
     if eager(a, b):
@@ -91,7 +91,7 @@ def vecmat(x1, x2, /):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.vecmat(jnp.array([1, -1]), jnp.array([[1, 2], [3, 4]]))
-    array([-2, -2])
+    Array([-2, -2])
     """
     a, b = _array(x1), _array(x2)
     if eager(a, b):
@@ -132,7 +132,7 @@ def polydiv(u, v, *, trim_leading_zeros=False):
     >>> import tracejit.numpy as jnp
     >>> q, r = jnp.polydiv(jnp.array([1.0, 3.0, 5.0]), jnp.array([1.0, 1.0]))
     >>> q, r
-    (array([1., 2.]), array([0., 0., 3.]))
+    (Array([1., 2.]), Array([0., 0., 3.]))
     """
     uu, vv = _array(u), _array(v)
     uu = reshape(uu, (1,)) if aval(uu).ndim == 0 else uu

@@ -104,7 +104,7 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.isin(jnp.array([1, 2, 3]), jnp.array([3, 1]))
-    array([ True, False,  True])
+    Array([ True, False,  True])
     """
     if eager(element, test_elements):
         return np.isin(element, test_elements, assume_unique=assume_unique, invert=invert, kind=kind)
@@ -134,7 +134,7 @@ def in1d(ar1, ar2, assume_unique=False, invert=False, *, kind=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.in1d(jnp.array([[1, 2], [3, 4]]), jnp.array([4, 1]))
-    array([ True, False, False,  True])
+    Array([ True, False, False,  True])
     """
     if eager(ar1, ar2):
         return np.isin(np.ravel(ar1), ar2, assume_unique=assume_unique, invert=invert, kind=kind)
@@ -148,7 +148,7 @@ def union1d(ar1, ar2, *, size=None, fill_value=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.union1d(jnp.array([3, 1]), jnp.array([2, 1]))
-    array([1, 2, 3])
+    Array([1, 2, 3])
     """
     if eager(ar1, ar2):
         res = np.union1d(ar1, ar2)
@@ -179,7 +179,7 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.intersect1d(jnp.array([1, 3, 4, 3]), jnp.array([3, 1, 2, 1]))
-    array([1, 3])
+    Array([1, 3])
     """
     if eager(ar1, ar2):
         res = np.intersect1d(ar1, ar2, assume_unique=assume_unique, return_indices=return_indices)
@@ -222,7 +222,7 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.setdiff1d(jnp.array([1, 2, 3, 2]), jnp.array([2]))
-    array([1, 3])
+    Array([1, 3])
     """
     if eager(ar1, ar2):
         res = np.setdiff1d(ar1, ar2, assume_unique=assume_unique)
@@ -241,7 +241,7 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.setxor1d(jnp.array([1, 2, 3]), jnp.array([2, 3, 4]))
-    array([1, 4])
+    Array([1, 4])
     """
     if eager(ar1, ar2):
         res = np.setxor1d(ar1, ar2, assume_unique=assume_unique)

@@ -74,7 +74,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.sort(jnp.array([3.0, jnp.nan, 1.0]))
-    array([ 1.,  3., nan])
+    Array([ 1.,  3., nan])
     """
     if order is not None:
         raise NotImplementedError("sort(order=...) (structured arrays) is not supported")
@@ -94,7 +94,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False)
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.argsort(jnp.array([3, 1, 2]))
-    array([1, 2, 0])
+    Array([1, 2, 0])
     """
     if order is not None:
         raise NotImplementedError("argsort(order=...) (structured arrays) is not supported")
@@ -111,7 +111,7 @@ def lexsort(keys, axis=-1):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.lexsort((jnp.array([1, 0, 1]), jnp.array([0, 0, 1])))
-    array([1, 0, 2])
+    Array([1, 0, 2])
     """
     if eager(*keys):
         return np.lexsort(keys, axis=axis)
@@ -162,7 +162,7 @@ def searchsorted(a, v, side="left", sorter=None, *, method=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.searchsorted(jnp.array([1, 2, 3]), 2, side="right")
-    np.int64(2)
+    Array(2)
     """
     if eager(a, v, sorter):
         return np.searchsorted(a, v, side=side, sorter=sorter)
@@ -194,7 +194,7 @@ def digitize(x, bins, right=False):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.digitize(jnp.array([0.5, 1.5]), jnp.array([0.0, 1.0, 2.0]))
-    array([1, 2])
+    Array([1, 2])
     """
     if eager(x, bins):
         return np.digitize(x, bins, right=right)
@@ -257,7 +257,7 @@ def nonzero(a, *, size=None, fill_value=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.nonzero(jnp.array([0, 3, 0, 4]), size=3)
-    (array([1, 3, 0]),)
+    (Array([1, 3, 0]),)
     """
     if eager(a) and size is None:
         return np.nonzero(a)
@@ -285,7 +285,7 @@ def flatnonzero(a, *, size=None, fill_value=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.flatnonzero(jnp.array([[0, 1], [1, 0]]))
-    array([1, 2])
+    Array([1, 2])
     """
     if eager(a) and size is None:
         return np.flatnonzero(a)
@@ -348,9 +348,9 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.unique(jnp.array([3, 1, 3, 2]))
-    array([1, 2, 3])
+    Array([1, 2, 3])
     >>> jnp.unique(jnp.array([3, 3]), size=3, fill_value=0)
-    array([3, 0, 0])
+    Array([3, 0, 0])
     """
     flags = dict(return_index=return_index, return_inverse=return_inverse, return_counts=return_counts)
     if eager(ar) and size is None:
@@ -384,7 +384,7 @@ def unique_values(x, *, size=None, fill_value=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.unique_values(jnp.array([2, 1, 2]))
-    array([1, 2])
+    Array([1, 2])
     """
     return unique(x, size=size, fill_value=fill_value)
 
@@ -396,7 +396,7 @@ def unique_counts(x, *, size=None, fill_value=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.unique_counts(jnp.array([2, 1, 2]))[1]
-    array([1, 2])
+    Array([1, 2])
     """
     return unique(x, return_counts=True, size=size, fill_value=fill_value)
 
@@ -408,7 +408,7 @@ def unique_inverse(x, *, size=None, fill_value=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.unique_inverse(jnp.array([2, 1, 2]))[1]
-    array([1, 0, 1])
+    Array([1, 0, 1])
     """
     return unique(x, return_inverse=True, size=size, fill_value=fill_value)
 
@@ -420,7 +420,7 @@ def unique_all(x, *, size=None, fill_value=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.unique_all(jnp.array([2, 1, 2]))[3]
-    array([1, 2])
+    Array([1, 2])
     """
     return unique(x, return_index=True, return_inverse=True, return_counts=True, size=size,
                   fill_value=fill_value)
@@ -439,7 +439,7 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.bincount(jnp.array([0, 1, 1, 3]))
-    array([1, 2, 0, 1])
+    Array([1, 2, 0, 1])
     """
     if eager(x, weights) and length is None:
         return np.bincount(x, weights=weights, minlength=minlength)
@@ -477,7 +477,7 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.histogram_bin_edges(jnp.array([0.0, 1.0]), bins=2)
-    array([0. , 0.5, 1. ])
+    Array([0. , 0.5, 1. ])
     """
     if eager(a, bins, weights):
         return np.histogram_bin_edges(a, bins=bins, range=range, weights=weights)
@@ -518,7 +518,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.histogram(jnp.array([0.0, 0.2, 1.0]), bins=2)[0]
-    array([2, 1])
+    Array([2, 1])
     """
     if eager(a, bins, weights):
         return np.histogram(a, bins=bins, range=range, density=density, weights=weights)

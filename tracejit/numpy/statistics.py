@@ -119,7 +119,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.cov(jnp.array([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
-    array([[ 1., -1.],
+    Array([[ 1., -1.],
            [-1.,  1.]])
     """
     if eager(m, y, fweights, aweights):
@@ -197,7 +197,7 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.corrcoef(jnp.array([[0.0, 1.0, 2.0], [2.0, 1.0, 0.5]])).round(3)
-    array([[ 1.   , -0.982],
+    Array([[ 1.   , -0.982],
            [-0.982,  1.   ]])
     """
     if eager(x, y):
@@ -354,7 +354,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.quantile(jnp.array([1.0, 2.0, 3.0, 4.0]), jnp.array([0.25, 0.5]))
-    array([1.75, 2.5 ])
+    Array([1.75, 2.5 ])
     """
     return _quantile(a, q, axis, out, overwrite_input, method, keepdims, weights=weights,
                      interpolation=interpolation)
@@ -472,7 +472,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.interp(jnp.array([0.5, 2.5]), jnp.array([0.0, 1.0, 2.0]), jnp.array([0.0, 10.0, 20.0]))
-    array([ 5., 20.])
+    Array([ 5., 20.])
     """
     if eager(x, xp, fp, left, right, period):
         return np.interp(x, xp, fp, left=left, right=right, period=period)
@@ -555,7 +555,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.gradient(jnp.array([1.0, 2.0, 4.0, 7.0]))
-    array([1. , 1.5, 2.5, 3. ])
+    Array([1. , 1.5, 2.5, 3. ])
     """
     if eager(f, *varargs):
         return np.gradient(f, *varargs, axis=axis, edge_order=edge_order)

@@ -15,7 +15,7 @@ from tracejit.numpy._util import aval, broadcast_shapes as _broadcast_shapes, is
 
 __all__ = ["ComplexWarning", "bool", "cdouble", "character", "csingle", "double", "flexible", "object_",
            "single", "isdtype", "iscomplexobj", "isrealobj", "isscalar", "iterable", "get_printoptions",
-           "printoptions", "set_printoptions", "array_repr", "array_str", "broadcast_shapes"]
+           "printoptions", "set_printoptions", "array_repr", "array_str", "broadcast_shapes", "result_type"]
 
 ComplexWarning = np.exceptions.ComplexWarning
 bool = np.bool_  # noqa: A001  (jnp.bool, as in NumPy 2 and JAX)
@@ -66,6 +66,31 @@ def _dtype_of(x):
         return aval(to_operand(x)).dtype
     except TypeError:
         return np.asarray(x).dtype
+
+
+_WEAK_SCALAR = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
+
+
+def result_type(*arrays_and_dtypes):
+    """The dtype NumPy's promotion gives ``arrays_and_dtypes`` (``numpy.result_type``).
+
+    Traced arrays take part by their dtype; a weakly typed one (a traced Python scalar) as
+    a Python scalar of its kind, so it does not widen an array's dtype (NEP 50).
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit, tracejit.numpy as jnp
+    >>> jnp.result_type(np.float32, 1.0)
+    dtype('float32')
+    >>> tracejit.jit(lambda x: jnp.zeros(2, jnp.result_type(x, 2)))(np.ones(2, np.int8)).dtype
+    dtype('int8')
+    """
+    def for_promotion(a):
+        if not is_tracer(a):
+            return a
+        av = aval(a)
+        return _WEAK_SCALAR[av.dtype.kind] if av.weak_type else av.dtype
+    return np.result_type(*(for_promotion(a) for a in arrays_and_dtypes))
 
 
 def iscomplexobj(x):

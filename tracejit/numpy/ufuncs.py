@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracejit.array import arrays_in
+
 from tracejit.core import dtypes
 from tracejit.core.trace import note_weak_int_cast
 from tracejit.ops.elementwise import binary_prims, select_n_p, unary_prims
@@ -55,7 +57,7 @@ class Ufunc:
             kw = {"dtype": dtype} if dtype is not None else {}
             if where is not None:
                 kw["where"] = where
-            return self._np(*args, **kw, **kwargs)
+            return arrays_in(self._np(*args, **kw, **kwargs))
         if out is not None:
             raise TypeError(f"{self.__name__}(..., out=...) is not supported on traced arrays; "
                             "use the returned value")
@@ -105,7 +107,7 @@ class Ufunc:
         """Reduce ``a`` along ``axis`` with this (binary) ufunc."""
         if eager(a):
             kw = {} if initial is None else {"initial": initial}
-            return self._np.reduce(a, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+            return arrays_in(self._np.reduce(a, axis=axis, dtype=dtype, keepdims=keepdims, **kw))
         from tracejit.numpy import reductions as R
         fn = _REDUCERS.get(self.__name__)
         if fn is None:
@@ -118,7 +120,7 @@ class Ufunc:
     def accumulate(self, a, axis=0, dtype=None):
         """Cumulative application along ``axis`` (add -> cumsum, multiply -> cumprod, ...)."""
         if eager(a):
-            return self._np.accumulate(a, axis=axis, dtype=dtype)
+            return arrays_in(self._np.accumulate(a, axis=axis, dtype=dtype))
         from tracejit.numpy import reductions as R
         fn = _ACCUMULATORS.get(self.__name__)
         if fn is None:
@@ -128,7 +130,7 @@ class Ufunc:
     def outer(self, a, b):
         """Apply to all pairs: ``out[i..., j...] = f(a[i...], b[j...])``."""
         if eager(a, b):
-            return self._np.outer(a, b)
+            return arrays_in(self._np.outer(a, b))
         from tracejit.numpy.shape import reshape
         a, b = to_operand(a), to_operand(b)
         sa, sb = aval(a).shape, aval(b).shape

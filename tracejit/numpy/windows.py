@@ -56,7 +56,7 @@ def bartlett(M):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.bartlett(5)
-    array([0. , 0.5, 1. , 0.5, 0. ])
+    Array([0. , 0.5, 1. , 0.5, 0. ])
     """
     return np.bartlett(_window_length(M, "bartlett"))
 
@@ -68,7 +68,7 @@ def blackman(M):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.blackman(3).round(6)
-    array([-0.,  1., -0.])
+    Array([-0.,  1., -0.])
     """
     return np.blackman(_window_length(M, "blackman"))
 
@@ -80,7 +80,7 @@ def hamming(M):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.hamming(3)
-    array([0.08, 1.  , 0.08])
+    Array([0.08, 1.  , 0.08])
     """
     return np.hamming(_window_length(M, "hamming"))
 
@@ -92,7 +92,7 @@ def hanning(M):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.hanning(3)
-    array([0., 1., 0.])
+    Array([0., 1., 0.])
     """
     return np.hanning(_window_length(M, "hanning"))
 
@@ -106,7 +106,7 @@ def kaiser(M, beta):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.kaiser(3, 0.0)
-    array([1., 1., 1.])
+    Array([1., 1., 1.])
     """
     M = _window_length(M, "kaiser")
     if not is_tracer(beta):

@@ -15,6 +15,7 @@ import numpy as np
 
 from tracejit.config import config
 from tracejit.core import dtypes
+from tracejit.core.errors import JAXTypeError
 from tracejit.core.trace import EVAL_TRACE, current_trace
 from tracejit.core.tracer import Tracer
 from tracejit.numpy._util import aval, convert, to_operand
@@ -26,8 +27,9 @@ _U64 = np.dtype(np.uint64)
 _MASK32 = 0xFFFFFFFF
 
 
-class KeyReuseError(RuntimeError):
-    """A PRNG key was consumed twice in one traced function (``config.key_reuse='error'``)."""
+class KeyReuseError(JAXTypeError):
+    """A PRNG key was consumed twice in one traced function (``config.key_reuse='error'``);
+    a ``TypeError``, as JAX's ``jax.errors.KeyReuseError``."""
 
 
 class KeyReuseWarning(UserWarning):
@@ -203,7 +205,7 @@ def PRNGKey(seed):
     --------
     >>> from tracejit import random
     >>> random.PRNGKey(42)
-    array([ 0, 42], dtype=uint32)
+    Array([ 0, 42], dtype=uint32)
     """
     return _seed_words(seed)
 

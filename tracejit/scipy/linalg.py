@@ -13,7 +13,7 @@ Examples
 >>> import numpy as np
 >>> from tracejit.scipy import linalg
 >>> linalg.solve_triangular(np.array([[2.0, 0.0], [1.0, 1.0]]), np.array([2.0, 3.0]), lower=True)
-array([1., 2.])
+Array([1., 2.])
 """
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     >>> import numpy as np
     >>> from tracejit.scipy.linalg import solve_triangular
     >>> solve_triangular(np.array([[2.0, 1.0], [0.0, 4.0]]), np.array([4.0, 8.0]))
-    array([1., 2.])
+    Array([1., 2.])
     """
     a, b = _inexact(a, b)
     n = jnp.shape(a)[-1]
@@ -96,7 +96,7 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     >>> import numpy as np
     >>> from tracejit.scipy.linalg import cholesky
     >>> cholesky(np.array([[4.0, 2.0], [2.0, 5.0]]))
-    array([[2., 1.],
+    Array([[2., 1.],
            [0., 2.]])
     """
     (a,) = _inexact(a)
@@ -126,7 +126,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     >>> from tracejit.scipy.linalg import cho_factor, cho_solve
     >>> a = np.array([[4.0, 2.0], [2.0, 5.0]])
     >>> cho_solve(cho_factor(a), np.array([6.0, 7.0]))
-    array([1., 1.])
+    Array([1., 1.])
     """
     c, lower = c_and_lower
     if lower:
@@ -186,7 +186,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     >>> from tracejit.scipy.linalg import lu_factor
     >>> lu, piv = lu_factor(np.array([[1.0, 2.0], [3.0, 4.0]]))
     >>> piv
-    array([1, 1], dtype=int32)
+    Array([1, 1], dtype=int32)
     """
     (a,) = _inexact(a)
     lu_, piv, _ = _lu_batched(a)
@@ -227,7 +227,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     >>> from tracejit.scipy.linalg import lu_factor, lu_solve
     >>> a = np.array([[1.0, 2.0], [3.0, 4.0]])
     >>> lu_solve(lu_factor(a), np.array([5.0, 11.0]))
-    array([1., 2.])
+    Array([1., 2.])
     """
     lu_, piv = lu_and_piv
     lu_, b = _inexact(lu_, b)
@@ -271,7 +271,7 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, debug=False, 
     >>> import numpy as np
     >>> from tracejit.scipy.linalg import solve
     >>> solve(np.array([[3.0, 1.0], [1.0, 2.0]]), np.array([9.0, 8.0]))
-    array([2., 3.])
+    Array([2., 3.])
     """
     if assume_a not in ("gen", "sym", "her", "pos"):
         raise ValueError(f"Expected assume_a to be one of 'gen', 'sym', 'her', 'pos'; got {assume_a!r}")
@@ -293,7 +293,7 @@ def inv(a, overwrite_a=False, check_finite=True):
     >>> import numpy as np
     >>> from tracejit.scipy.linalg import inv
     >>> inv(np.array([[2.0, 0.0], [0.0, 4.0]]))
-    array([[0.5 , 0.  ],
+    Array([[0.5 , 0.  ],
            [0.  , 0.25]])
     """
     (a,) = _inexact(a)
@@ -324,7 +324,7 @@ def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite
     >>> from tracejit.scipy.linalg import eigh
     >>> w, v = eigh(np.array([[2.0, 0.0], [0.0, 1.0]]))
     >>> w
-    array([1., 2.])
+    Array([1., 2.])
     """
     if eigvals is not None:
         raise NotImplementedError("eigh: only eigvals=None is supported")
@@ -382,7 +382,7 @@ def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=
     >>> import numpy as np
     >>> from tracejit.scipy.linalg import svd
     >>> svd(np.diag([3.0, 4.0]), compute_uv=False)
-    array([4., 3.])
+    Array([4., 3.])
     """
     (a,) = _inexact(a)
     return jnp.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
@@ -474,7 +474,7 @@ def block_diag(*arrs):
     >>> import numpy as np
     >>> from tracejit.scipy.linalg import block_diag
     >>> block_diag(np.ones((1, 1)), 2 * np.ones((2, 2)))
-    array([[1., 0., 0.],
+    Array([[1., 0., 0.],
            [0., 2., 2.],
            [0., 2., 2.]])
     """
@@ -512,7 +512,7 @@ def toeplitz(c, r=None):
     >>> import numpy as np
     >>> from tracejit.scipy.linalg import toeplitz
     >>> toeplitz(np.array([1.0, 2.0, 3.0]), np.array([1.0, 4.0]))
-    array([[1., 4.],
+    Array([[1., 4.],
            [2., 1.],
            [3., 2.]])
     """

@@ -7,7 +7,7 @@ Examples
 >>> import numpy as np
 >>> from tracejit.scipy import signal
 >>> signal.convolve(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]))
-array([0. , 1. , 2.5, 4. , 1.5])
+Array([0. , 1. , 2.5, 4. , 1.5])
 """
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def convolve(in1, in2, mode="full", method="auto", precision=None):
     >>> import numpy as np
     >>> from tracejit.scipy.signal import convolve
     >>> convolve(np.array([1.0, 2.0, 3.0]), np.array([1.0, 1.0]), mode="valid")
-    array([3., 5.])
+    Array([3., 5.])
     """
     if mode not in ("full", "same", "valid"):
         raise ValueError(f"acceptable mode flags are 'valid', 'same', or 'full', got {mode!r}")
@@ -100,7 +100,7 @@ def correlate(in1, in2, mode="full", method="auto", precision=None):
     >>> import numpy as np
     >>> from tracejit.scipy.signal import correlate
     >>> correlate(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]))
-    array([0.5, 2. , 3.5, 3. , 0. ])
+    Array([0.5, 2. , 3.5, 3. , 0. ])
     """
     if mode not in ("full", "same", "valid"):
         raise ValueError(f"acceptable mode flags are 'valid', 'same', or 'full', got {mode!r}")
@@ -123,7 +123,7 @@ def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=No
     >>> import numpy as np
     >>> from tracejit.scipy.signal import convolve2d
     >>> convolve2d(np.ones((2, 2)), np.ones((2, 2)))
-    array([[1., 2., 1.],
+    Array([[1., 2., 1.],
            [2., 4., 2.],
            [1., 2., 1.]])
     """
@@ -142,7 +142,7 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=N
     >>> import numpy as np
     >>> from tracejit.scipy.signal import correlate2d
     >>> correlate2d(np.eye(2), np.array([[1.0, 2.0], [3.0, 4.0]]), mode="valid")
-    array([[5.]])
+    Array([[5.]])
     """
     if boundary != "fill" or fillvalue != 0:
         raise NotImplementedError("correlate2d: only boundary='fill' with fillvalue=0 is supported (as JAX)")

@@ -591,7 +591,7 @@ def bernoulli(n):
     --------
     >>> from tracejit.scipy.special import bernoulli
     >>> bernoulli(4)
-    array([ 1.        , -0.5       ,  0.16666667,  0.        , -0.03333333])
+    Array([ 1.        , -0.5       ,  0.16666667,  0.        , -0.03333333])
     """
     from tracejit.scipy._common import _bernoulli
     n = int(n)
@@ -1055,7 +1055,7 @@ def softmax(x, axis=None):
     --------
     >>> from tracejit.scipy.special import softmax
     >>> softmax([0.0, 0.0])
-    array([0.5, 0.5])
+    Array([0.5, 0.5])
     """
     x = to_operand(x)
     x = convert(x, result_float_dtype(x))
@@ -1071,7 +1071,7 @@ def log_softmax(x, axis=None):
     --------
     >>> from tracejit.scipy.special import log_softmax
     >>> log_softmax([0.0, 0.0])  # doctest: +ELLIPSIS
-    array([-0.69314718, -0.69314718])
+    Array([-0.69314718, -0.69314718])
     """
     x = to_operand(x)
     x = convert(x, result_float_dtype(x))

@@ -250,6 +250,7 @@ def vjp_via_jvp(prim, needed, ins, params, jvp_rule=None):
             prog = trace_flat(tangent_map, in_avals, f"{prim.name}_linear", eager_args=[NO_VALUE] * len(in_avals))
         finally:
             _transposing.discard(prim)
+        prog = _without_tangent_effects(prog)
         _, _, inner = vjp_program(prog, prog.const_values, [zeros(a) for a in in_avals], None, None)
         _, in_cts = inner(list(cts))
         res = [None] * len(ins)
@@ -257,6 +258,24 @@ def vjp_via_jvp(prim, needed, ins, params, jvp_rule=None):
             res[i] = c
         return res
     return outs, bwd
+
+
+def _without_tangent_effects(prog: Program) -> Program:
+    """``prog`` (a traced tangent map) without the debug callbacks that read tangents: the map is
+    only evaluated at zero tangents to be transposed, and JAX's transpose drops such callbacks too."""
+    from tracejit.core.primitive import EFFECTFUL
+    if not any(e.primitive in EFFECTFUL for e in prog.eqns):
+        return prog
+    tangent = set(prog.in_vars)
+    eqns = []
+    for e in prog.eqns:
+        reads = any(type(a) is Var and a in tangent for a in e.inputs)
+        if reads and e.primitive in EFFECTFUL:
+            continue
+        if reads:
+            tangent.update(e.outputs)
+        eqns.append(e)
+    return prog.replace(eqns=eqns)
 
 
 # --------------------------------------------------------------------------- reverse mode

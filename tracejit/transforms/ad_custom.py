@@ -92,8 +92,9 @@ def _trace_primal(fun, split: _Split, name):
     def primal_flat(*xs):
         leaves, box["tree"] = tree_flatten(fun(*split.full_args(xs)))
         return leaves
-    # Under an eager transformation the primal sees concrete values (it may branch on them).
-    program = trace_flat(primal_flat, split.in_avals, name, eager_args=split.leaves)
+    # Under an eager transformation the primal sees concrete values (it may branch on them). Its debug
+    # callbacks are recorded, not run: under differentiation the rules run instead of the primal.
+    program = trace_flat(primal_flat, split.in_avals, name, eager_args=split.leaves, effects_now=False)
     return program, box["tree"]
 
 
@@ -244,7 +245,7 @@ class custom_jvp:
     ...     return log1pexp(x), t * (1 - 1 / (1 + np.exp(x)))
     >>> from tracejit.api_ad import grad
     >>> grad(log1pexp)(100.0)
-    array(1.)
+    Array(1.)
     """
 
     def __init__(self, fun, nondiff_argnums=()):
@@ -398,7 +399,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
     >>> import numpy as np
     >>> from tracejit.api_ad import grad
     >>> grad(checkpoint(lambda x: np.sin(np.sin(x))))(0.0)
-    array(1.)
+    Array(1.)
     """
     static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
     name = getattr(fun, "__name__", "function")

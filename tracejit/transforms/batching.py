@@ -21,10 +21,10 @@ from __future__ import annotations
 import numpy as np
 
 from tracejit.core.avals import ShapedArray
-from tracejit.core.ir import Literal, Program
+from tracejit.core.ir import Literal, Program, Var
 from tracejit.core.primitive import ELEMENTWISE, abstract_eval_rules, batching_rules
 from tracejit.core.trace import bind, trace_flat
-from tracejit.ops.control_flow import cond_p, scan_p, while_p
+from tracejit.ops.control_flow import closure_convert, cond_p, scan_p, while_p
 from tracejit.ops.dot import dot_general_p
 from tracejit.ops.elementwise import select_n_p
 from tracejit.ops.linalg import cholesky_p, det_p, eigh_p, inv_p, pinv_p, qr_p, slogdet_p, solve_p, svd_p
@@ -294,8 +294,8 @@ def _cond(args, dims, size, *, branches):
         # Every example takes the same branch: each branch is batched.
         operands = [to_front(x, d) for x, d in zip(operands, operand_dims)]
         avals, front = [aval_of(x) for x in operands], _front_dims(operand_dims)
-        new = tuple(batched_program(b, avals, front, size)[0] for b in branches)
-        outs = cond_p.bind(index, *operands, branches=new)
+        new, extra = _closed_alike([batched_program(b, avals, front, size)[0] for b in branches])
+        outs = cond_p.bind(index, *extra, *operands, branches=tuple(new))
         return outs, [0] * len(outs)
     # Examples take different branches: every branch runs on the whole batch and each example's
     # results are selected (as JAX does; a branch's values for other examples are discarded).
@@ -331,8 +331,9 @@ def _scan(args, dims, size, *, program, length, reverse, num_consts, num_carry, 
             break
         batched = grown
     init = [with_batch(c, d, size) if b else c for c, d, b in zip(init, init_dims, batched)]
-    outs = scan_p.bind(*consts, *init, *xs, program=body, length=length, reverse=reverse, num_consts=nc,
-                       num_carry=nk, **params)
+    body, extra = closure_convert(body)
+    outs = scan_p.bind(*extra, *consts, *init, *xs, program=body, length=length, reverse=reverse,
+                       num_consts=len(extra) + nc, num_carry=nk, **params)
     return outs, [0 if b else None for b in batched] + [None if d is None else 1 for d in out_dims[nk:]]
 
 
@@ -362,9 +363,7 @@ def _while(args, dims, size, *, cond_program, body_program, cond_nconsts, body_n
         batched = grown
     init = [with_batch(c, d, size) if b else c for c, d, b in zip(init, init_dims, batched)]
     if pred_dims[0] is None:
-        outs = while_p.bind(*cconsts, *bconsts, *init, cond_program=cond, body_program=body, cond_nconsts=nc,
-                            body_nconsts=nb)
-        return outs, carry_dims
+        return _while_closed(cond, cconsts, body, bconsts, init), carry_dims
     # A per-example predicate: loop while any example goes on; finished examples keep their carries.
     def going_on(cvals, carry):
         return batch_program(cond_program, cond_program.const_values, [*cvals, *carry], cdims + carry_dims,
@@ -382,9 +381,32 @@ def _while(args, dims, size, *, cond_program, body_program, cond_nconsts, body_n
                 for old, n, d in zip(carry, new, new_dims)]
     cond = trace_flat(any_going_on, cavals + carry_avals, "batched while cond")
     body = trace_flat(step_going_on, cavals + bavals + carry_avals, "batched while body")
-    outs = while_p.bind(*cconsts, *cconsts, *bconsts, *init, cond_program=cond, body_program=body,
-                        cond_nconsts=nc, body_nconsts=nc + nb)
-    return outs, [0] * len(outs)
+    return _while_closed(cond, cconsts, body, [*cconsts, *bconsts], init), [0] * len(init)
+
+
+def _while_closed(cond, cconsts, body, bconsts, init) -> list:
+    """A ``while`` of batched programs, whose captured constants (an example index, ...) become
+    leading operands: loop programs must be closed."""
+    cond, cextra = closure_convert(cond)
+    body, bextra = closure_convert(body)
+    return while_p.bind(*cextra, *cconsts, *bextra, *bconsts, *init, cond_program=cond, body_program=body,
+                        cond_nconsts=len(cextra) + len(cconsts), body_nconsts=len(bextra) + len(bconsts))
+
+
+def _closed_alike(programs):
+    """Closure-convert branch programs so that all take the same leading operands: every branch's
+    captured constants, each branch ignoring the others'. Returns ``(programs, constants)``."""
+    converted = [closure_convert(p) for p in programs]
+    extra = [c for _, consts in converted for c in consts]
+    out, start = [], 0
+    for p, consts in converted:
+        n = len(consts)
+        own, rest = list(p.in_vars[:n]), list(p.in_vars[n:])
+        before = [Var(aval_of(c)) for c in extra[:start]]
+        after = [Var(aval_of(c)) for c in extra[start + n:]]
+        out.append(Program([], [], before + own + after + rest, p.eqns, p.outputs))
+        start += n
+    return out, extra
 
 
 def _leading_batch_axes(prim):

@@ -87,13 +87,18 @@ class CPUBackend:
         outcome = "no kernels"
         if emitters:
             from tracejit.diagnostics import persistent_cache
+            from tracejit.ops.callback import holds_callbacks
+            # A program calling back into Python is never stored or loaded: no key identifies a function.
+            cacheable = not holds_callbacks(program)
             components = {"program": persistent_cache.program_fingerprint(program, plan), "name": name,
                           "vector_bytes": vb, "openmp": team.kind if team is not None else None,
                           "modules": [modules.index(em.module) for _, em, _ in emitters]}
             compiled, outcome = persistent_cache.compile_module(
                 build, name=name, vectorize=False, speed_level=llvm_engine.LIGHT, components=components,
                 extra_metadata=lambda: {"math": [spec for m in modules for spec in mathlib.specs_used(m)]},
-                before_load=lambda meta: mathlib.ensure(meta.get("math", [])))
+                before_load=lambda meta: mathlib.ensure(meta.get("math", [])), cacheable=cacheable)
+            if not cacheable:
+                outcome = "compiled (not cached: host callback)"
             compile_ms = dict(compiled.timings)
             trampoline = _address_or_none(compiled, parallel.TRAMPOLINE) if team is not None else None
             parts = [compiled] + compiled.parts

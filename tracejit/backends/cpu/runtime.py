@@ -351,6 +351,25 @@ def _mark_donated(a, name: str) -> None:
     _donated[key] = ref
 
 
+def _writable_view(a):
+    """A view through which a donated array's memory can be written, or None.
+
+    A writable array is written in place. A read-only one is written only when its type says
+    its memory belongs to tracejit (``tracejit.Array``: immutable to its users, so donating it
+    hands the memory over) and the memory under it is writable (not a read-only mapping).
+    """
+    if a.flags.writeable:
+        return a.view()
+    if not getattr(type(a), "_tracejit_owns_memory", False):
+        return None
+    v = a.view(np.ndarray)
+    try:
+        v.flags.writeable = True
+    except ValueError:
+        return None
+    return v
+
+
 def _shares_with_others(a, pos, args) -> bool:
     # A kernel writing the donated memory must not be reading it through another argument.
     for j, other in enumerate(args):
@@ -481,9 +500,12 @@ class CPUExecutable:
                 # A donated argument's memory becomes the output (when it can be written in place and
                 # no other argument reads that memory). The output is a new view, so the donated array
                 # itself is marked: passing it again raises (see _check_not_donated).
-                if (a.flags.c_contiguous and a.flags.writeable and a.dtype == dtype and env[plan.inputs[pos]] is a
+                out = None
+                if (a.flags.c_contiguous and a.dtype == dtype and env[plan.inputs[pos]] is a
                         and not _shares_with_others(a, pos, args)):
-                    env[bid] = a.view()
+                    out = _writable_view(a)
+                if out is not None:
+                    env[bid] = out
                     if self.marks_donations:
                         _mark_donated(a, self.name)
                 else:

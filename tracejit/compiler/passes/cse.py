@@ -1,9 +1,10 @@
-"""Common-subexpression elimination keyed on (primitive, inputs, params)."""
+"""Common-subexpression elimination keyed on (primitive, inputs, params); equations with side
+effects (``core.ir.has_effects``: a debug callback, a loop holding one) are never merged."""
 from __future__ import annotations
 
 import numpy as np
 
-from tracejit.core.ir import Literal, Program
+from tracejit.core.ir import Literal, Program, has_effects
 
 
 def _atom_key(a, rename):
@@ -42,7 +43,7 @@ def cse(program: Program) -> Program:
         key = None
         if pk is not None and eqn.primitive not in EFFECTFUL:
             key = (eqn.primitive, tuple(_atom_key(a, rename) for a in inputs), pk)
-        if key is not None and key in seen:
+        if key is not None and key in seen and not has_effects(eqn):
             prior = seen[key]
             for old, new in zip(eqn.outputs, prior.outputs):
                 rename[id(old)] = new

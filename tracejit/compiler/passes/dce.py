@@ -1,15 +1,15 @@
-"""Dead-code elimination: drop equations whose outputs nobody uses."""
+"""Dead-code elimination: drop equations whose outputs nobody uses (never one with a side
+effect: a debug callback, or a loop or ``cond`` whose body holds one)."""
 from __future__ import annotations
 
-from tracejit.core.ir import Var
-from tracejit.core.primitive import EFFECTFUL
+from tracejit.core.ir import Var, has_effects
 
 
 def dce(program):
     live = {id(a) for a in program.outputs if isinstance(a, Var)}
     kept = []
     for eqn in reversed(program.eqns):
-        if eqn.primitive in EFFECTFUL or any(id(v) in live for v in eqn.outputs):
+        if any(id(v) in live for v in eqn.outputs) or has_effects(eqn):
             kept.append(eqn)
             live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
     kept.reverse()

@@ -6,7 +6,9 @@ its initial value after any number of iterations, so later uses of the loop's
 result ``k`` read the operand instead. A loop none of whose results is used any
 more (one that changes nothing the program reads) is then removed by ``dce``:
 even a ``while`` whose condition would never turn false, as JAX's dead-code
-elimination does (tracejit has no effectful primitives a loop could hold).
+elimination does -- unless its body has a side effect (a debug callback:
+``core.ir.has_effects``), which ``dce`` keeps, so the loop still runs every
+iteration; only reads of its unchanged carries are redirected here.
 Bodies are programs of their own; the driver runs this pass on them when it
 compiles them.
 """

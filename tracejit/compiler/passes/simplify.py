@@ -43,7 +43,7 @@ def _identity_rewrite(eqn, ins):
         return None
     if len(ins) == 2 and name in ("mul", "add") and _is_lit(ins[0]) and hasattr(ins[1], "aval"):
         ins = [ins[1], ins[0]]      # both are commutative (bitwise, also for floats)
-    if len(ins) != 2 or not hasattr(ins[0], "aval") or ins[0].aval.shape != out_aval.shape:
+    if len(ins) != 2 or out_aval is None or not hasattr(ins[0], "aval") or ins[0].aval.shape != out_aval.shape:
         return None
     x, y = ins
     d = out_aval.dtype

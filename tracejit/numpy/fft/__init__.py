@@ -157,7 +157,7 @@ def fftfreq(n, d=1.0, *, dtype=None, device=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.fft.fftfreq(4)
-    array([ 0.  ,  0.25, -0.5 , -0.25])
+    Array([ 0.  ,  0.25, -0.5 , -0.25])
     """
     if is_tracer(d):
         return U.true_divide(np.fft.fftfreq(n, 1.0), d)
@@ -172,7 +172,7 @@ def rfftfreq(n, d=1.0, *, dtype=None, device=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.fft.rfftfreq(4)
-    array([0.  , 0.25, 0.5 ])
+    Array([0.  , 0.25, 0.5 ])
     """
     if is_tracer(d):
         return U.true_divide(np.fft.rfftfreq(n, 1.0), d)
@@ -203,7 +203,7 @@ def fftshift(x, axes=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.fft.fftshift(jnp.arange(4))
-    array([2, 3, 0, 1])
+    Array([2, 3, 0, 1])
     """
     return _shift("fftshift", x, axes, 1)
 
@@ -215,6 +215,6 @@ def ifftshift(x, axes=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.fft.ifftshift(jnp.arange(4))
-    array([2, 3, 0, 1])
+    Array([2, 3, 0, 1])
     """
     return _shift("ifftshift", x, axes, -1)

@@ -12,6 +12,7 @@ the same way when a compiled function runs.
 """
 from __future__ import annotations
 
+import math
 import operator
 from collections import namedtuple
 
@@ -26,7 +27,7 @@ from tracejit.numpy import ufuncs as U
 __all__ = ["LinAlgError", "solve", "inv", "cholesky", "qr", "svd", "svdvals", "eigh", "eigvalsh", "eig",
            "eigvals", "det", "slogdet", "norm", "vector_norm", "matrix_norm", "lstsq", "matrix_power",
            "pinv", "matrix_rank", "multi_dot", "matrix_transpose", "outer", "vecdot", "diagonal", "trace",
-           "cross", "matmul", "tensordot", "cond"]
+           "cross", "matmul", "tensordot", "cond", "tensorinv", "tensorsolve"]
 
 LinAlgError = np.linalg.LinAlgError
 
@@ -67,7 +68,7 @@ def solve(a, b):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.linalg.solve(jnp.array([[2.0, 0], [0, 4]]), jnp.array([2.0, 4]))
-    array([1., 1.])
+    Array([1., 1.])
     """
     if eager(a, b):
         return np.linalg.solve(a, b)
@@ -98,7 +99,7 @@ def inv(a):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.linalg.inv(jnp.array([[2.0, 0], [0, 4]]))
-    array([[0.5 , 0.  ],
+    Array([[0.5 , 0.  ],
            [0.  , 0.25]])
     """
     if eager(a):
@@ -113,7 +114,7 @@ def cholesky(a, /, *, upper=False):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.linalg.cholesky(jnp.array([[4.0, 0], [0, 9]]))
-    array([[2., 0.],
+    Array([[2., 0.],
            [0., 3.]])
     """
     if eager(a):
@@ -146,7 +147,7 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.linalg.svd(jnp.array([[3.0, 0], [0, 4]]), compute_uv=False)
-    array([4., 3.])
+    Array([4., 3.])
     """
     if eager(a):
         return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv, hermitian=hermitian)
@@ -162,7 +163,7 @@ def svdvals(x, /):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.linalg.svdvals(jnp.eye(2))
-    array([1., 1.])
+    Array([1., 1.])
     """
     return svd(x, compute_uv=False)
 
@@ -179,7 +180,7 @@ def eigh(a, UPLO="L"):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.linalg.eigh(jnp.array([[2.0, 0], [0, 1]])).eigenvalues
-    array([1., 2.])
+    Array([1., 2.])
     """
     if eager(a):
         return np.linalg.eigh(a, UPLO)
@@ -194,7 +195,7 @@ def eigvalsh(a, UPLO="L"):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.linalg.eigvalsh(jnp.array([[2.0, 0], [0, 1]]))
-    array([1., 2.])
+    Array([1., 2.])
     """
     if eager(a):
         return np.linalg.eigvalsh(a, UPLO)
@@ -242,7 +243,7 @@ def slogdet(a):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.linalg.slogdet(jnp.array([[-2.0, 0], [0, 1]])).sign
-    np.float64(-1.0)
+    Array(-1.)
     """
     if eager(a):
         return np.linalg.slogdet(a)
@@ -261,7 +262,7 @@ def lstsq(a, b, rcond=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.linalg.lstsq(jnp.array([[1.0], [1.0]]), jnp.array([1.0, 3.0]))[0]
-    array([2.])
+    Array([2.])
     """
     if eager(a, b):
         return np.linalg.lstsq(a, b, rcond=rcond)
@@ -291,7 +292,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=None):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.linalg.pinv(jnp.array([[2.0, 0], [0, 0]]))
-    array([[0.5, 0. ],
+    Array([[0.5, 0. ],
            [0. , 0. ]])
     """
     if eager(a):
@@ -302,6 +303,62 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=None):
         rcond = rtol
     return pinv_p.bind(_matrix_operand("pinv", a, square=False), rcond=_static_float(rcond, "pinv", "rcond"),
                        hermitian=bool(hermitian))
+
+
+def tensorinv(a, ind=2):
+    """Inverse of ``a`` for ``tensordot(..., ind)``: ``a`` viewed as a square matrix of its first
+    ``ind`` axes by the rest, inverted, with shape ``a.shape[ind:] + a.shape[:ind]``
+    (``numpy.linalg.tensorinv``).
+
+    Examples
+    --------
+    >>> import tracejit.numpy as jnp
+    >>> jnp.linalg.tensorinv(2 * jnp.eye(4).reshape(4, 2, 2), ind=1).shape
+    (2, 2, 4)
+    """
+    if eager(a):
+        return np.linalg.tensorinv(a, ind=ind)
+    from tracejit.numpy.shape import reshape
+    x = _array(a)
+    ind = operator.index(ind)
+    if ind <= 0:
+        raise ValueError("Invalid ind argument.")
+    shape = aval(x).shape
+    rows, cols = math.prod(shape[ind:]), math.prod(shape[:ind])
+    if rows != cols:
+        raise LinAlgError("Last 2 dimensions of the array must be square")
+    return reshape(inv(reshape(x, (rows, cols))), shape[ind:] + shape[:ind])
+
+
+def tensorsolve(a, b, axes=None):
+    """Solve ``tensordot(a, x, axes=x.ndim) = b`` for ``x`` (``numpy.linalg.tensorsolve``).
+
+    ``axes`` (static) are moved to the end of ``a`` first; ``x`` has shape ``a.shape[b.ndim:]``.
+
+    Examples
+    --------
+    >>> import tracejit.numpy as jnp
+    >>> jnp.linalg.tensorsolve(2 * jnp.eye(4).reshape(2, 2, 4), jnp.ones((2, 2)))
+    Array([0.5, 0.5, 0.5, 0.5])
+    """
+    if eager(a, b):
+        return np.linalg.tensorsolve(a, b, axes=axes)
+    from tracejit.numpy.shape import ravel, reshape, transpose
+    x, y = _array(a), _array(b)
+    an, bn = aval(x).ndim, aval(y).ndim
+    if axes is not None:
+        order = list(range(an))
+        for k in axes:
+            order.remove(k)
+            order.insert(an, k)
+        x = transpose(x, order)
+    shape = aval(x).shape
+    out_shape = shape[-(an - bn):]
+    n = math.prod(out_shape)
+    if math.prod(shape) != n * n:
+        raise LinAlgError("Input arrays must satisfy the requirement prod(a.shape[b.ndim:]) == "
+                          "prod(a.shape[:b.ndim])")
+    return reshape(solve(reshape(x, (n, n)), ravel(y)), out_shape)
 
 
 # --------------------------------------------------------------------------- composed
@@ -608,7 +665,7 @@ def diagonal(x, /, *, offset=0):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.linalg.diagonal(jnp.eye(2))
-    array([1., 1.])
+    Array([1., 1.])
     """
     from tracejit.numpy.extra import diagonal as diagonal_
     return diagonal_(x, offset, -2, -1)
@@ -636,7 +693,7 @@ def cross(x1, x2, /, *, axis=-1):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.linalg.cross(jnp.array([1, 0, 0]), jnp.array([0, 1, 0]))
-    array([0, 0, 1])
+    Array([0, 0, 1])
     """
     if eager(x1, x2):
         return np.linalg.cross(x1, x2, axis=axis)
@@ -651,7 +708,7 @@ def matmul(x1, x2, /):
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.linalg.matmul(jnp.eye(2), jnp.ones(2))
-    array([1., 1.])
+    Array([1., 1.])
     """
     from tracejit.numpy.contractions import matmul as matmul_
     return matmul_(x1, x2)

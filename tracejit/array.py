@@ -1,0 +1,366 @@
+"""``tracejit.Array``: the type of the arrays tracejit returns (JAX's ``jax.Array``, on the CPU).
+
+An :class:`Array` is a read-only NumPy array (an ``ndarray`` subclass), so NumPy
+reads it at no cost (``np.asarray(x)`` is a view, never a copy), and it behaves
+as JAX's arrays do:
+
+- it is immutable: ``x[0] = 1`` raises JAX's ``TypeError`` (use ``x.at[0].set(1)``),
+  ``x += 1`` rebinds ``x`` to a new array, in-place methods (``fill``, ``put``,
+  ``resize``, ``partition``) raise, and ``x.sort()`` returns a sorted copy;
+- Python operators and array methods (``x + 1``, ``x.sum()``, ``x.T``) return Arrays,
+  0-d results included (JAX has no scalars: ``x.sum()`` is a 0-d Array);
+- NumPy's own functions (``np.sin(x)``, ``np.concatenate([x, y])``) see a plain
+  read-only ``ndarray`` and return NumPy's results, as ``np.sin`` of a ``jax.Array`` does;
+- it has JAX's array API: ``.at``, ``block_until_ready``, ``devices``, ``device``,
+  ``sharding``, ``addressable_data``, ``addressable_shards``, ``copy_to_host_async``,
+  ``delete``/``is_deleted``, ``is_fully_addressable``, ``is_fully_replicated``, ``weak_type``.
+
+``isinstance(t, tracejit.Array)`` is also true for a traced array inside ``jit``,
+``grad`` or ``vmap``, as ``isinstance(t, jax.Array)`` is in JAX.
+
+``jit`` results and the results of the public functions of ``tracejit.numpy``,
+``lax``, ``nn``, ``scipy`` and ``random`` called outside a trace are Arrays
+(:func:`eager_results` wraps those functions). A full integer index (``x[0]`` of a
+vector) gives a NumPy scalar, at NumPy's speed; JAX gives a 0-d Array.
+
+Examples
+--------
+>>> import tracejit, tracejit.numpy as jnp
+>>> x = jnp.arange(3.0)
+>>> x
+Array([0., 1., 2.])
+>>> x.at[1].set(7.0)
+Array([0., 7., 2.])
+>>> x[0] = 5.0
+Traceback (most recent call last):
+    ...
+TypeError: 'tracejit.Array' object does not support item assignment. JAX arrays are immutable. Instead of ``x[idx] = y``, use ``x = x.at[idx].set(y)`` or another .at[] method: https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html
+>>> isinstance(x, tracejit.Array), type(x + 1).__name__, type(x.sum()).__name__
+(True, 'Array', 'Array')
+"""
+from __future__ import annotations
+
+import functools
+import types
+
+import numpy as np
+
+from tracejit.core.pytree import tree_map
+from tracejit.core.trace import EVAL_TRACE, current_trace
+from tracejit.core.tracer import Tracer
+
+__all__ = ["Array", "arrays_in", "as_array_result", "eager_results", "eager_values", "wrap_module_functions",
+           "wrap_package_faces"]
+
+_IMMUTABLE = ("'tracejit.Array' object does not support item assignment. JAX arrays are immutable. "
+              "Instead of ``x[idx] = y``, use ``x = x.at[idx].set(y)`` or another .at[] method: "
+              "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
+
+
+class _ArrayMeta(type):
+    """``isinstance(tracer, Array)`` holds, as for ``jax.Array`` and JAX's tracers."""
+
+    def __instancecheck__(cls, obj):
+        return type.__instancecheck__(cls, obj) or (cls is Array and isinstance(obj, Tracer))
+
+
+class Array(np.ndarray, metaclass=_ArrayMeta):
+    """JAX's array type: an immutable NumPy array in host memory (see the module docstring).
+
+    Create one with any ``tracejit.numpy`` function, ``jit``, or
+    ``tracejit.device_put``; ``np.asarray`` gives back a read-only NumPy view.
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit
+    >>> y = tracejit.jit(lambda a: a * 2)(np.ones(2))
+    >>> type(y).__name__, y.devices(), np.asarray(y).flags.writeable
+    ('Array', {CpuDevice(id=0)}, False)
+    """
+
+    # -- NumPy's protocols: NumPy functions compute on plain ndarray views ------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        out = kwargs.get("out")
+        if out is not None:
+            kwargs["out"] = tuple(_plain(o) for o in out)
+        return getattr(ufunc, method)(*(_plain(i) for i in inputs), **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return func(*_plain_tree(args), **{k: _plain_tree(v) for k, v in kwargs.items()})
+
+    # -- immutability ---------------------------------------------------------------
+    def __setitem__(self, index, value):
+        raise TypeError(_IMMUTABLE)
+
+    def _refuse_in_place(self, *args, **kwargs):
+        raise TypeError(_IMMUTABLE)
+
+    fill = put = resize = partition = itemset = _refuse_in_place
+
+    def sort(self, axis=-1, kind=None, order=None, *, stable=True, descending=False):
+        """A sorted copy (``jax.Array.sort``; NumPy's ``ndarray.sort`` sorts in place)."""
+        from tracejit.numpy.sorting import sort
+        return as_array_result(sort(_plain(self), axis, kind, order, stable=stable, descending=descending))
+
+    # -- JAX's array API -------------------------------------------------------------
+    @property
+    def at(self):
+        """Functional updates: ``x.at[idx].set(v)``, ``.add``, ``.multiply``, ``.min``, ``.max``, ``.get``, ..."""
+        from tracejit.numpy.indexing import IndexUpdateHelper
+        return _ResultsAsArrays(IndexUpdateHelper(_plain(self)))
+
+    def block_until_ready(self):
+        """Results are computed synchronously: returns the array itself."""
+        return self
+
+    def copy_to_host_async(self):
+        """The array already is in host memory: nothing to do."""
+
+    def devices(self) -> set:
+        """The set of devices holding the array: the CPU device."""
+        return {_cpu_device()}
+
+    @property
+    def device(self):
+        """The device holding the array (the CPU device)."""
+        return _cpu_device()
+
+    @property
+    def sharding(self):
+        """A single-device sharding on the CPU device."""
+        from tracejit.device_api import SingleDeviceSharding
+        return SingleDeviceSharding(_cpu_device())
+
+    @property
+    def addressable_shards(self) -> list:
+        """One shard holding the whole array."""
+        from tracejit.device_api import Shard
+        return [Shard(_cpu_device(), tuple(slice(None) for _ in self.shape), self)]
+
+    global_shards = addressable_shards
+
+    def addressable_data(self, index: int):
+        """The data of shard ``index``; the only shard is 0, the whole array."""
+        if index != 0:
+            raise IndexError(f"addressable_data: index {index} out of range (one shard on the CPU device)")
+        return self
+
+    # The runtime may write a donated Array's memory although the Array is read-only (its users
+    # cannot write it; donating it hands the memory to the call): backends/cpu/runtime.py.
+    _tracejit_owns_memory = True
+    is_fully_addressable = True
+    is_fully_replicated = True
+    committed = False
+    weak_type = False
+
+    def on_device_size_in_bytes(self) -> int:
+        """Bytes the array's elements take (``nbytes``)."""
+        return int(self.nbytes)
+
+    def unsafe_buffer_pointer(self) -> int:
+        """Address of the first element."""
+        return int(self.__array_interface__["data"][0])
+
+    def to_device(self, device, *, stream=None):
+        """Array-API placement: only the CPU device exists, so the array itself."""
+        from tracejit.device_api import _check_placement
+        _check_placement(device, "device")
+        return self
+
+    def delete(self) -> None:
+        """Mark the array deleted: passing it to a jitted function raises (its memory stays NumPy's)."""
+        from tracejit.backends.cpu.runtime import _mark_donated
+        _mark_donated(self, "Array.delete")
+
+    def is_deleted(self) -> bool:
+        """Whether :meth:`delete` was called or the array was donated to a jitted call."""
+        from tracejit.backends.cpu.runtime import _donated
+        ref = _donated.get(id(self))
+        return ref is not None and ref() is self
+
+    def __reduce__(self):
+        # Pickle as an Array, read-only again when loaded.
+        return (_unpickle, (_plain(self).copy(),))
+
+
+def _unpickle(data):
+    return as_array_result(data)
+
+
+def _cpu_device():
+    from tracejit.device_api import Device
+    return Device()
+
+
+_ARRAY_NEW = np.ndarray.view
+
+
+def as_array_result(x):
+    """``x`` as a read-only :class:`Array` when it is a NumPy array or scalar; else ``x`` itself."""
+    t = type(x)
+    if t is np.ndarray:
+        a = _ARRAY_NEW(x, Array)
+    elif t is Array:
+        a = x                       # maybe a copy NumPy made of an Array (astype, copy, fancy indexing)
+    elif isinstance(x, np.generic):
+        a = _ARRAY_NEW(np.asarray(x), Array)
+    else:
+        return x
+    a.setflags(write=False)
+    return a
+
+
+def arrays_in(out):
+    """Every NumPy array or scalar leaf of the pytree ``out`` as a read-only :class:`Array`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> arrays_in({"w": np.ones(2), "n": 3})
+    {'n': 3, 'w': Array([1., 1.])}
+    """
+    t = type(out)
+    if t is np.ndarray or t is Array or isinstance(out, np.generic):
+        return as_array_result(out)
+    if isinstance(out, Tracer) or out is None or t in (int, float, bool, complex, str):
+        return out
+    return tree_map(as_array_result, out)
+
+
+def _plain(x):
+    return _ARRAY_NEW(x, np.ndarray) if type(x) is Array else x
+
+
+def _plain_tree(x):
+    t = type(x)
+    if t is Array:
+        return _ARRAY_NEW(x, np.ndarray)
+    if t is tuple or t is list:
+        return t(_plain_tree(v) for v in x)
+    return x
+
+
+# -- operators and methods that return Arrays --------------------------------------------
+def _returning_arrays(base_method):
+    def method(self, *args, **kwargs):
+        return arrays_in(base_method(self, *args, **kwargs))
+    method.__name__ = base_method.__name__
+    method.__doc__ = f"``ndarray.{base_method.__name__}``, with the result as an Array."
+    return method
+
+
+def _rebinding(binary):
+    # ``x += y`` on a JAX array binds ``x`` to ``x + y``; the old array is unchanged.
+    def method(self, other):
+        return as_array_result(binary(_plain(self), other))
+    method.__name__ = binary.__name__.replace("__", "__i", 1)
+    return method
+
+
+_BINARY = ["add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor",
+           "lshift", "rshift"]
+_OPERATORS = ([f"__{n}__" for n in _BINARY] + [f"__r{n}__" for n in _BINARY]
+              + ["__lt__", "__le__", "__eq__", "__ne__", "__gt__", "__ge__",
+                 "__neg__", "__pos__", "__abs__", "__invert__"])
+_METHODS = ["all", "any", "argmax", "argmin", "argsort", "astype", "choose", "clip", "compress", "conj",
+            "conjugate", "copy", "cumprod", "cumsum", "diagonal", "dot", "flatten", "max", "mean", "min",
+            "prod", "ravel", "repeat", "reshape", "round", "searchsorted", "squeeze", "std", "sum",
+            "swapaxes", "take", "trace", "transpose", "var", "nonzero", "__divmod__", "__rdivmod__"]
+
+for _name in _OPERATORS + _METHODS:
+    setattr(Array, _name, _returning_arrays(getattr(np.ndarray, _name)))
+for _name in _BINARY:
+    setattr(Array, f"__i{_name}__", _rebinding(getattr(np.ndarray, f"__{_name}__")))
+
+
+def _getitem(self, index, _base=np.ndarray.__getitem__):
+    out = _base(self, index)
+    # A full integer index gives a NumPy scalar (NumPy's speed); arrays come back as Arrays.
+    return as_array_result(out) if isinstance(out, np.ndarray) else out
+
+
+Array.__getitem__ = _getitem
+del _name
+
+
+class _ResultsAsArrays:
+    """Forwards to an object (``x.at``, ``x.at[idx]``); what its methods return becomes Arrays."""
+
+    __slots__ = ("_target",)
+
+    def __init__(self, target):
+        self._target = target
+
+    def __getitem__(self, index):
+        return _ResultsAsArrays(self._target[index])
+
+    def __getattr__(self, name):
+        attr = getattr(self._target, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            return arrays_in(attr(*args, **kwargs))
+        return call
+
+    def __repr__(self):
+        return repr(self._target)
+
+
+# -- the public functions of the package faces ------------------------------------------
+def eager_results(fn):
+    """Wrap ``fn`` so that, called outside any trace, its NumPy results come back as Arrays.
+
+    Under ``jit``/``grad``/``vmap`` the wrapper returns ``fn``'s tracers unchanged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tracejit.array import eager_results
+    >>> eager_results(np.ones)(2)
+    Array([1., 1.])
+    """
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        return arrays_in(out) if current_trace() is EVAL_TRACE else out
+    wrapper.__tracejit_eager_results__ = True
+    return wrapper
+
+
+def eager_values(out):
+    """``arrays_in(out)`` outside any trace; ``out`` unchanged under a trace."""
+    return arrays_in(out) if current_trace() is EVAL_TRACE else out
+
+
+def wrap_module_functions(namespace: dict, names) -> None:
+    """Replace each plain Python function among ``names`` in ``namespace`` by :func:`eager_results` of it.
+
+    Classes, dtypes, constants and submodules are left alone.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ns = {"zeros": np.zeros, "pi": np.pi, "f": lambda n: np.zeros(n)}
+    >>> wrap_module_functions(ns, ["zeros", "pi", "f"])
+    >>> ns["pi"], type(ns["f"](2)).__name__, ns["zeros"] is np.zeros
+    (3.141592653589793, 'Array', True)
+    """
+    from tracejit.transforms.ad_custom import custom_jvp, custom_vjp   # they import tracejit.numpy, which needs Array
+    for name in names:
+        fn = namespace.get(name)
+        if isinstance(fn, (types.FunctionType, functools.partial, custom_jvp, custom_vjp)) \
+                and not getattr(fn, "__tracejit_eager_results__", False):
+            namespace[name] = eager_results(fn)
+
+
+def wrap_package_faces(modules) -> None:
+    """Wrap the public functions (``__all__``, defined in tracejit) of each module with :func:`eager_results`."""
+    for module in modules:
+        namespace = vars(module)
+        names = getattr(module, "__all__", None) or [n for n in namespace if not n.startswith("_")]
+        wrap_module_functions(namespace, [n for n in names if _defined_in_tracejit(namespace.get(n))])
+
+
+def _defined_in_tracejit(fn) -> bool:
+    return (getattr(fn, "__module__", None) or "").startswith("tracejit.")
