@@ -351,3 +351,26 @@ def test_object_codes_in_parallel_match_one_at_a_time():
     for (_, obj), n in zip(parallel, names):
         [(_, alone)], _ = llvm_engine.object_codes([module(n, n[2:])], [n], llvm_engine.LIGHT, False)
         assert obj == alone
+
+
+def test_math_helpers_loaded_from_the_cache_take_their_rare_paths(tmp_path):
+    # sin/cos/tan of |x| >= 2^20 (float64) or of huge float32 values go through a rare path: the
+    # vector math helper reads a cell registered when the helper's IR is built. A helper loaded
+    # from the cache never built its IR, so the cell must be registered from the entry's metadata;
+    # it was not, and the second process crashed (SIGSEGV) on the first huge argument.
+    code = textwrap.dedent("""
+        import numpy as np, tracejit
+        out = []
+        for dtype in (np.float64, np.float32):
+            x = np.array([1e8, 1.5, 3e9, -7e15, 1e30, 2.0, 4e12, -1e5, 9e37], dtype)
+            for name in ("sin", "cos", "tan"):
+                got = np.asarray(tracejit.jit(getattr(np, name))(x))
+                want = getattr(np, name)(x.astype(np.float64)).astype(dtype)
+                out.append(bool(np.allclose(got, want, rtol=8 * np.finfo(dtype).eps, atol=1e-6)))
+        print(out)
+    """)
+    env = dict(os.environ, TRACEJIT_CACHE_DIR=str(tmp_path))
+    for run in ("compiles and stores", "loads from the cache"):
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+        assert r.returncode == 0, f"the process that {run} exited with {r.returncode}: {r.stderr[-2000:]}"
+        assert r.stdout.strip().splitlines()[-1] == str([True] * 6), (run, r.stdout)

@@ -167,17 +167,26 @@ def _ensure_symbol(symbol: str, name: str, ty, arity: int) -> None:
     with _lock:
         if symbol in _compiled:
             return
+        built = []
+
         def build():
             # Runs only when the persistent cache has no object code for this helper.
             lib = llvm_engine.new_module(f"tracejit_math_{symbol}")
             helper = vecmath.helper_function(lib, name, ty, arity)
             helper.linkage = ""                       # exported from the library module
             helper.attributes.discard("alwaysinline")
+            built.append(lib)
             return lib
 
         from tracejit.diagnostics import persistent_cache
-        compiled, _ = persistent_cache.compile_module(build, name=symbol, vectorize=False,
-                                                      speed_level=llvm_engine.LIGHT,
-                                                      components={"math_helper": symbol})
+        # A helper may call a rare path (sin/cos/tan of huge arguments: a cell the helper's code
+        # reads through an external symbol). A cached helper lists the cells it needs, which are
+        # registered before its object code is loaded: an unregistered one resolved to nothing
+        # and the rare branch jumped through it (SIGSEGV for |x| >= 2^20 on a cache hit).
+        compiled, _ = persistent_cache.compile_module(
+            build, name=symbol, vectorize=False, speed_level=llvm_engine.LIGHT,
+            components={"math_helper": symbol},
+            extra_metadata=lambda: {"rare_paths": rare_paths.symbols_used(built[0])},
+            before_load=lambda meta: rare_paths.ensure(meta.get("rare_paths", [])))
         llvm.add_symbol(symbol, compiled.address(symbol))
         _compiled[symbol] = compiled
