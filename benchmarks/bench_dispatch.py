@@ -18,6 +18,9 @@ def main():
     t_tj = median_time(lambda: jt(x), min_time=0.05)
     print(row("numpy eager (2 ufunc calls)", t_np))
     print(row("tracejit jit call", t_tj, t_np))
+    xa = tracejit.device_put(x)             # a tracejit.Array argument (the result of an earlier call)
+    t_tj_array = median_time(lambda: jt(xa), min_time=0.05)
+    print(row("tracejit jit call (Array in)", t_tj_array, t_np))
     jax = jax_cpu()
     if jax is not None:
         xj = jax.device_put(x)

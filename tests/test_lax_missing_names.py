@@ -175,13 +175,14 @@ def test_bitcast_convert_type_integers_jit_and_eager():
     check(lambda v: lax.bitcast_convert_type(v, np.uint16), z.reshape(2, 1).view(np.uint16), z)
 
 
-def test_bitcast_convert_type_floats_eager_only():
-    x = np.array([1.0, -0.0, np.inf], np.float32)
-    assert_close(lax.bitcast_convert_type(x, np.uint32), x.view(np.uint32))
+def test_bitcast_convert_type_floats():
+    x = np.array([1.0, -0.0, np.inf, 1e-45, -3.4e38, np.nan], np.float32)
+    check(lambda v: lax.bitcast_convert_type(v, np.uint32), x.view(np.uint32), x)
+    check(lambda v: lax.bitcast_convert_type(v, np.float32), x, x.view(np.uint32))
     assert_close(lax.bitcast_convert_type(np.array([1.0]), np.uint32), np.array([1.0]).reshape(1, 1).view(np.uint32))
-    with pytest.raises(NotImplementedError, match="bit-reinterpreting"):
-        tracejit.jit(lambda v: lax.bitcast_convert_type(v, np.uint32))(x)
-    with pytest.raises(TypeError, match="last axis"):
+    check(lambda v: lax.bitcast_convert_type(v, np.uint32), np.array([1.0, -2.5]).reshape(2, 1).view(np.uint32),
+          np.array([1.0, -2.5]))
+    with pytest.raises(ValueError, match="last axis"):       # JAX raises ValueError here
         lax.bitcast_convert_type(np.zeros(3, np.uint8), np.uint16)
 
 

@@ -16,8 +16,9 @@ import numpy as np
 from tracejit.core import dtypes
 from tracejit.core.pytree import tree_map
 from tracejit.lax.indexing import dynamic_update_slice_in_dim
-from tracejit.lax.ops import (broadcast, broadcast_in_dim, concatenate, convert_element_type, dot_general, rem,
-                              reshape, slice_in_dim, transpose)
+from tracejit.ops.elementwise import binary_prims
+from tracejit.lax.ops import (broadcast, broadcast_in_dim, concatenate, convert_element_type, dot_general, reshape,
+                              slice_in_dim, transpose)
 from tracejit.numpy.advanced_indexing import getitem
 from tracejit.numpy._util import aval, canonicalize_axis, is_tracer, to_operand
 
@@ -51,7 +52,7 @@ def full(shape, fill_value, dtype=None, *, sharding=None):
     --------
     >>> from tracejit import lax
     >>> lax.full((2, 3), 1.5)
-    array([[1.5, 1.5, 1.5],
+    Array([[1.5, 1.5, 1.5],
            [1.5, 1.5, 1.5]])
     """
     shape = _shape(shape, "full")
@@ -77,7 +78,7 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.full_like(np.zeros((2,), np.int32), 7)
-    array([7, 7], dtype=int32)
+    Array([7, 7], dtype=int32)
     """
     a = x if _is_shape_dtype(x) else aval(_array(x))
     return full(a.shape if shape is None else shape, fill_value, a.dtype if dtype is None else dtype)
@@ -147,7 +148,7 @@ def broadcast_like(arr, like_arr):
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.broadcast_like(np.arange(3), np.zeros((2, 3)))
-    array([[0, 1, 2],
+    Array([[0, 1, 2],
            [0, 1, 2]])
     """
     x = _array(arr)
@@ -221,7 +222,7 @@ def tile(operand, reps):
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.tile(np.array([[1], [2]]), (1, 3))
-    array([[1, 1, 1],
+    Array([[1, 1, 1],
            [2, 2, 2]])
     """
     x = _array(operand)
@@ -243,7 +244,7 @@ def stack(operands, axis=0):
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.stack([np.array([1, 2]), np.array([3, 4])], axis=1)
-    array([[1, 3],
+    Array([[1, 3],
            [2, 4]])
     """
     arrays = [_array(o) for o in operands]
@@ -263,7 +264,7 @@ def unstack(x, axis=0):
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.unstack(np.array([[1, 2], [3, 4]]), axis=1)
-    (array([1, 3]), array([2, 4]))
+    (Array([1, 3]), Array([2, 4]))
     """
     x = _array(x)
     shape = aval(x).shape
@@ -306,7 +307,7 @@ def dynamic_update_index_in_dim(operand, update, index, axis, *, allow_negative_
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.dynamic_update_index_in_dim(np.zeros(6), 1.0, 10, axis=0)
-    array([0., 0., 0., 0., 0., 1.])
+    Array([0., 0., 0., 0., 0., 1.])
     """
     x = _array(operand)
     nd = aval(x).ndim
@@ -329,7 +330,7 @@ def optimization_barrier(operand, /):
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.optimization_barrier((np.ones(2), 3.0))
-    (array([1., 1.]), 3.0)
+    (Array([1., 1.]), 3.0)
     """
     return tree_map(lambda v: v if is_tracer(v) or dtypes.is_python_scalar(v) else to_operand(v), operand)
 
@@ -357,7 +358,7 @@ def shape_as_value(shape):
     --------
     >>> from tracejit import lax
     >>> lax.shape_as_value((2, 3))
-    array([2, 3], dtype=int32)
+    Array([2, 3], dtype=int32)
     """
     shape = _shape(shape, "shape_as_value")
     dt = np.int32 if all(d <= np.iinfo(np.int32).max for d in shape) else np.int64
@@ -376,7 +377,7 @@ def index_take(src, idxs, axes):
     >>> import numpy as np
     >>> from tracejit import lax
     >>> lax.index_take(np.arange(12).reshape(3, 4), (np.array([0, 2]), np.array([1, -1])), (0, 1))
-    array([ 1, 11])
+    Array([ 1, 11])
     """
     x = _array(src)
     shape = aval(x).shape
@@ -388,6 +389,7 @@ def index_take(src, idxs, axes):
         raise TypeError(f"lax.index_take: repeated axes {axes}")
     rest = [a for a in range(len(shape)) if a not in axes]
     xt = transpose(x, axes + tuple(rest))
-    wrapped = tuple(rem(i, np.asarray(shape[a], aval(i).dtype)[()]) if shape[a] else i
+    # Python's modulo (the sign of the divisor), as JAX's ``indices % size``: not lax.rem.
+    wrapped = tuple(binary_prims["rem"].bind(i, np.asarray(shape[a], aval(i).dtype)[()]) if shape[a] else i
                     for i, a in zip(idxs, axes))
     return getitem(xt, wrapped, mode="clip")

@@ -57,7 +57,7 @@ Examples
 --------
 >>> import numpy as np, tracejit
 >>> relu(np.array([-2., 0., 1.5]))
-array([0. , 0. , 1.5])
+Array([0. , 0. , 1.5])
 >>> float(tracejit.grad(relu)(0.0))
 0.0
 """
@@ -83,7 +83,7 @@ Examples
 --------
 >>> import numpy as np
 >>> relu6(np.array([-1., 3., 7.]))
-array([0., 3., 6.])
+Array([0., 3., 6.])
 """
 
 
@@ -324,7 +324,7 @@ def hard_sigmoid(x):
     --------
     >>> import numpy as np
     >>> hard_sigmoid(np.array([-4., 0., 4.]))
-    array([0. , 0.5, 1. ])
+    Array([0. , 0.5, 1. ])
     """
     return relu6(_inexact(x) + 3.0) / 6.0
 
@@ -363,7 +363,7 @@ def tanh(x):
     --------
     >>> import numpy as np
     >>> tanh(np.array([0.0]))
-    array([0.])
+    Array([0.])
     """
     return jnp.tanh(x)
 
