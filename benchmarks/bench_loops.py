@@ -41,7 +41,6 @@ import argparse
 import functools
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -520,87 +519,37 @@ def _timed(fn, budget: float):
     return median_time(fn, repeat=repeat, warmup=0, min_time=min(0.05, budget / (repeat * 4)))
 
 
-_LOOP_LINE = re.compile(r"^(native loop|host loop|numpy) (scan|while|cond) -> [^#]*(?:#\s*(.*))?$")
-
-
-def _native_or_reason(eqn):
-    """The CPU runtime's own choice for a ``while``/``scan``/``cond`` equation: (native?, reason)."""
-    from tracejit.backends.cpu import loops
-    if hasattr(loops, "native_loop_or_reason"):
-        loop, reason = loops.native_loop_or_reason(eqn)
-        return loop is not None, reason
-    if eqn.primitive.name == "cond":
-        return False, "cond runs its chosen branch as a compiled sub-program"
-    return loops.native_loop(eqn) is not None, None
-
-
 def loop_modes(jitted, args) -> list[str]:
     """How tracejit runs each loop of ``jitted(*args)``: one line per loop, nested ones indented.
 
-    ``compile().as_text()`` shows each top-level control-flow step as ``native loop scan -> b3``
-    or ``host loop scan -> b3  # reason`` (older trees: ``numpy scan -> b3`` for both, and the
-    runtime's choice, ``backends.cpu.loops.native_loop``, tells them apart). A native loop is one
-    LLVM function running every iteration; a host loop runs its compiled body once per iteration
-    from Python. The steps nested in a body (what as_text does not show) are planned here the way
-    the backend plans a body, and a host loop lists its body's non-native steps (``numpy <prim>``,
-    ``blas dot_general``, ``nested <loop>``) and kernels too large for a native loop.
+    The compiled plan records the backend's choice on each control-flow step (``step.loop``: a
+    native loop is one LLVM function running every iteration; a host loop runs its compiled
+    bodies once per iteration from Python, ``step.host_reason`` says why) and the bodies the
+    compile driver optimized (``step.bodies``), whose own loops are listed under it. Loops in the
+    body of a native loop are emitted inline into it; those in a host loop's body have their own
+    choice, made when the body was built.
     """
-    from tracejit.backends.cpu import loops
-    from tracejit.backends.cpu.backend import can_lower, can_reduce
-    from tracejit.compiler.fusion import DotStep, NumpyStep, Planner, WindowStep
-    from tracejit.compiler.kernel_ir import Kernel
-    from tracejit.compiler.passes import run_pipeline
+    from tracejit.compiler.plan import CONTROL_FLOW, NumpyStep
 
-    control_flow = ("scan", "while", "cond")
-    compiled = jitted.lower(*args).compile()
-    shown = [m for m in map(_LOOP_LINE.match, compiled.as_text().splitlines()) if m]
     out = []
 
-    def blocker(step) -> str:
-        if isinstance(step, NumpyStep):
-            prim = step.eqn.primitive.name
-            return f"nested {prim}" if prim in control_flow else f"numpy {prim}"
-        if isinstance(step, DotStep):
-            return "blas dot_general"
-        return type(step).__name__
-
-    def visit(steps, depth, top_level, inside_native=False):
+    def visit(steps, depth, inside_native=False):
         for step in steps:
-            if not isinstance(step, NumpyStep) or step.eqn.primitive.name not in control_flow:
+            if not isinstance(step, NumpyStep) or step.eqn.primitive.name not in CONTROL_FLOW:
                 continue
-            prim, params = step.eqn.primitive.name, step.eqn.params
-            bodies = ([params["program"]] if prim == "scan" else
-                      [params["cond_program"], params["body_program"]] if prim == "while" else
-                      list(params["branches"]))
-            inner, blockers, big = [], [], False
-            for body in bodies:
-                plan = Planner(run_pipeline(body)[0], can_lower, can_reduce).build()
-                inner.append(plan.steps)
-                blockers += [blocker(s) for s in plan.steps if not isinstance(s, (Kernel, WindowStep))]
-                big = big or any(k.size >= loops.THREADED_BODY_WORK for k in plan.kernels)
-            line = shown[len([o for o in out if not o.startswith(" ")])] if top_level else None
-            if inside_native:
-                native, reason = True, None      # emitted inline into the enclosing native loop
-            elif line is not None and line.group(1) != "numpy":
-                native, reason = line.group(1) == "native loop", line.group(3)     # as_text says
-            else:
-                native, reason = _native_or_reason(step.eqn)
+            prim = step.eqn.primitive.name
+            native = inside_native or (step.loop is not None and getattr(step.loop, "native", False))
             if native:
                 mode = "native"
             elif prim == "cond":
                 mode = "host: runs the chosen branch's compiled body from Python"
             else:
-                why = sorted(set(blockers)) + (
-                    [f"a kernel of >= {loops.THREADED_BODY_WORK} elements, kept threaded"] if big else [])
-                mode = "host loop: " + "; ".join(why or [reason or "?"])
+                mode = "host loop: " + (step.host_reason or "?")
             out.append("  " * depth + f"{prim}: {mode}")
-            for steps_ in inner:
-                visit(steps_, depth + 1, False, native)
+            for body in step.bodies or ():
+                visit(body.plan.steps, depth + 1, native)
 
-    if len(shown) != sum(isinstance(s, NumpyStep) and s.eqn.primitive.name in control_flow
-                         for s in compiled.executable.plan.steps):
-        shown = []      # as_text and the plan disagree: ask the runtime instead
-    visit(compiled.executable.plan.steps, 0, True)
+    visit(jitted.lower(*args).compile().executable.plan.steps, 0)
     return out
 
 

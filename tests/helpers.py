@@ -208,3 +208,11 @@ def count_traces(fun):
 def views(x: np.ndarray):
     """Non-contiguous and negative-stride views of a 2-D array ``x`` with their names."""
     return {"step2": x[::2], "transposed": x.T, "reversed": x[::-1, ::-1], "col_step": x[:, ::-2]}
+
+
+def control_flow_steps(compiled) -> list:
+    """The top-level ``while``/``scan``/``cond`` steps of a ``Compiled``'s plan (``step.loop`` is the
+    backend's choice: ``.native`` says whether it runs as one native function)."""
+    from tracejit.compiler.plan import CONTROL_FLOW, NumpyStep
+    return [s for s in compiled.executable.plan.steps
+            if isinstance(s, NumpyStep) and s.eqn.primitive.name in CONTROL_FLOW]

@@ -131,7 +131,7 @@ AXPY_CASES = [
 @pytest.mark.parametrize("name,fn,folds", AXPY_CASES, ids=[c[0] for c in AXPY_CASES])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_axpy_epilogues_fold_into_the_product(provider, name, fn, folds, dtype):
-    from tracejit.compiler.fusion import DotStep
+    from tracejit.compiler.plan import DotStep
     rng = np.random.default_rng(7)
     w, x, g = (rng.standard_normal(s).astype(dtype) for s in [(24, 16), (40, 24), (40, 16)])
     c = tracejit.jit(fn).lower(w, x, g).compile()
@@ -148,7 +148,7 @@ def test_axpy_epilogues_fold_into_the_product(provider, name, fn, folds, dtype):
 
 
 def test_sgd_step_parameters_update_in_one_call_each():
-    from tracejit.compiler.fusion import DotStep
+    from tracejit.compiler.plan import DotStep
     rng = np.random.default_rng(3)
     w1, w2 = rng.standard_normal((32, 64)).astype(np.float32), rng.standard_normal((64, 8)).astype(np.float32)
     x = rng.standard_normal((16, 32)).astype(np.float32)

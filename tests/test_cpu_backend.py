@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tracejit
-from tracejit.compiler.fusion import NumpyStep
+from tracejit.compiler.plan import NumpyStep
 import tracejit.numpy as jnp
 from tracejit import lax
 
@@ -496,3 +496,19 @@ def test_a_call_waits_for_its_output_buffer_still_being_primed():
     assert out.shape == (1 << 18,) and not out.any()       # the primed (zero-filled) buffer
     fresh = runtime.OutputPool(32).take((4,), np.int64)       # nothing pending: a new buffer
     assert fresh.shape == (4,)
+
+
+def test_transcendental_broadcast_over_a_short_axis_is_computed_once():
+    # n-body's pairwise weights: w[i, j] holds a pow and is broadcast over the 3 coordinates. It is
+    # materialized (EXPENSIVE_BROADCAST_MATERIALIZE_FACTOR), not recomputed 3 times per pair.
+    rng = np.random.default_rng(3)
+    pos, mass = rng.standard_normal((64, 3)), rng.random(64)
+
+    def accel(pos, mass):
+        d = pos[None, :, :] - pos[:, None, :]
+        w = mass[None, :] * (np.sum(d * d, axis=-1) + 1e-2) ** -1.5
+        return np.sum(d * w[:, :, None], axis=1)
+    c = tracejit.jit(accel).lower(pos, mass).compile()
+    pow_lines = [line for line in c.as_text().splitlines() if "pow(" in line]
+    assert len(pow_lines) == 1 and "reduce_sum" not in pow_lines[0]
+    np.testing.assert_allclose(c(pos, mass), accel(pos, mass), rtol=1e-12, atol=1e-12)

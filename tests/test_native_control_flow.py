@@ -6,7 +6,8 @@ import pytest
 import tracejit
 import tracejit.numpy as jnp
 from tracejit import lax
-from tracejit.backends.cpu import loops
+
+import helpers
 
 
 def _loop_lines(fn, *args):
@@ -125,9 +126,8 @@ def test_a_carry_returned_unchanged_is_never_copied():
     got = tracejit.jit(f)(A, np.zeros(3))
     np.testing.assert_array_equal(got[0], A)
     np.testing.assert_array_equal(got[1], sum(A[i % 4] for i in range(9)))
-    eqn = [e for e in tracejit.jit(f).lower(A, np.zeros(3)).compile().executable.program.eqns
-           if e.primitive.name == "scan"][0]
-    body = loops.native_loop(eqn).construct.body
+    (step,) = helpers.control_flow_steps(tracejit.jit(f).lower(A, np.zeros(3)).compile())
+    body = step.loop.construct.body
     # The matrix is carry 1 (after the loop counter): the body neither copies it nor saves it.
     assert 1 in body.unchanged and 1 not in body.pass_offsets
 

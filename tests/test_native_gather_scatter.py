@@ -12,6 +12,7 @@ import pytest
 import tracejit
 import tracejit.numpy as jnp
 from tracejit import lax
+import helpers
 from helpers import assert_same, check_against_numpy, sample
 
 
@@ -81,10 +82,8 @@ def test_gather_inside_a_native_loop():
         return lax.fori_loop(0, 500, lambda i, acc: acc + x[(i * 7) % n] * x[(i * 3) % n], 0.0)
     want = sum(x[(i * 7) % n] * x[(i * 3) % n] for i in range(500))
     np.testing.assert_allclose(tracejit.jit(f)(x), want, rtol=1e-12)
-    from tracejit.backends.cpu import loops
-    loop_eqns = [e for e in tracejit.jit(f).lower(x).compile().executable.program.eqns
-                 if e.primitive.name in ("scan", "while")]
-    assert loop_eqns and loops.native_loop(loop_eqns[0]) is not None
+    steps = helpers.control_flow_steps(tracejit.jit(f).lower(x).compile())
+    assert steps and steps[0].loop.native
 
 
 def test_gather_grad_and_vmap():
@@ -157,7 +156,5 @@ def test_segment_sum_and_histogram_in_a_native_loop():
         return lax.fori_loop(0, data.shape[0], body, jnp.zeros(16, np.int64))
     data = rng.integers(0, 1000, 300)
     np.testing.assert_array_equal(tracejit.jit(hist)(data), np.bincount(data % 16, minlength=16))
-    from tracejit.backends.cpu import loops
-    loop_eqns = [e for e in tracejit.jit(hist).lower(data).compile().executable.program.eqns
-                 if e.primitive.name in ("scan", "while")]
-    assert loop_eqns and loops.native_loop(loop_eqns[0]) is not None
+    steps = helpers.control_flow_steps(tracejit.jit(hist).lower(data).compile())
+    assert steps and steps[0].loop.native

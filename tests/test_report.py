@@ -122,7 +122,7 @@ def test_graph_nodes_and_edges():
                                          np.ones(48, np.float32)).compile()
     plan = compiled.executable.plan
     svg = fusion_graph_svg(plan)
-    from tracejit.compiler.memory import step_reads, step_writes
+    from tracejit.compiler.plan import step_reads, step_writes
     for i, step in enumerate(plan.steps):
         for b in step_reads(step):
             assert f'data-from="buf-{b}" data-to="step-{i}"' in svg

@@ -5,6 +5,7 @@ import pytest
 import tracejit
 import tracejit.numpy as jnp
 from tracejit import lax
+import helpers
 from helpers import check_against_numpy, sample
 
 SHAPES = [((7, 5), (5,)), ((5,), (5, 6)), ((5,), (5,)), ((3, 4), (4, 2)), ((2, 3, 4), (2, 4, 5)),
@@ -46,6 +47,5 @@ def test_loop_with_a_matrix_vector_product_runs_natively():
         return lax.fori_loop(0, n, body, jnp.zeros_like(b))
     f = tracejit.jit(solve)
     np.testing.assert_allclose(f(L, b), np.linalg.solve(L, b), rtol=1e-12)
-    from tracejit.backends.cpu import loops
-    body_eqn = [e for e in f.lower(L, b).compile().executable.program.eqns if e.primitive.name in ("scan", "while")]
-    assert body_eqn and loops.native_loop(body_eqn[0]) is not None
+    steps = helpers.control_flow_steps(f.lower(L, b).compile())
+    assert steps and steps[0].loop.native

@@ -16,7 +16,7 @@ import tracejit
 import tracejit.numpy as jnp
 from tracejit import lax
 from tracejit.backends.cpu import loops
-from tracejit.compiler.fusion import NumpyStep, WindowStep
+from tracejit.compiler.plan import NumpyStep, WindowStep
 
 DTYPES = [np.bool_, np.int8, np.int32, np.int64, np.uint16, np.float32, np.float64, np.complex64, np.complex128]
 START_DTYPES = [np.int8, np.int32, np.int64, np.uint8, np.uint64]

@@ -11,6 +11,8 @@ import numpy as np
 
 from tracejit import config_flags, jit_cache
 from tracejit.array import Array, as_array_result
+from tracejit.backends import get_backend
+from tracejit.compiler import driver
 from tracejit.config import config
 from tracejit.core import dtypes, errors
 from tracejit.core.avals import ShapedArray
@@ -255,14 +257,17 @@ class Jitted:
         return program, out_tree_box[0]
 
     def _compile(self, sig: _Signature, traced=None) -> CacheEntry:
-        from tracejit.compiler import compile_program
         t0 = time.perf_counter()
         # `traced` is a (program, out_tree) that lower() already made: reuse it, never retrace.
         program, out_tree = traced if traced is not None else self.trace(sig)
         t1 = time.perf_counter()
-        executable, timings = compile_program(program, backend=self._backend or config.backend,
-                                              name=self._name, donate_argnums=self._donated_leaves(sig))
-        timings = {"trace_ms": (t1 - t0) * 1e3, **timings}
+        # trace -> compile driver (every stage, loop bodies too) -> the backend builds an executable.
+        target = get_backend(self._backend or config.backend)
+        optimized = driver.optimize(program, target, donate_argnums=self._donated_leaves(sig))
+        t2 = time.perf_counter()
+        executable = target.build(optimized, name=self._name)
+        timings = {"trace_ms": (t1 - t0) * 1e3, **optimized.timing_summary(),
+                   **(getattr(executable, "timings", None) or {"build_ms": (time.perf_counter() - t2) * 1e3})}
         entry = CacheEntry(program, executable, out_tree, timings, sig.avals)
         from tracejit.diagnostics.compile_log import record_compile
         record_compile(self, sig, entry)
@@ -413,8 +418,8 @@ class Lowered:
 
     def as_text(self) -> str:
         """The program after the compiler's passes, with kernel boundaries marked."""
-        from tracejit.compiler import optimize_text
-        return optimize_text(self.program, backend=self._jitted._backend or config.backend)
+        target = get_backend(self._jitted._backend or config.backend)
+        return driver.optimize(self.program, target).describe()
 
     def compile(self) -> "Compiled":
         """Compile to native code; the result is also cached in the jitted function."""

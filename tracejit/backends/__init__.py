@@ -1,4 +1,15 @@
-"""Backends, registered by name: ``reference`` (NumPy) and ``cpu`` (LLVM)."""
+"""Backends, registered by name: ``reference`` (NumPy) and ``cpu`` (LLVM).
+
+A backend is a *target* of the compile driver (``compiler/driver.py``), which is
+handed the target and never imports it. A target has:
+
+- ``plans``: False when it runs the Program as traced (the reference interpreter,
+  so that it checks every compiler stage); then the driver runs no stage.
+- ``can_lower(eqn)`` / ``can_reduce(eqn)``: what its fused kernels can compute.
+- ``build(optimized, *, name)``: the driver's ``Optimized`` result -> an executable
+  (a callable on NumPy arrays with ``program``, ``timings`` and ``kernels``). It
+  compiles everything, loop bodies included: an executable never compiles while it runs.
+"""
 from __future__ import annotations
 
 _BACKENDS: dict = {}

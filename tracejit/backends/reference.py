@@ -33,11 +33,14 @@ def as_fresh_output(value, args) -> np.ndarray:
 
 
 class ReferenceBackend:
-    name = "reference"
+    """Interprets the Program as traced: no compiler stage runs before it, so it checks them all."""
 
-    def compile(self, program: Program, *, name: str = "function", donate_argnums=()):
+    name = "reference"
+    plans = False
+
+    def build(self, optimized, *, name: str = "function"):
         from tracejit.config import config
-        return ReferenceExecutable(program, check=config.enable_checks)
+        return ReferenceExecutable(optimized.program, check=config.enable_checks)
 
 
 BACKEND = ReferenceBackend()

@@ -1,2 +1,1 @@
-"""The compiler: a visible pass pipeline from a traced Program to an executable."""
-from tracejit.compiler.pipeline import compile_program, optimize_text  # noqa: F401
+"""The compiler: Program passes, fusion into a Plan, memory planning, all run by ``driver.optimize``."""

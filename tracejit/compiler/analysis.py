@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from tracejit.core.primitive import cost_rules
 from tracejit.core.ir import subprograms
+from tracejit.compiler.plan import step_reads, step_writes
 
 
 def _program_cost(program) -> tuple[float, float]:
@@ -31,7 +32,6 @@ def cost_analysis(program, executable) -> dict:
     if plan is None:
         nbytes = sum(v.aval.nbytes for v in program.in_vars) + sum(a.aval.nbytes for a in program.outputs)
     else:
-        from tracejit.compiler.memory import step_reads, step_writes
         nbytes = 0
         for step in plan.steps:
             for b in set(step_reads(step)) | set(step_writes(step)):

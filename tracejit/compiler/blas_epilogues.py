@@ -6,7 +6,7 @@ back, and the product is never stored on its own.
 """
 from __future__ import annotations
 
-from tracejit.compiler.fusion import DotStep, Plan, step_reads, step_writes
+from tracejit.compiler.plan import DotStep, Plan, step_reads, step_writes
 from tracejit.compiler.kernel_ir import IndexMap, Kernel, is_gather
 
 

@@ -19,13 +19,13 @@ Decisions, in order:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from tracejit.core import dtypes
 from tracejit.core.ir import Literal, Program, Var
 from tracejit.core.primitive import ELEMENTWISE
+from tracejit.compiler.plan import (CONTROL_FLOW, Buffer, DotStep, NumpyStep, Plan, WindowStep,  # noqa: F401
+                                    base_buffer, step_reads, step_writes)
 from tracejit.compiler.kernel_ir import GatherSpec, IndexMap, Kernel, Node, Phase, is_gather, walk
 from tracejit.ops.dot import dot_general_p
 from tracejit.ops.elementwise import iota_p
@@ -57,139 +57,7 @@ NATIVE_SORT_MAX = 128
 NATIVE_SORT_ELEMENTS = 16384
 # A costly value broadcast to at least this many times its size is materialized at its own size.
 BROADCAST_MATERIALIZE_FACTOR = 8
-
-
-@dataclass
-class Buffer:
-    """A materialized value: a C-contiguous array of ``shape`` and ``dtype``."""
-
-    id: int
-    shape: tuple
-    dtype: np.dtype
-    kind: str = "temp"         # input | const | output | temp | alias | external
-    alias_of: int = -1         # alias: buffer whose memory this one reinterprets
-    index: int = -1            # input/const/output position
-
-    @property
-    def nbytes(self) -> int:
-        return math.prod(self.shape) * self.dtype.itemsize
-
-
-@dataclass
-class DotStep:
-    out: int
-    lhs: int
-    rhs: int
-    lhs_perm: tuple            # transposes folded into the operand view (BLAS flags)
-    rhs_perm: tuple
-    dimension_numbers: tuple
-    accumulate: tuple = None   # (buffer c, alpha): out = c + alpha * (lhs . rhs), BLAS's beta = 1
-
-    def describe(self) -> str:
-        acc = f", accumulated into b{self.accumulate[0]} with alpha {self.accumulate[1]:g}" if self.accumulate else ""
-        return (f"blas dot_general -> b{self.out} (lhs b{self.lhs} perm {self.lhs_perm}, "
-                f"rhs b{self.rhs} perm {self.rhs_perm}){acc}")
-
-
-@dataclass
-class WindowStep:
-    """``dynamic_slice`` (``out = operand[window]``), ``dynamic_update_slice``
-    (``out = operand`` with the window replaced by ``update``) or ``pad`` (``out`` filled
-    with the padding value, ``update`` placed at static starts): row copies.
-
-    Starts are clamped into range as in XLA. An update whose ``out`` shares
-    memory with ``operand`` (in-place planning, donation, loop carries) writes
-    only the window; otherwise it copies the operand first.
-    """
-
-    kind: str                  # "slice" | "update" | "pad" | "scatter" | "concat" | "axis"
-    out: int
-    operand: int               # pad: the padding value (buffer id or ("lit", value))
-    update: int | None         # pad: the array placed inside; scatter: the updates; concat: all operands
-    starts: list               # buffer id (integer scalar) or ("lit", value) per operand axis; scatter: [indices];
-                               # concat: each operand's offset along the axis
-    window: tuple              # window shape (slice_sizes, or the update's shape); scatter: ()
-    combine: tuple = ()        # scatter: (kind, mode), e.g. ("add", "drop"); concat: (axis,);
-                               # axis: (cumsum|cumprod|cummax|cummin|argmax|argmin|sort, axis, reverse)
-
-    def reads(self) -> list:
-        if self.kind == "concat":
-            return list(dict.fromkeys(self.update))
-        ins = [self.operand] + ([self.update] if self.update is not None else [])
-        return [b for b in ins if isinstance(b, int)] + [s for s in self.starts if isinstance(s, int)]
-
-    def describe(self) -> str:
-        if self.kind == "concat":
-            return (f"window concatenate[axis={self.combine[0]}] {', '.join(f'b{b}' for b in self.update)} "
-                    f"-> b{self.out}")
-        starts = ", ".join(f"b{s}" if isinstance(s, int) else repr(s[1]) for s in self.starts)
-        operand = f"b{self.operand}" if isinstance(self.operand, int) else repr(self.operand[1])
-        if self.kind == "scatter":
-            return (f"window scatter[{self.combine[0]} mode={self.combine[1]}] b{self.update} into "
-                    f"{operand}[{starts}] -> b{self.out}")
-        if self.kind == "axis":
-            op, axis, reverse = self.combine
-            return f"window {op}[axis={axis}{' reverse' if reverse else ''}] {operand} -> b{self.out}"
-        what = {"slice": "dynamic_slice", "update": f"dynamic_update_slice(update b{self.update})",
-                "pad": f"pad(b{self.update}) with"}[self.kind]
-        return f"window {what} {operand}[{starts}] {list(self.window)} -> b{self.out}"
-
-
-CONTROL_FLOW = ("cond", "while", "scan")
-
-
-@dataclass
-class NumpyStep:
-    """A primitive run by its NumPy implementation, or a control-flow primitive whose ``loop`` the
-    backend sets: a native loop, or a host loop that runs its compiled bodies from Python
-    (``host_reason`` says why it is not native)."""
-
-    eqn: object
-    inputs: list               # buffer id or ("lit", value)
-    outputs: list
-    loop: object = None
-    host_reason: str | None = None
-
-    def describe(self) -> str:
-        name, outs = self.eqn.primitive.name, ", ".join(f"b{b}" for b in self.outputs)
-        if name not in CONTROL_FLOW:
-            return f"numpy {name} -> {outs}"
-        if self.loop is not None and getattr(self.loop, "native", True):
-            return f"native loop {name} -> {outs}"
-        return f"host loop {name} -> {outs}" + (f"  # {self.host_reason}" if self.host_reason else "")
-
-
-def step_reads(step) -> list:
-    """Buffers a step reads."""
-    if isinstance(step, Kernel):
-        return sorted({n.buffer for n in step.loads()})
-    if isinstance(step, DotStep):
-        return [step.lhs, step.rhs] + ([step.accumulate[0]] if step.accumulate else [])
-    if isinstance(step, WindowStep):
-        return step.reads()
-    return [b for b in step.inputs if isinstance(b, int)]
-
-
-def step_writes(step) -> list:
-    """Buffers a step writes."""
-    if isinstance(step, Kernel):
-        return step.buffers_written()
-    if isinstance(step, (DotStep, WindowStep)):
-        return [step.out]
-    return list(step.outputs)
-
-
-@dataclass
-class Plan:
-    buffers: list = field(default_factory=list)
-    steps: list = field(default_factory=list)   # Kernel | DotStep | WindowStep | NumpyStep
-    inputs: list = field(default_factory=list)  # buffer ids of program inputs
-    consts: list = field(default_factory=list)
-    outputs: list = field(default_factory=list)  # buffer id or ("lit", value)
-
-    @property
-    def kernels(self):
-        return [s for s in self.steps if isinstance(s, Kernel)]
+EXPENSIVE_BROADCAST_MATERIALIZE_FACTOR = 2
 
 
 # --------------------------------------------------------------------------- structural maps
@@ -365,13 +233,17 @@ class Planner:
                     self.dot_views[id(a)] = (pe.inputs[0], pe.params["permutation"])
         # Costly values broadcast over many elements are computed once at their own size: a
         # per-row statistic (LayerNorm's 1/sqrt(var + eps)) would otherwise be recomputed for
-        # every element of the row, e.g. in a column kernel, which cannot hoist it.
+        # every element of the row, e.g. in a column kernel, which cannot hoist it. A value holding
+        # a transcendental is worth a store and a load already when broadcast twice (n-body's
+        # pairwise weights ``w[:, :, None]`` over 3 coordinates computed pow 3 times per pair).
         for e in prog.eqns:
             if e.primitive is broadcast_in_dim_p and self.kinds[id(e)] == "struct":
                 src = e.inputs[0]
-                if (isinstance(src, Var) and src.aval.ndim > 0 and id(src) not in m
-                        and e.outputs[0].aval.size >= BROADCAST_MATERIALIZE_FACTOR * max(src.aval.size, 1)
-                        and self._costly(src)):
+                if not isinstance(src, Var) or src.aval.ndim == 0 or id(src) in m:
+                    continue
+                factor = e.outputs[0].aval.size / max(src.aval.size, 1)
+                if ((factor >= BROADCAST_MATERIALIZE_FACTOR and self._costly(src))
+                        or (factor >= EXPENSIVE_BROADCAST_MATERIALIZE_FACTOR and self._expensive(src))):
                     m.add(id(src))
         # Expensive values with several uses are computed once.
         for e in prog.eqns:
@@ -467,10 +339,6 @@ class Planner:
         for eqn in prog.eqns:
             self._build_eqn(eqn, out_positions)
         plan.outputs = [("lit", a.val) if isinstance(a, Literal) else self.buffer_of[id(a)] for a in prog.outputs]
-        merge_kernels(plan)
-        prune_dead_stores(plan)
-        from tracejit.compiler.blas_epilogues import fold_axpy_into_products  # (it imports this module)
-        fold_axpy_into_products(plan)
         return plan
 
     def _out_buffer(self, var, out_positions, kind="temp", **kw):
@@ -716,13 +584,6 @@ def _substitute_own(exprs, own_exprs):
         memo[id(n)] = new
         return new
     return [sub(e) for e in exprs]
-
-
-def base_buffer(buffers, b):
-    """The buffer whose memory ``b`` is: itself, or what its chain of reshape aliases points at."""
-    while buffers[b].kind == "alias":
-        b = buffers[b].alias_of
-    return b
 
 
 def _find_merge_target(merged, step, produced_at, plan):

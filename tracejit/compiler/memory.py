@@ -8,7 +8,7 @@ reads.
 """
 from __future__ import annotations
 
-from tracejit.compiler.fusion import Plan, WindowStep, base_buffer, step_reads, step_writes  # noqa: F401
+from tracejit.compiler.plan import Plan, WindowStep, base_buffer, step_reads, step_writes
 from tracejit.compiler.kernel_ir import Kernel, walk, is_gather
 
 ALIGN = 64

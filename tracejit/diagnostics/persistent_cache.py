@@ -281,7 +281,7 @@ def program_fingerprint(program, plan=None) -> str:
         h.update(f"\nconst {a.dtype.str}{a.shape}".encode())
         h.update(a.tobytes())
     if plan is not None:
-        from tracejit.compiler.fusion import DotStep, WindowStep
+        from tracejit.compiler.plan import DotStep, WindowStep
         from tracejit.compiler.kernel_ir import Kernel
         for b in plan.buffers:
             h.update(f"\nbuffer {b.id} {b.shape} {b.dtype.str} {b.kind} {b.alias_of} {b.index}".encode())

@@ -54,9 +54,9 @@ def _wrap(items, width: int, max_lines: int) -> list:
 
 def _graph(plan):
     """Nodes (id -> dict) and edges (src, dst, kind) of a plan."""
-    from tracejit.compiler.fusion import DotStep
+    from tracejit.compiler.plan import DotStep
     from tracejit.compiler.kernel_ir import Kernel
-    from tracejit.compiler.memory import step_reads, step_writes
+    from tracejit.compiler.plan import step_reads, step_writes
     nodes, edges = {}, []
     used = set()
     kernel_index = 0

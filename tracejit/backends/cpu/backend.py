@@ -1,13 +1,16 @@
-"""The ``cpu`` backend: passes -> fusion -> memory planning -> LLVM (one module, two for large programs)."""
+"""The ``cpu`` backend: the driver's plan -> LLVM (one module, two for large programs) -> an executable.
+
+The compile driver (``compiler/driver.py``) has already run every stage, loop
+bodies included; ``build`` chooses how each loop runs (native or host),
+generates and compiles the code, and assembles the executable.
+"""
 from __future__ import annotations
 
 import os
 import time
 
-from tracejit.compiler.fusion import CONTROL_FLOW, DotStep, NumpyStep, Planner, WindowStep, step_writes
+from tracejit.compiler.plan import CONTROL_FLOW, NumpyStep, WindowStep, DotStep, step_writes
 from tracejit.compiler.kernel_ir import Kernel, walk
-from tracejit.compiler.memory import plan_memory
-from tracejit.compiler.passes import run_pipeline
 from tracejit.backends import register_backend
 from tracejit.config import env_flag
 from tracejit.backends.cpu import llvm_engine, loops, mathlib, parallel, warmup
@@ -19,45 +22,35 @@ from tracejit.backends.cpu.runtime import (CPUExecutable, KernelLaunch, WindowLa
 
 
 class CPUBackend:
+    """Target of the compile driver: LLVM kernels, BLAS products, native or host loops."""
+
     name = "cpu"
-
-    def optimize(self, program):
-        program, pass_ms = run_pipeline(program)
-        t0 = time.perf_counter()
-        plan = Planner(program, can_lower, can_reduce).build()
-        # Layout folding happens while fusion builds index maps: one timing covers both.
-        pass_ms["layout+fusion"] = (time.perf_counter() - t0) * 1e3
-        _dump_plan("fusion", plan)
-        return program, plan, pass_ms
-
-    def optimized_text(self, program) -> str:
-        program, plan, _ = self.optimize(program)
-        return f"{program}\n\n# kernels and steps\n" + _plan_text(plan)
+    plans = True
+    can_lower = staticmethod(can_lower)
+    can_reduce = staticmethod(can_reduce)
 
     def _choose_loops(self, plan) -> None:
-        """Each control-flow step becomes a native loop, or a host loop whose bodies are compiled now
+        """Each control-flow step becomes a native loop, or a host loop whose bodies are built now
         (so an executable never compiles while it runs); the reason is recorded for ``as_text``."""
         for step in plan.steps:
             if isinstance(step, NumpyStep) and step.eqn.primitive.name in CONTROL_FLOW:
-                step.loop, step.host_reason = loops.native_loop_or_reason(step.eqn)
+                step.loop, step.host_reason = loops.native_loop_or_reason(step)
                 if step.loop is None:
-                    step.loop = HostLoop(step.eqn, self._compile_body, step.host_reason)
+                    step.loop = HostLoop(step, self._build_body, step.host_reason)
 
-    def _compile_body(self, program, donate_argnums):
-        return self.compile(program, name="body", donate_argnums=donate_argnums)
+    def _build_body(self, optimized):
+        return self.build(optimized, name="body")
 
-    def compile(self, program, *, name: str = "function", donate_argnums=()):
+    def build(self, optimized, *, name: str = "function"):
+        """The executable of an optimized program (``driver.optimize(program, self)``)."""
         t0 = time.perf_counter()
         warmup.wait()
         warmup_ms = (time.perf_counter() - t0) * 1e3
-        t0 = time.perf_counter()
-        program, plan, pass_ms = self.optimize(program)
+        program, plan = optimized.program, optimized.plan
         t1 = time.perf_counter()
-        offsets, arena_bytes = plan_memory(plan)
-        pass_ms["memory"] = (time.perf_counter() - t1) * 1e3
-        _dump_plan("memory", plan, f"arena {arena_bytes} bytes, offsets {offsets}")
         self._choose_loops(plan)
-        pools = output_pools(plan, donate_argnums)
+        loops_ms = (time.perf_counter() - t1) * 1e3
+        pools = output_pools(plan, optimized.donated_outputs)
         native = set().union(*(step_writes(s) for s in plan.steps if isinstance(s, (Kernel, WindowStep, DotStep))))
         prime_in_background([pool for bid, pool in pools.items() if bid in native])
         module = llvm_engine.new_module(f"tracejit_{name}")
@@ -111,13 +104,12 @@ class CPUBackend:
                 launches.append(launch)
         t3 = time.perf_counter()
         timings = {"warmup_wait_ms": warmup_ms, "llvm_modules": len(modules) if emitters else 0,
-                   "passes_ms": (t1 - t0) * 1e3, "codegen_ms": codegen_ms[0],
+                   "loops_ms": loops_ms, "codegen_ms": codegen_ms[0],
                    "llvm_ms": (t3 - t2) * 1e3 - codegen_ms[0], "cache": outcome,
-                   **{f"pass_{k}_ms": v for k, v in pass_ms.items()},
                    **{f"llvm_{k}_ms": v for k, v in compile_ms.items() if isinstance(v, (int, float))}}
-        llvm_ir_text = compiled
-        return CPUExecutable(program, plan, launches, offsets, arena_bytes, timings, llvm_ir_text,
-                             donated=donate_argnums, pools=pools, name=name)
+        return CPUExecutable(program, plan, launches, optimized.offsets, optimized.arena_bytes, timings, compiled,
+                             donated=optimized.donated, donated_outputs=optimized.donated_outputs, pools=pools,
+                             name=name)
 
 
 def _address_or_none(compiled, symbol):
@@ -165,20 +157,8 @@ def spread_over_modules(emitters, main, name) -> list:
     return [main, side]
 
 
-def _dump_plan(stage, plan, extra=""):
-    from tracejit.config import config
-    dump = {p.strip() for p in (config.dump_passes or "").split(",")}
-    if stage in dump or "all" in dump or ("layout" in dump and stage == "fusion"):
-        import sys
-        print(f"--- after {stage} ---\n{_plan_text(plan)}\n{extra}", file=sys.stderr)
-
-
 def _symbol(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name) or "fn"
-
-
-def _plan_text(plan) -> str:
-    return "\n".join(s.describe() for s in plan.steps)
 
 
 BACKEND = CPUBackend()

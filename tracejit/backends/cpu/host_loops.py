@@ -1,8 +1,8 @@
 """Host loops: control flow whose bodies need BLAS or NumPy steps, driven from Python.
 
-The backend compiles every body (cond and body of a ``while``, a ``scan``'s
-body, each branch of a ``cond``) into an executable when it compiles the
-program that holds the loop, so an executable never compiles at run time
+The backend builds every body (cond and body of a ``while``, a ``scan``'s
+body, each branch of a ``cond``; the driver optimized them with the program)
+into an executable when it builds the program that holds the loop, so an executable never compiles at run time
 (``jit(f).lower(x).compile()`` is complete). Each iteration calls the body's
 executable with the current carry: one Python-level call per iteration, with
 the body's kernels running threaded and its products in BLAS. Loops whose
@@ -16,8 +16,9 @@ import numpy as np
 class HostLoop:
     """A ``while``, ``scan`` or ``cond`` equation run from Python over compiled sub-programs.
 
-    ``compile_program(program, donate_argnums) -> executable`` is the backend's compile function;
-    ``reason`` says why the loop is not native (shown by ``as_text``).
+    ``build(optimized) -> executable`` is the backend's build function, applied to the step's
+    bodies (optimized by the driver, carries donated); ``reason`` says why the loop is not native
+    (shown by ``as_text``).
 
     A body's carries are donated to its executable, so an update of a carry (``c.at[i].set(v)``)
     writes in place instead of copying the whole carry every iteration. The loop donates only
@@ -26,19 +27,18 @@ class HostLoop:
 
     native = False
 
-    def __init__(self, eqn, compile_program, reason: str | None = None):
+    def __init__(self, step, build, reason: str | None = None):
+        eqn = step.eqn
         self.kind = eqn.primitive.name
-        self.params = p = eqn.params
+        self.params = eqn.params
         self.reason = reason
+        executables = [build(body) for body in step.bodies]     # order: plan.control_flow_bodies
         if self.kind == "while":
-            body, first = p["body_program"], p["body_nconsts"]
-            self.cond = compile_program(p["cond_program"], ())
-            self.body = compile_program(body, tuple(range(first, len(body.in_vars))))
+            self.cond, self.body = executables
         elif self.kind == "scan":
-            body, first = p["program"], p["num_consts"]
-            self.body = compile_program(body, tuple(range(first, first + p["num_carry"])))
+            (self.body,) = executables
         else:
-            self.branches = [compile_program(b, ()) for b in p["branches"]]
+            self.branches = executables
         if self.kind != "cond":
             # The loop owns the carries it donates; the body's own steps (a nested host loop) may
             # still read them during the call, so they are not marked as deleted.

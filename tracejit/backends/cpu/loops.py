@@ -31,13 +31,11 @@ from collections import OrderedDict
 import numpy as np
 from llvmlite import ir
 
-from tracejit.compiler.fusion import CONTROL_FLOW, NumpyStep, Planner, WindowStep, base_buffer
+from tracejit.compiler.plan import CONTROL_FLOW, NumpyStep, WindowStep, base_buffer
 from tracejit.compiler.kernel_ir import Kernel
-from tracejit.compiler.memory import donation_pairs, plan_memory
-from tracejit.compiler.passes import run_pipeline
 from tracejit.backends.cpu import llvm_engine, mathlib
 from tracejit.backends.cpu import lowering as L
-from tracejit.backends.cpu.native import can_lower, can_reduce, native_emitter, native_steps, vector_bytes
+from tracejit.backends.cpu.native import native_emitter, native_steps, vector_bytes
 from tracejit.backends.cpu.runtime import data_address
 from tracejit.backends.cpu.window import copy_bytes, counted_loop
 
@@ -56,17 +54,17 @@ def _round_up(n: int) -> int:
 
 
 class _SubPlan:
-    """One sub-program's native steps (and nested control flow) and where each of its buffers lives.
+    """One body's native steps (and nested control flow) and where each of its buffers lives.
 
+    ``body`` is the body as the compile driver optimized it (plan, arena, donated carries);
     ``carry_io`` maps a carry's input position to its output position;
     ``ys`` lists output positions stacked into scan results.
     """
 
-    def __init__(self, program, module, vector_bytes, carry_io=None, ys=()):
-        program, _ = run_pipeline(program)
+    def __init__(self, body, module, vector_bytes, carry_io=None, ys=()):
+        program, plan = body.program, body.plan
         self.program = program
         self.tag = f"s{next(_tags)}"
-        plan = Planner(program, can_lower, can_reduce).build()
         for s in plan.steps:
             if isinstance(s, NumpyStep) and s.eqn.primitive.name not in CONTROL_FLOW:
                 raise NotImplementedError(f"body needs a NumPy step ({s.eqn.primitive.name})")
@@ -81,7 +79,7 @@ class _SubPlan:
             raise NotImplementedError("body kernels are large enough to run threaded")
         self.plan = plan
         bufs = plan.buffers
-        self.offsets, self.arena_bytes = plan_memory(plan)
+        self.offsets, self.arena_bytes = body.offsets, body.arena_bytes
         once = [o for o in plan.outputs if plan.outputs.count(o) == 1 and bufs[o].kind == "output"]
         carry_io = carry_io or {}
         # Carries the body returns unchanged: nothing to copy, ever.
@@ -91,7 +89,7 @@ class _SubPlan:
                           and bufs[plan.outputs[k]].shape == bufs[plan.inputs[pos]].shape}
         # Outputs written straight over their own carry.
         self.in_place: dict[int, int] = {}
-        for out_buf, pos in donation_pairs(plan, list(carry_io)).items():
+        for out_buf, pos in body.donated_outputs.items():      # the carries are the donated inputs
             if out_buf in once and plan.outputs.index(out_buf) == carry_io[pos]:
                 self.in_place[out_buf] = pos
         # Outputs written straight into their row of a stacked scan result.
@@ -120,7 +118,7 @@ class _SubPlan:
         native = iter(native_steps(plan))
         for i, s in enumerate(plan.steps):
             if isinstance(s, NumpyStep):
-                self.items.append(("nested", s, _construct(s.eqn, module, vector_bytes)))
+                self.items.append(("nested", s, _construct(s, module, vector_bytes)))
             else:
                 step = next(native)
                 em = native_emitter(module, step, bufs, vector_bytes)
@@ -264,7 +262,7 @@ def _store_carries(b, sub, carries, srcs, avals):
 class _Scan:
     """``scan``: carries in the result memory, ``ys`` rows written in place."""
 
-    def __init__(self, params, module, vb):
+    def __init__(self, params, bodies, module, vb):
         self.params = params
         prog = params["program"]
         nc, ncarry = params["num_consts"], params["num_carry"]
@@ -272,7 +270,7 @@ class _Scan:
         self.x_avals = prog.in_avals[nc + ncarry:]
         self.y_avals = prog.out_avals[ncarry:]
         self.length = params["length"]
-        self.body = _SubPlan(prog, module, vb, {nc + k: k for k in range(ncarry)},
+        self.body = _SubPlan(bodies[0], module, vb, {nc + k: k for k in range(ncarry)},
                              ys=range(ncarry, len(prog.out_avals)))
 
     def storage_bytes(self):
@@ -320,12 +318,12 @@ class _Scan:
 class _While:
     """``while``: the cond sub-plan decides, the body updates the carries (in the result memory)."""
 
-    def __init__(self, params, module, vb):
+    def __init__(self, params, bodies, module, vb):
         self.params = params
         bn = params["body_nconsts"]
         self.carry_avals = params["body_program"].in_avals[bn:]
-        self.cond = _SubPlan(params["cond_program"], module, vb)
-        self.body = _SubPlan(params["body_program"], module, vb, {bn + k: k for k in range(len(self.carry_avals))})
+        self.cond = _SubPlan(bodies[0], module, vb)
+        self.body = _SubPlan(bodies[1], module, vb, {bn + k: k for k in range(len(self.carry_avals))})
 
     def storage_bytes(self):
         return self.cond.storage_bytes() + self.body.storage_bytes()
@@ -360,8 +358,8 @@ class _While:
 class _Cond:
     """``cond``: the clamped index picks a branch; its outputs are copied into the results."""
 
-    def __init__(self, params, index_dtype, module, vb):
-        self.branches = [_SubPlan(p, module, vb) for p in params["branches"]]
+    def __init__(self, params, bodies, index_dtype, module, vb):
+        self.branches = [_SubPlan(body, module, vb) for body in bodies]
         self.index_dtype = index_dtype
         self.out_avals = params["branches"][0].out_avals
 
@@ -393,13 +391,15 @@ class _Cond:
         b.position_at_end(done)
 
 
-def _construct(eqn, module, vb):
+def _construct(step, module, vb):
+    """The construct of a control-flow plan step, over the bodies the driver optimized."""
+    eqn, bodies = step.eqn, step.bodies
     name = eqn.primitive.name
     if name == "scan":
-        return _Scan(eqn.params, module, vb)
+        return _Scan(eqn.params, bodies, module, vb)
     if name == "while":
-        return _While(eqn.params, module, vb)
-    return _Cond(eqn.params, eqn.inputs[0].aval.dtype, module, vb)
+        return _While(eqn.params, bodies, module, vb)
+    return _Cond(eqn.params, bodies, eqn.inputs[0].aval.dtype, module, vb)
 
 
 # --------------------------------------------------------------------------- the compiled driver
@@ -409,11 +409,12 @@ class NativeLoop:
 
     native = True
 
-    def __init__(self, eqn):
+    def __init__(self, step):
+        eqn = step.eqn
         self.kind = eqn.primitive.name
         self.params = eqn.params
         module = llvm_engine.new_module(f"tracejit_{self.kind}_loop")
-        self.construct = c = _construct(eqn, module, vector_bytes())
+        self.construct = c = _construct(step, module, vector_bytes())
         in_avals = [a.aval for a in eqn.inputs]
         out_avals = [v.aval for v in eqn.outputs]
         carries = len(c.carry_avals) if self.kind != "cond" else 0
@@ -478,9 +479,10 @@ _not_native: "OrderedDict[tuple, tuple]" = OrderedDict()
 _NOT_NATIVE_KEEP = 256
 
 
-def native_loop_or_reason(eqn):
-    """``(NativeLoop, None)`` for a ``while``/``scan``/``cond`` equation whose bodies compile to native
-    steps, else ``(None, why not)``."""
+def native_loop_or_reason(step):
+    """``(NativeLoop, None)`` for a ``while``/``scan``/``cond`` plan step whose bodies (optimized by the
+    driver: ``step.bodies``) compile to native steps, else ``(None, why not)``."""
+    eqn = step.eqn
     key = (eqn.primitive.name, tuple(sorted((k, id(v)) for k, v in eqn.params.items())),
            tuple(a.aval for a in eqn.inputs))
     hit = _cache.get(key)
@@ -490,7 +492,7 @@ def native_loop_or_reason(eqn):
         return None, _not_native[key][1]
     loop, reason = None, None
     try:
-        loop = NativeLoop(eqn)
+        loop = NativeLoop(step)
     except NotImplementedError as e:
         reason = str(e)
     if loop is not None:
@@ -502,9 +504,9 @@ def native_loop_or_reason(eqn):
     return loop, reason
 
 
-def native_loop(eqn):
-    """A NativeLoop for a control-flow equation, or None when a body needs Python."""
-    return native_loop_or_reason(eqn)[0]
+def native_loop(step):
+    """A NativeLoop for a control-flow plan step, or None when a body needs Python."""
+    return native_loop_or_reason(step)[0]
 
 
 def clear_cache() -> None:

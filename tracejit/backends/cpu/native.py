@@ -5,7 +5,7 @@ Shared by the backend (whole programs) and native loops (bodies), so neither imp
 from __future__ import annotations
 
 from tracejit.core import dtypes
-from tracejit.compiler.fusion import WindowStep
+from tracejit.compiler.plan import WindowStep
 from tracejit.compiler.kernel_ir import Kernel
 from tracejit.backends.cpu import llvm_engine, lowering
 from tracejit.backends.cpu.codegen import KernelEmitter

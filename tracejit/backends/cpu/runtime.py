@@ -21,7 +21,7 @@ from tracejit.backends.cpu import blas
 from tracejit.backends.cpu.codegen import ELEMENTWISE_GRANULE
 from tracejit.backends.cpu.pointers import data_address
 from tracejit.core.primitive import impl_rules
-from tracejit.compiler.fusion import DotStep, NumpyStep, WindowStep
+from tracejit.compiler.plan import DotStep, NumpyStep, WindowStep, step_writes
 from tracejit.compiler.kernel_ir import Kernel
 from tracejit.ops.dot import _free_dims
 
@@ -298,10 +298,9 @@ class OutputPool:
                 self.priming = None
 
 
-def output_pools(plan, donated=()) -> dict:
-    """``{buffer id: OutputPool}`` for the large outputs a call allocates itself (not donated ones)."""
-    from tracejit.compiler.memory import donation_pairs
-    donated_outputs = donation_pairs(plan, donated) if donated else {}
+def output_pools(plan, donated_outputs) -> dict:
+    """``{buffer id: OutputPool}`` for the large outputs a call allocates itself (not those written
+    into donated inputs: ``donated_outputs``, from memory planning)."""
     return {b.id: OutputPool(b.nbytes) for b in plan.buffers
             if b.kind == "output" and b.nbytes >= RECYCLE_MIN_BYTES and b.id not in donated_outputs}
 
@@ -397,7 +396,7 @@ class CPUExecutable:
     backend = "cpu"
 
     def __init__(self, program, plan, launches, offsets, arena_bytes, timings, module_ir, kernel_asm=None,
-                 donated=(), pools=None, name: str = "function"):
+                 donated=(), donated_outputs=None, pools=None, name: str = "function"):
         self.program = program
         self.name = name
         self.plan = plan
@@ -428,9 +427,8 @@ class CPUExecutable:
         self._aliases = [(b.id, b.alias_of, b.shape) for b in aliases]
         self._alias_after = self._alias_schedule(plan, allocated_by_steps)
         self._out_buffers = [plan.buffers[b] if isinstance(b, int) else None for b in plan.outputs]
-        from tracejit.compiler.memory import donation_pairs
-        self.donated_outputs = donation_pairs(plan, donated) if donated else {}
-        pools = output_pools(plan, donated) if pools is None else pools
+        self.donated_outputs = donated_outputs or {}
+        pools = output_pools(plan, self.donated_outputs) if pools is None else pools
         self._fresh_outputs = [(b.id, b.shape, b.dtype, pools.get(b.id))
                                for b in plan.buffers if b.kind == "output" and b.id not in self.donated_outputs
                                and b.id not in allocated_by_steps]
@@ -441,7 +439,6 @@ class CPUExecutable:
     def _alias_schedule(self, plan, allocated_by_steps):
         # An alias becomes valid once its source exists: after the step that produces the source
         # (an output a step allocates itself, e.g. a loop's result, exists only after that step).
-        from tracejit.compiler.memory import step_writes
         ready = {b.id for b in plan.buffers if b.kind in ("input", "const", "temp", "output")} - allocated_by_steps
         schedule = {-1: []}
         pending = [(b.id, b.alias_of, b.shape) for b in plan.buffers if b.kind == "alias"]

@@ -60,6 +60,7 @@ def splat_constant(scalar: ir.Constant, lanes: int) -> ir.Constant:
     # Built for the scalar type: llvmlite would expand a text constant of a vector type
     # element by element.
     const.type = ir.VectorType(scalar.type, lanes)
+    const.splat_of = scalar          # lowering rules that special-case a constant operand read it here
     return const
 _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)

@@ -21,7 +21,7 @@ import numpy as np
 from llvmlite import ir
 
 from tracejit.core import dtypes
-from tracejit.compiler.fusion import WindowStep
+from tracejit.compiler.plan import WindowStep
 from tracejit.backends.cpu import lowering as L
 from tracejit.backends.cpu.codegen import c_strides
 

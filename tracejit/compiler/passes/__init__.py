@@ -1,14 +1,10 @@
-"""The pass pipeline: one named, ordered list (see :data:`PIPELINE`).
+"""The Program -> Program passes, in order: the first stages of the driver (``compiler/driver.py``).
 
-Each pass is ``Program -> Program``. ``run_pipeline`` times every pass, runs
-the checker after each one when ``config.enable_checks`` is set, and prints
-the program before and after the passes named in ``config.dump_passes``
-(env ``TRACEJIT_DUMP=simplify,cse`` or ``TRACEJIT_DUMP=all``).
+Each pass takes a Program and returns an equivalent one. The driver runs them
+in this order, then the Plan stages (fusion, merge, prune, BLAS epilogues,
+memory, bodies); it times, dumps and checks each.
 """
 from __future__ import annotations
-
-import sys
-import time
 
 from tracejit.compiler.passes.cse import cse
 from tracejit.compiler.passes.dce import dce
@@ -27,30 +23,3 @@ PIPELINE = [
     ("dot_layout", transpose_dots),  # transpose(a @ b) computed as b^T @ a^T (no transposed copy)
     ("dce", dce),              # equations whose results are unused removed
 ]
-# The stages after these turn the program into kernels and buffers, so they are
-# not Program -> Program; the backend runs them in this order and times each:
-PLAN_STAGES = [
-    "layout",    # transposes/broadcasts/slices folded into index maps and BLAS flags (fusion.py)
-    "fusion",    # loop and row kernels, sibling and phase merging (fusion.py)
-    "memory",    # liveness-based arena reuse, in-place writes, donation (memory.py)
-]
-PASS_NAMES = [name for name, _ in PIPELINE] + PLAN_STAGES
-
-
-def run_pipeline(program, *, backend_supports=None):
-    """Run every pass; returns ``(program, {pass_name: ms})``."""
-    from tracejit.config import config
-    from tracejit.core.check import check_program
-    dump = {p.strip() for p in (config.dump_passes or "").split(",") if p.strip()}
-    timings = {}
-    for name, fn in PIPELINE:
-        if name in dump or "all" in dump:
-            print(f"--- before {name} ---\n{program}", file=sys.stderr)
-        t0 = time.perf_counter()
-        program = fn(program, backend_supports) if name == "inline" else fn(program)
-        timings[name] = (time.perf_counter() - t0) * 1e3
-        if config.enable_checks:
-            check_program(program)
-        if name in dump or "all" in dump:
-            print(f"--- after {name} ---\n{program}", file=sys.stderr)
-    return program, timings

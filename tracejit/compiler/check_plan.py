@@ -1,0 +1,135 @@
+"""The plan checker: what must hold of a Plan for any backend to run it safely.
+
+``check_program`` verifies the first IR (types); this verifies the second (memory).
+The driver runs it after every Plan stage when ``config.enable_checks`` is set
+(the test suite sets it), so a stage that breaks an invariant is caught at the
+stage that broke it, not as a wrong number later. It checks:
+
+- buffers are numbered in order, of known kinds, and aliases reinterpret a buffer
+  of the same byte size;
+- the plan's inputs, constants and outputs name buffers of the matching kinds;
+- every buffer a step reads (directly or through an alias) is an input or a
+  constant, or was written by an earlier step; every output exists at the end;
+- window starts are integer scalars;
+- once memory is planned: every arena temporary has an aligned range inside the
+  arena, and two temporaries whose ranges overlap are never live at once (the
+  only shared step allowed is an in-place write: one read for the last time by
+  the kernel or window update that writes the other).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tracejit.compiler.kernel_ir import Kernel
+from tracejit.compiler.plan import WindowStep, step_reads, step_writes
+from tracejit.core.errors import ProgramTypeError
+
+KINDS = ("input", "const", "output", "temp", "alias", "external")
+ARENA_ALIGN = 64
+
+
+class PlanError(ProgramTypeError):
+    """A Plan breaks an invariant its backend relies on (a compiler bug)."""
+
+
+def check_plan(plan, offsets: dict | None = None, arena_bytes: int = 0) -> None:
+    """Raise :class:`PlanError` if ``plan`` (with its arena ``offsets``, once planned) is not sound."""
+    bufs = plan.buffers
+    _check_buffers(bufs)
+    for role, ids, kind in (("input", plan.inputs, "input"), ("constant", plan.consts, "const")):
+        for pos, b in enumerate(ids):
+            if not (0 <= b < len(bufs)) or bufs[b].kind != kind or bufs[b].index != pos:
+                raise PlanError(f"plan {role} {pos} is b{b}, not a {kind} buffer at that position")
+    ready = set(plan.inputs) | set(plan.consts)
+    first, last = {}, {}
+    for i, step in enumerate(plan.steps):
+        # A kernel's later phases read what its earlier phases wrote (a reduction, then its users).
+        own = {_base(bufs, b, f"step {i}") for b in step_writes(step)} if isinstance(step, Kernel) else set()
+        for b in step_reads(step):
+            base = _base(bufs, b, f"step {i}")
+            if base not in ready and base not in own:
+                raise PlanError(f"step {i} ({step.describe()}) reads b{b} before any step writes it")
+            last[base] = i
+        if isinstance(step, WindowStep):
+            _check_window(bufs, step, i)
+        for b in step_writes(step):
+            base = _base(bufs, b, f"step {i}")
+            ready.add(base)
+            first.setdefault(base, i)
+            last[base] = max(last.get(base, i), i)
+    for k, b in enumerate(plan.outputs):
+        if isinstance(b, tuple):
+            if b[0] != "lit":
+                raise PlanError(f"output {k} is {b!r}, neither a buffer nor a literal")
+            continue
+        if _base(bufs, b, f"output {k}") not in ready:
+            raise PlanError(f"output {k} (b{b}) is never written")
+        last[_base(bufs, b, "")] = len(plan.steps)
+    if offsets is not None:
+        _check_arena(plan, offsets, arena_bytes, first, last)
+
+
+def _check_buffers(bufs) -> None:
+    for i, b in enumerate(bufs):
+        if b.id != i:
+            raise PlanError(f"buffer at position {i} has id {b.id}")
+        if b.kind not in KINDS:
+            raise PlanError(f"b{i} has unknown kind {b.kind!r}")
+        if b.kind == "alias":
+            if not (0 <= b.alias_of < len(bufs)) or b.alias_of == i:
+                raise PlanError(f"alias b{i} reinterprets b{b.alias_of}, which does not exist")
+            src = bufs[b.alias_of]
+            if src.nbytes != b.nbytes or src.dtype != b.dtype:
+                raise PlanError(f"alias b{i} ({b.dtype}{list(b.shape)}) reinterprets b{src.id} "
+                                f"({src.dtype}{list(src.shape)}) of another size or type")
+
+
+def _base(bufs, b, where) -> int:
+    if not isinstance(b, int) or not (0 <= b < len(bufs)):
+        raise PlanError(f"{where}: b{b} is not a buffer of the plan")
+    seen = set()
+    while bufs[b].kind == "alias":
+        if b in seen:
+            raise PlanError(f"{where}: aliases form a cycle through b{b}")
+        seen.add(b)
+        b = bufs[b].alias_of
+    return b
+
+
+def _check_window(bufs, step, i) -> None:
+    if step.kind not in ("slice", "update"):
+        return                                 # scatter indices are arrays; pad and concat starts static
+    for s in step.starts:
+        if isinstance(s, tuple):
+            if s[0] != "lit" or not isinstance(s[1], (int, np.integer)):
+                raise PlanError(f"step {i} ({step.describe()}): start {s!r} is not an integer literal")
+        elif bufs[s].shape != () or bufs[s].dtype.kind not in "iu":
+            raise PlanError(f"step {i} ({step.describe()}): start b{s} is not an integer scalar "
+                            f"({bufs[s].dtype}{list(bufs[s].shape)})")
+
+
+def _check_arena(plan, offsets, arena_bytes, first, last) -> None:
+    bufs = plan.buffers
+    ranges = []
+    for b in first:
+        if bufs[b].kind != "temp":
+            continue
+        if b not in offsets:
+            raise PlanError(f"temporary b{b} has no place in the arena")
+        off, n = offsets[b], max(bufs[b].nbytes, 1)
+        if off % ARENA_ALIGN or off < 0 or off + n > arena_bytes:
+            raise PlanError(f"temporary b{b} at [{off}, {off + n}) lies outside the {arena_bytes}-byte arena "
+                            "or is misaligned")
+        ranges.append((off, off + n, first[b], last.get(b, first[b]), b))
+    ranges.sort()
+    for k, (lo, hi, start, end, b) in enumerate(ranges):
+        for lo2, hi2, start2, end2, b2 in ranges[k + 1:]:
+            if lo2 >= hi:
+                break
+            if end < start2 or end2 < start:
+                continue                       # never live at the same time
+            touch = start2 if end == start2 else start if end2 == start else None
+            if touch is not None and isinstance(plan.steps[touch], (Kernel, WindowStep)):
+                continue                       # an in-place write at the last read
+            raise PlanError(f"temporaries b{b} (steps {start}-{end}) and b{b2} (steps {start2}-{end2}) "
+                            f"share arena bytes [{max(lo, lo2)}, {min(hi, hi2)}) while both are live")
