@@ -512,3 +512,26 @@ def test_transcendental_broadcast_over_a_short_axis_is_computed_once():
     pow_lines = [line for line in c.as_text().splitlines() if "pow(" in line]
     assert len(pow_lines) == 1 and "reduce_sum" not in pow_lines[0]
     np.testing.assert_allclose(c(pos, mass), accel(pos, mass), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.int32, np.uint8])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_sums_over_a_short_axis_are_additions_in_numpy_order(dtype, axis):
+    # compiler/passes/short_sums.py: a sum over an axis of 2-4 elements is a map kernel over the
+    # other axes, with NumPy's values bit for bit: its order, +0.0 for negative zeros, NaN and inf.
+    rng = np.random.default_rng(5)
+    shape = [5, 6, 7]
+    shape[axis] = 3
+    x = (rng.standard_normal(shape) * 1e16).astype(dtype) if dtype not in (np.int32, np.uint8) else \
+        rng.integers(0, 200, shape).astype(dtype)
+    if np.dtype(dtype).kind in "fc":
+        x.flat[::7] = -0.0
+        x.flat[5], x.flat[11], x.flat[13] = np.nan, np.inf, -np.inf
+        x[tuple(slice(None) if d == axis % 3 else 0 for d in range(3))] = -0.0    # a line of -0.0: sums to +0.0
+    f = tracejit.jit(lambda x: jnp.sum(x, axis=axis, dtype=x.dtype))
+    got, want = f(x), np.sum(x, axis=axis, dtype=dtype)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(np.real(got)), np.signbit(np.real(want)))
+    text = f.lower(x).compile().as_text()
+    assert "reduce_sum" not in text and text.count("kernel") == 1
