@@ -303,3 +303,55 @@ def test_scan_rows_of_a_narrowing_conversion_stay_in_their_row(source, target, n
     got = tracejit.jit(f)(xs)
     np.testing.assert_array_equal(got, want)
     assert got.dtype == want.dtype
+
+
+def _row_sweep(u):
+    # A nested loop threading the outer carry: each row updated in place, left to right.
+    def row(i, u):
+        return lax.fori_loop(1, u.shape[1], lambda j, u: u.at[i, j].set(0.5 * (u[i, j - 1] + u[i, j])), u)
+    return lax.fori_loop(0, u.shape[0], row, u)
+
+
+def _row_sweep_numpy(u):
+    u = u.copy()
+    for i in range(u.shape[0]):
+        for j in range(1, u.shape[1]):
+            u[i, j] = 0.5 * (u[i, j - 1] + u[i, j])
+    return u
+
+
+def test_a_nested_loop_runs_on_the_carry_it_threads():
+    # The inner loop's carry is the outer body's carry memory: no copy in and out per outer step.
+    u = np.random.default_rng(4).standard_normal((70, 70))       # 39 KB: not kept on the stack
+    compiled = tracejit.jit(_row_sweep).lower(u).compile()
+    np.testing.assert_array_equal(compiled(u), _row_sweep_numpy(u))
+    (step,) = helpers.control_flow_steps(compiled)
+    body = step.loop.construct.body
+    nested = [s for kind, s, _ in body.items if kind == "nested"]
+    # (the inner fori_loop's carries are its counter and the grid: the grid is the one in place)
+    assert len(nested) == 1 and nested[0].outputs[1] in body.in_place
+
+
+@pytest.mark.parametrize("variant", ["old_carry_read_after", "carry_also_a_constant", "old_carry_returned"])
+def test_a_nested_loop_copies_a_carry_still_needed(variant):
+    # Where the old carry is still read (after the inner loop, or by the inner body as a constant),
+    # the inner loop must work on a copy: in place, these reads would see the updated values.
+    u = np.random.default_rng(5).standard_normal((40, 60))
+
+    def f(u, s):
+        def outer(i, c):
+            u, s = c
+            if variant == "old_carry_read_after":
+                new = lax.fori_loop(0, 3, lambda j, v: v.at[i, j].set(v[i, j] + 1.0), u)
+                return new, s + u[i, 0]                    # the old u[i, 0], read after the inner loop
+            if variant == "old_carry_returned":
+                new = lax.fori_loop(0, 3, lambda j, v: v.at[i, j].set(v[i, j] + 1.0), u)
+                return new, u                               # (s is a second grid here)
+            new = lax.fori_loop(0, 3, lambda j, v: v.at[i, j].set(u[i, 0] + v[i, j]), u)
+            return new, s
+        return lax.fori_loop(0, 5, outer, (u, s))
+    s0 = np.zeros_like(u) if variant == "old_carry_returned" else 0.0
+    want = tracejit.jit(f, backend="reference")(u, s0)
+    got = tracejit.jit(f)(u, s0)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])

@@ -158,3 +158,60 @@ def test_segment_sum_and_histogram_in_a_native_loop():
     np.testing.assert_array_equal(tracejit.jit(hist)(data), np.bincount(data % 16, minlength=16))
     steps = helpers.control_flow_steps(tracejit.jit(hist).lower(data).compile())
     assert steps and steps[0].loop.native
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.complex128])
+def test_rows_and_elements_picked_by_traced_indices_are_kernel_loads(dtype):
+    # x[i] and x[i, j] with traced i, j (dynamic_slice windows 1 wide in their leading dims) are
+    # clamped loads inside the consuming kernel, vectorized along the row (the indices are the same
+    # in every lane). Row lengths that are no multiple of the vector width take the masked tail.
+    rng = np.random.default_rng(11)
+    for n in (1, 7, 37, 64):
+        x = (rng.standard_normal((5, n)) * 10).astype(dtype)
+        f = tracejit.jit(lambda x, i, j: (x[i] * 2 + x[i, j], x[i, j] - x[i - 1]))
+        text = f.lower(x, 0, 0).compile().as_text()
+        assert "dynamic_slice" not in text and "gather[clip]" in text
+        if dtype == np.float64 and n == 64:     # the row is read with vector loads
+            import re
+            ir_text = tracejit.jit(lambda x, i: x[i] * 2.0).lower(x, 0).compile().as_text(llvm_ir=True)
+            assert re.search(r"load <\d+ x double>", ir_text), ir_text[:2000]
+        for i, j in [(0, 0), (4, n - 1), (-1, -1), (2, n // 2)]:
+            got = f(x, i, j)
+            want = (x[i] * 2 + x[i, j], x[i, j] - x[i - 1])
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w.astype(dtype))
+
+
+def test_traced_indices_past_the_ends_clamp_as_dynamic_slice_does():
+    # lax.dynamic_slice (as JAX's) adds the dim's size to a negative start once, then clamps the
+    # start into range; a 1-wide window clamps the index itself.
+    x = np.arange(24.0).reshape(4, 6)
+    f = tracejit.jit(lambda x, i, j: lax.dynamic_slice(x, (i, j), (1, 1))[0, 0] + lax.dynamic_slice(x, (i, 0), (1, 6)))
+    ref = tracejit.jit(lambda x, i, j: lax.dynamic_slice(x, (i, j), (1, 1))[0, 0] + lax.dynamic_slice(x, (i, 0), (1, 6)),
+                       backend="reference")
+    for i, j in [(-3, -9), (9, 17), (2, -1), (3, 5), (np.int64(2) ** 40, 0)]:
+        np.testing.assert_array_equal(f(x, i, j), ref(x, i, j))
+        ci, cj = (min(max(int(v) + (n if v < 0 else 0), 0), n - 1) for v, n in ((i, 4), (j, 6)))
+        np.testing.assert_array_equal(f(x, i, j), x[ci, cj] + x[ci:ci + 1])
+
+
+def test_a_row_read_before_its_in_place_update_keeps_its_old_value():
+    # The row is read by a gather fused into a kernel that runs after the update: memory planning
+    # must see that read and not update the carry in place under it.
+    def f(x, i):
+        row = x[i]
+        y = x.at[i].set(-1.0)
+        return y, row * 2
+    x = np.arange(12.0).reshape(3, 4)
+    for i in (0, 2):
+        y, r = tracejit.jit(f)(x, i)
+        want = x.copy()
+        want[i] = -1.0
+        np.testing.assert_array_equal(y, want)
+        np.testing.assert_array_equal(r, x[i] * 2)
+    def loop(x):
+        return lax.fori_loop(0, 3, lambda i, c: (c[0].at[i].set(c[0][i] + 1.0), c[1] + c[0][i] * 2.0),
+                             (x, np.zeros(4)))
+    got = tracejit.jit(loop)(x)
+    np.testing.assert_array_equal(got[0], x + 1.0)
+    np.testing.assert_array_equal(got[1], x.sum(0) * 2.0)

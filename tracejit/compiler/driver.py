@@ -197,7 +197,7 @@ def plan_text(plan: Plan, indent: str = "") -> str:
     """One line per step; a control-flow step's bodies follow it, indented."""
     lines = []
     for step in plan.steps:
-        lines.append(indent + step.describe())
+        lines.extend(indent + line for line in step.describe().splitlines())
         bodies = getattr(step, "bodies", None) or ()
         for body, (role, _, _) in zip(bodies, control_flow_bodies(step.eqn) if bodies else ()):
             lines.append(f"{indent}  {role}:")

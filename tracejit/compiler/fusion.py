@@ -150,6 +150,9 @@ class Planner:
                     len(eqn.inputs) == 1 and eqn.inputs[0].aval.size <= NATIVE_SORT_ELEMENTS
                     and eqn.inputs[0].aval.shape[eqn.params["dimension"]] <= NATIVE_SORT_MAX)):
             return "window"     # a serial native loop along the axis (a sort: insertion sort per line)
+        if p is dynamic_slice_p and isinstance(eqn.inputs[0], Var) and self._fusible_dtype(eqn) \
+                and eqn.inputs[0].aval.dtype.kind in "biufc" and _indexed_prefix(eqn):
+            return "gather"     # x[i] / x[i, j] with traced i, j: a clamped load inside the kernel
         if p in (dynamic_slice_p, dynamic_update_slice_p):
             arrays = eqn.inputs[:1] if p is dynamic_slice_p else eqn.inputs[:2]
             return "window" if all(isinstance(a, Var) for a in arrays) else "numpy"
@@ -281,6 +284,8 @@ class Planner:
             term = imap.terms[dim] if imap.terms else (-1, 0, 0)
             return self._node(("iota", eqn.params["dtype"], term),
                               lambda: Node("iota", eqn.params["dtype"], map=IndexMap((term,))))
+        if k == "gather" and eqn.primitive is dynamic_slice_p:
+            return self._dynamic_slice_expr(eqn, imap)
         if k == "gather":
             return self._gather_expr(eqn, imap)
         assert k == "ew", (eqn.primitive, k)
@@ -309,6 +314,21 @@ class Planner:
         bid = self.buffer_of[id(operand)]
         key = ("gather", bid, omap, spec, np.asarray(fill, d).tobytes() if mode == "fill" else b"",
                tuple(id(a) for a in args))
+        return self._node(key, lambda: Node("load", d, args=args, buffer=bid, map=omap, value=spec))
+
+    def _dynamic_slice_expr(self, eqn, imap: IndexMap) -> Node:
+        """``operand[s0, ..., s(k-1), :, ...]``: the leading ``k`` dims indexed by the (scalar) starts,
+        as a gather in ``clip`` mode. For a window of size 1 XLA clamps the start into
+        ``[0, dim - 1]``, which is what ``clip`` does to the index; the full trailing dims start at 0."""
+        operand, *starts = eqn.inputs
+        k = _indexed_prefix(eqn)
+        d = operand.aval.dtype
+        terms = imap.terms if imap.terms else ((-1, 0, 0),) * operand.aval.ndim
+        args = tuple(self.expr(starts[j], IndexMap(())) for j in range(k))
+        omap = IndexMap(((-1, 0, 0),) * k + tuple(terms[k:]))
+        spec = GatherSpec("clip", None, tuple(operand.aval.shape[:k]))
+        bid = self.buffer_of[id(operand)]
+        key = ("gather", bid, omap, spec, b"", tuple(id(a) for a in args))
         return self._node(key, lambda: Node("load", d, args=args, buffer=bid, map=omap, value=spec))
 
     def _node(self, key, make):
@@ -439,6 +459,18 @@ class Planner:
                         [eqn.primitive.name] + _op_names([e]),
                         reduced_shape=tuple(xshape), perm=perm)
         self.plan.steps.append(kernel)
+
+
+def _indexed_prefix(eqn) -> int:
+    """For a ``dynamic_slice`` whose window is 1 wide in its leading ``k >= 1`` dims and whole in
+    the others (``x[i]``, ``x[i, j]`` with traced indices), ``k``; else 0."""
+    shape, sizes = eqn.inputs[0].aval.shape, eqn.params["slice_sizes"]
+    k = 0
+    while k < len(shape) and sizes[k] == 1:
+        k += 1
+    if k == 0 or any(sizes[j] != shape[j] for j in range(k, len(shape))) or 0 in shape:
+        return 0
+    return k
 
 
 def _op_names(exprs) -> list:

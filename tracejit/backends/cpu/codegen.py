@@ -332,7 +332,7 @@ class KernelEmitter:
         if node.kind == "const":
             v = L.const(node.dtype, node.value, lanes)
         elif is_gather(node):
-            v = self._gather(node, j, cache)
+            v = self._gather(node, lanes, j, cache)
         elif node.kind in ("load", "iota"):
             acc = self.layout.access[id(node)]
             base = self.row_base[id(node)]
@@ -360,9 +360,11 @@ class KernelEmitter:
         cache[key] = v
         return v
 
-    def _gather(self, node, j, cache):
-        """One element of ``operand[idx..., p]``: the map's offset plus each clamped (or checked)
-        index times its dim's stride. Scalar code: a kernel with a gather is not vectorized."""
+    def _gather(self, node, lanes, j, cache):
+        """``operand[idx..., p]``: the map's offset plus each clamped (or checked) index times its
+        dim's stride. In a vector loop (``lanes > 1``) the indices are the same in every lane
+        (``_vectorizable`` checked): they are computed once as scalars, and the lanes load
+        consecutive (or, along a broadcast dim, the same) elements of the selected row."""
         b = self.b
         spec = node.value
         acc = self.layout.access[id(node)]
@@ -370,19 +372,39 @@ class KernelEmitter:
         inner = acc.coeffs[self.lane_dim]
         off = b.add(base, b.mul(j, ir.Constant(I64, inner))) if inner else base
         strides = c_strides(self.buffers[node.buffer].shape)
+        index_cache = cache if lanes == 1 else {}
         valid = None
         for arg, n, stride in zip(node.args, spec.indexed_shape, strides):
-            idx, ok = L.index_in_range(b, self._eval(arg, 1, j, cache), arg.dtype, n, spec.mode)
+            idx, ok = L.index_in_range(b, self._eval(arg, 1, j, index_cache), arg.dtype, n, spec.mode)
             if ok is not None:
                 valid = ok if valid is None else b.and_(valid, ok)
             off = b.add(off, b.mul(idx, ir.Constant(I64, stride)))
-        v = self._load(node.buffer, off, 1)
+        if lanes == 1:
+            v = self._load(node.buffer, off, 1)
+        elif inner == 0:
+            v = L.splat(b, self._load(node.buffer, off, 1), lanes)
+        elif self.mask is not None:
+            v = self._masked_load(node.buffer, off, lanes)
+        else:
+            v = self._load(node.buffer, off, lanes)
         if valid is not None:
-            v = L.select_value(b, valid, v, L.const(node.dtype, spec.fill_value, 1))
+            v = L.select_value(b, valid, v, L.const(node.dtype, spec.fill_value, lanes))
         return v
 
+    def _lane_invariant(self, node) -> bool:
+        """The same value in every lane of a vector step (no gather: its operand may be written)."""
+        if node.kind == "const":
+            return True
+        if is_gather(node):
+            return False
+        if node.kind in ("load", "iota"):
+            return self.layout.access[id(node)].coeffs[self.lane_dim] == 0
+        return all(self._lane_invariant(a) for a in node.args)
+
     def _vectorizable(self, phase_nodes, store_accesses):
-        if any(is_gather(n) for n in phase_nodes):
+        # A gather vectorizes when its indices are the same in every lane (a row picked by traced
+        # indices: ``A[i]`` in a loop body), its lanes then read along the row's own dims.
+        if any(is_gather(n) and not all(self._lane_invariant(a) for a in n.args) for n in phase_nodes):
             return False
         for n in phase_nodes:
             if n.kind in ("load", "iota") and self.layout.access[id(n)].coeffs[-1] not in (0, 1):

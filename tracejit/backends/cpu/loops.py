@@ -31,7 +31,7 @@ from collections import OrderedDict
 import numpy as np
 from llvmlite import ir
 
-from tracejit.compiler.plan import CONTROL_FLOW, NumpyStep, WindowStep, base_buffer
+from tracejit.compiler.plan import CONTROL_FLOW, NumpyStep, WindowStep, base_buffer, step_reads
 from tracejit.compiler.kernel_ir import Kernel
 from tracejit.backends.cpu import llvm_engine, mathlib
 from tracejit.backends.cpu import lowering as L
@@ -92,6 +92,7 @@ class _SubPlan:
         for out_buf, pos in body.donated_outputs.items():      # the carries are the donated inputs
             if out_buf in once and plan.outputs.index(out_buf) == carry_io[pos]:
                 self.in_place[out_buf] = pos
+        self._nested_loops_in_place(plan, once, carry_io)
         # Outputs written straight into their row of a stacked scan result.
         self.direct_ys = {plan.outputs[k]: j for j, k in enumerate(ys) if plan.outputs[k] in once}
         self.out_offsets, top = {}, 0
@@ -125,6 +126,40 @@ class _SubPlan:
                 name = f"{self.tag}_k{i}"
                 em.emit(name)
                 self.items.append(("kernel", em, name))
+
+    def _nested_loops_in_place(self, plan, once, carry_io) -> None:
+        """A nested loop that threads one of these carries through (its initial carry is the carry,
+        its result the new carry) runs on the carry's memory: no copy into the nested loop and back
+        on every iteration (Gauss-Seidel's row loop moved the whole grid twice per row).
+
+        Safe when nothing after the nested loop reads the old carry (no later step, no other output),
+        the loop reads it through no other operand (it would see the carry change under it), and no
+        earlier step already writes into that carry."""
+        bufs = plan.buffers
+        last_read = {}
+        for i, s in enumerate(plan.steps):
+            for b in step_reads(s):
+                last_read[base_buffer(bufs, b)] = i
+        passed_out = {base_buffer(bufs, o) for o in plan.outputs if isinstance(o, int)
+                      and bufs[base_buffer(bufs, o)].kind == "input"}
+        for i, s in enumerate(plan.steps):
+            if not (isinstance(s, NumpyStep) and s.eqn.primitive.name in ("while", "scan")):
+                continue
+            p = s.eqn.params
+            first = p["cond_nconsts"] + p["body_nconsts"] if s.eqn.primitive.name == "while" else p["num_consts"]
+            n_carry = len(s.outputs) if s.eqn.primitive.name == "while" else p["num_carry"]
+            for k in range(n_carry):
+                operand, result = s.inputs[first + k], s.outputs[k]
+                if not isinstance(operand, int) or bufs[operand].kind != "input":
+                    continue
+                pos = bufs[operand].index
+                if (pos not in carry_io or result not in once or plan.outputs.index(result) != carry_io[pos]
+                        or pos in self.in_place.values() or last_read.get(operand, -1) > i
+                        or operand in passed_out
+                        or any(isinstance(o, int) and base_buffer(bufs, o) == operand
+                               for j, o in enumerate(s.inputs) if j != first + k)):
+                    continue
+                self.in_place[result] = pos
 
     def storage_bytes(self) -> int:
         """Working memory this sub-plan asks its driver for, nested constructs included."""
@@ -250,6 +285,14 @@ def _memmove(builder, dst, src, nbytes):
         copy_bytes(builder, dst, src, nbytes, overlap=True)
 
 
+def _initial_carry(builder, carry, operand, nbytes):
+    """Copy a loop's initial carry into its carry memory, unless the loop runs on the operand's own
+    memory (a nested loop threading its enclosing loop's carry: ``_SubPlan._nested_loops_in_place``)."""
+    if nbytes:
+        with builder.if_then(builder.icmp_unsigned("!=", carry, operand)):
+            _memmove(builder, carry, operand, nbytes)
+
+
 def _store_carries(b, sub, carries, srcs, avals):
     """The body's new carries into place; those written in place, or unchanged, already are."""
     for k, aval in enumerate(avals):
@@ -285,7 +328,7 @@ class _Scan:
         b = drv.b
         carries = results[:ncarry]
         for k, a in enumerate(self.carry_avals):
-            _memmove(b, carries[k], operands[nc + k], a.nbytes)
+            _initial_carry(b, carries[k], operands[nc + k], a.nbytes)
         length = ir.Constant(I64, self.length)
         sub = self.body
 
@@ -337,7 +380,7 @@ class _While:
         b = drv.b
         carries = results
         for k, a in enumerate(self.carry_avals):
-            _memmove(b, carries[k], operands[cn + bn + k], a.nbytes)
+            _initial_carry(b, carries[k], operands[cn + bn + k], a.nbytes)
         tag = next(_tags)
         head, it, done = (drv.fn.append_basic_block(f"{n}{tag}") for n in ("loop", "iter", "done"))
         b.branch(head)
@@ -432,7 +475,7 @@ class NativeLoop:
         drv.b.ret_void()
         self.slot_names = list(drv.names)
         self._sources = list(drv.sources)
-        self.compiled, self.cache_outcome = _compile_driver(module, eqn, f"{self.kind}_loop")
+        self.compiled, self.cache_outcome = _compile_driver(module, step, f"{self.kind}_loop")
         self.fn = DRIVER_FN(self.compiled.address("loop_driver"))
         self._slots_type = ctypes.c_void_p * max(len(self.slot_names), 1)
         self._scratch = {name: max(n, 1) for name, n in drv.scratch_bytes.items()}
@@ -455,19 +498,32 @@ class NativeLoop:
         return results
 
 
-def _compile_driver(module, eqn, name):
+def _compile_driver(module, step, name):
     """The driver's object code, through the persistent cache like kernels: keyed by the loop
-    equation's text (its bodies, literals and operand types) and the compile environment, so a
-    new process loads it instead of running LLVM. Returns ``(CompiledModule, outcome)``."""
+    equation's text (its bodies, literals and operand types), the plans its bodies were compiled
+    from, and the compile environment, so a new process loads it instead of running LLVM.
+    Returns ``(CompiledModule, outcome)``."""
     from tracejit.core.ir import Program, Var
     from tracejit.diagnostics import persistent_cache
+    eqn = step.eqn
     holder = Program([], [], [a for a in eqn.inputs if isinstance(a, Var)], [eqn], eqn.outputs)
     components = {"loop": persistent_cache.program_fingerprint(holder), "vector_bytes": vector_bytes(),
-                  "local_storage_bytes": LOCAL_STORAGE_BYTES}
+                  "local_storage_bytes": LOCAL_STORAGE_BYTES, "bodies": _bodies_fingerprint(step)}
     return persistent_cache.compile_module(
         module, name=name, vectorize=False, components=components,
         extra_metadata=lambda: {"math": mathlib.specs_used(module)},
         before_load=lambda meta: mathlib.ensure(meta.get("math", [])), symbols=("loop_driver",))
+
+
+def _bodies_fingerprint(step) -> list:
+    """The plans of a control-flow step's bodies, nested loops' bodies included: the code the driver
+    holds is made from them, so its cache key names them (not only the equation they came from)."""
+    from tracejit.diagnostics import persistent_cache
+    out = []
+    for body in step.bodies:
+        out.append(persistent_cache.program_fingerprint(body.program, body.plan))
+        out.extend(_bodies_fingerprint(s) for s in body.plan.steps if isinstance(s, NumpyStep) and s.bodies)
+    return out
 
 
 # Compiled loops, held weakly: a loop lives as long as an executable that runs it (its params,
