@@ -85,7 +85,7 @@ def _plan_stage(fn):
 @_plan_stage
 def fuse(c: Optimized, target) -> None:
     """Program -> Plan: structural ops folded into index maps (layout), then kernels and steps."""
-    c.plan = Planner(c.program, target.can_lower, target.can_reduce).build()
+    c.plan = Planner(c.program, target.can_lower, target.can_reduce, c.donated).build()
 
 
 @_plan_stage

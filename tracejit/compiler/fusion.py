@@ -106,10 +106,13 @@ _STRUCTURAL = {broadcast_in_dim_p, transpose_p, slice_p, rev_p, squeeze_p, resha
 # --------------------------------------------------------------------------- planner
 
 class Planner:
-    def __init__(self, program: Program, can_lower, can_reduce):
+    def __init__(self, program: Program, can_lower, can_reduce, donated=()):
         self.program = program
         self.can_lower = can_lower      # eqn -> bool (elementwise codegen exists)
         self.can_reduce = can_reduce    # eqn -> bool
+        # Inputs whose memory outputs may take over (a loop body's carries): rows are read out of
+        # them through a copy, so that a kernel rewriting the whole input can still do it in place.
+        self.donated_inputs = {id(program.in_vars[i]) for i in donated}
         self.producer: dict[int, object] = {}
         self.uses: dict[int, int] = {}
         self.plan = Plan()
@@ -151,7 +154,8 @@ class Planner:
                     and eqn.inputs[0].aval.shape[eqn.params["dimension"]] <= NATIVE_SORT_MAX)):
             return "window"     # a serial native loop along the axis (a sort: insertion sort per line)
         if p is dynamic_slice_p and isinstance(eqn.inputs[0], Var) and self._fusible_dtype(eqn) \
-                and eqn.inputs[0].aval.dtype.kind in "biufc" and _indexed_prefix(eqn):
+                and eqn.inputs[0].aval.dtype.kind in "biufc" and _indexed_prefix(eqn) \
+                and (_indexed_prefix(eqn) == eqn.inputs[0].aval.ndim or id(eqn.inputs[0]) not in self.donated_inputs):
             return "gather"     # x[i] / x[i, j] with traced i, j: a clamped load inside the kernel
         if p in (dynamic_slice_p, dynamic_update_slice_p):
             arrays = eqn.inputs[:1] if p is dynamic_slice_p else eqn.inputs[:2]
