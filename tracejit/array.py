@@ -169,8 +169,8 @@ class Array(np.ndarray, metaclass=_ArrayMeta):
 
     def delete(self) -> None:
         """Mark the array deleted: passing it to a jitted function raises (its memory stays NumPy's)."""
-        from tracejit.backends.cpu.runtime import _mark_donated
-        _mark_donated(self, "Array.delete")
+        from tracejit.backends.cpu.runtime import mark_deleted
+        mark_deleted(self)
 
     def is_deleted(self) -> bool:
         """Whether :meth:`delete` was called or the array was donated to a jitted call."""

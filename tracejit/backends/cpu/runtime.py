@@ -335,7 +335,7 @@ _donated: dict = {}
 
 
 class _DonatedRef(weakref.ref):
-    __slots__ = ("key", "name")
+    __slots__ = ("key", "why", "advice")
 
 
 def _forget_donated(ref) -> None:
@@ -343,11 +343,26 @@ def _forget_donated(ref) -> None:
         del _donated[ref.key]
 
 
-def _mark_donated(a, name: str) -> None:
+def _mark_donated(a, why: str, advice: str) -> None:
+    """Make passing ``a`` to a jitted function raise: ``why`` it no longer holds its own value, and
+    ``advice`` on what to pass instead, both said in the error."""
     ref = _DonatedRef(a, _forget_donated)
     ref.key = key = id(a)
-    ref.name = name
+    ref.why, ref.advice = why, advice
     _donated[key] = ref
+
+
+def mark_donated_to(a, name: str) -> None:
+    """``a`` was donated to ``jit(name)``, which wrote its result into the array's memory."""
+    _mark_donated(a, f"it was donated to jit({name}) (donate_argnums/donate_argnames), which wrote its "
+                     "result into the array's memory, so the array no longer holds its own value",
+                  "Use that call's result instead, pass a copy (f(x.copy())), or don't donate the argument.")
+
+
+def mark_deleted(a) -> None:
+    """``a.delete()`` was called (JAX's explicit deletion)."""
+    _mark_donated(a, "it was deleted with Array.delete()",
+                  "Pass a copy made before deleting it, or don't delete it.")
 
 
 def _writable_view(a):
@@ -383,11 +398,8 @@ def _check_not_donated(args) -> None:
         if ref is not None and ref() is a:
             from tracejit.core.errors import DeletedArrayError
             raise DeletedArrayError(
-                f"Array has been deleted with shape={a.dtype}{list(a.shape)} (flattened argument {i}): it was "
-                f"donated to jit({ref.name}) (donate_argnums/donate_argnames), which wrote its result into "
-                "the array's memory, so the array no longer holds its own value and cannot be passed "
-                "to a jitted function again. Use that call's result instead, pass a copy "
-                "(f(x.copy())), or don't donate the argument.")
+                f"Array has been deleted with shape={a.dtype}{list(a.shape)} (flattened argument {i}): "
+                f"{ref.why}, and it cannot be passed to a jitted function again. {ref.advice}")
 
 
 class CPUExecutable:
@@ -504,7 +516,7 @@ class CPUExecutable:
                 if out is not None:
                     env[bid] = out
                     if self.marks_donations:
-                        _mark_donated(a, self.name)
+                        mark_donated_to(a, self.name)
                 else:
                     b = plan.buffers[bid]
                     env[bid] = np.empty(b.shape, b.dtype)
