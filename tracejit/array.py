@@ -192,18 +192,20 @@ def _cpu_device():
     return Device()
 
 
-_ARRAY_NEW = np.ndarray.view
+# ``ndarray.view`` as a plain function: ``_view_as(x, Array)`` reinterprets x's memory as another
+# ndarray subclass without copying (the fast way to change an array's type).
+_view_as = np.ndarray.view
 
 
 def as_array_result(x):
     """``x`` as a read-only :class:`Array` when it is a NumPy array or scalar; else ``x`` itself."""
     t = type(x)
     if t is np.ndarray:
-        a = _ARRAY_NEW(x, Array)
+        a = _view_as(x, Array)
     elif t is Array:
         a = x                       # maybe a copy NumPy made of an Array (astype, copy, fancy indexing)
     elif isinstance(x, np.generic):
-        a = _ARRAY_NEW(np.asarray(x), Array)
+        a = _view_as(np.asarray(x), Array)
     else:
         return x
     a.setflags(write=False)
@@ -228,13 +230,13 @@ def arrays_in(out):
 
 
 def _plain(x):
-    return _ARRAY_NEW(x, np.ndarray) if type(x) is Array else x
+    return _view_as(x, np.ndarray) if type(x) is Array else x
 
 
 def _plain_tree(x):
     t = type(x)
     if t is Array:
-        return _ARRAY_NEW(x, np.ndarray)
+        return _plain(x)
     if t is tuple or t is list:
         return t(_plain_tree(v) for v in x)
     return x
@@ -308,10 +310,11 @@ class _ResultsAsArrays:
 
 
 # -- the public functions of the package faces ------------------------------------------
-def eager_results(fn):
+def eager_results(fn, post=None):
     """Wrap ``fn`` so that, called outside any trace, its NumPy results come back as Arrays.
 
-    Under ``jit``/``grad``/``vmap`` the wrapper returns ``fn``'s tracers unchanged.
+    Under ``jit``/``grad``/``vmap`` the wrapper returns ``fn``'s tracers unchanged. ``post``, when
+    given, is applied to every result first (``tracejit.numpy`` makes weakly typed scalars strong).
 
     Examples
     --------
@@ -323,6 +326,8 @@ def eager_results(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         out = fn(*args, **kwargs)
+        if post is not None:
+            out = post(out)
         return arrays_in(out) if current_trace() is EVAL_TRACE else out
     wrapper.__tracejit_eager_results__ = True
     return wrapper

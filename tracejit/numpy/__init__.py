@@ -71,13 +71,8 @@ def _strong_results(fn):
     scalar that passes through one (``jnp.where(c, s, 0.5)``, ``jnp.clip(s, 0, 1)``) comes out
     strongly typed, so ``complex64_array + jnp.real(s)`` is complex128 as in NumPy. (Ufuncs do
     the same themselves; Python operators keep Python scalars weak.)"""
-    @_functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        out = _strip_weak(fn(*args, **kwargs))
-        # Called outside any trace: results are tracejit.Arrays (JAX's array type).
-        return _arrays_in(out) if _current_trace() is _EVAL_TRACE else out
-    wrapper.__tracejit_eager_results__ = True
-    return wrapper
+    # Called outside any trace, results are tracejit.Arrays (JAX's array type).
+    return _eager_results(fn, post=_strip_weak)
 
 
 def _strip_weak(out):
@@ -101,11 +96,9 @@ def _wrap_public_functions(namespace):
 
 
 import builtins as _builtins  # noqa: E402
-import functools as _functools  # noqa: E402
 import inspect as _inspect  # noqa: E402
 
-from tracejit.array import Array as _Array, arrays_in as _arrays_in  # noqa: E402
-from tracejit.core.trace import EVAL_TRACE as _EVAL_TRACE, current_trace as _current_trace  # noqa: E402
+from tracejit.array import Array as _Array, eager_results as _eager_results  # noqa: E402
 from tracejit.core.tracer import Tracer as _Tracer  # noqa: E402
 from tracejit.numpy._util import convert as _convert  # noqa: E402
 
