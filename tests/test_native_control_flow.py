@@ -355,3 +355,47 @@ def test_a_nested_loop_copies_a_carry_still_needed(variant):
     got = tracejit.jit(f)(u, s0)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
+
+
+def _lu(a):
+    n = a.shape[0]
+    idx = jnp.arange(n)
+
+    def step(k, a):
+        below = idx > k
+        l = jnp.where(below, a[:, k] / a[k, k], 0.0)
+        a = a - jnp.outer(l, jnp.where(idx >= k, a[k, :], 0.0))
+        return a.at[:, k].set(jnp.where(below, l, a[:, k]))
+    return lax.fori_loop(0, n, step, a)
+
+
+def test_a_carry_rewritten_then_updated_is_computed_in_place():
+    # LU's step rewrites the whole matrix (a temporary) and then sets one column (a window update):
+    # both happen in the carry's memory (compiler/memory.donated_temporaries), nothing is copied.
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((70, 70)) + 70 * np.eye(70)
+    compiled = tracejit.jit(_lu).lower(a).compile()
+    np.testing.assert_array_equal(compiled(a), tracejit.jit(_lu, backend="reference")(a))
+    (step,) = helpers.control_flow_steps(compiled)
+    body = step.loop.construct.body
+    assert body.temps_in_carry and set(body.temps_in_carry.values()) <= set(body.in_place.values())
+
+
+@pytest.mark.parametrize("variant", ["carry_read_after_the_rewrite", "temporary_read_after_the_update"])
+def test_a_carry_rewrite_stays_out_of_place_when_the_old_values_are_read(variant):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((50, 50))
+
+    def f(a, s):
+        def step(k, c):
+            a, s = c
+            t = a * 0.5 + 1.0
+            if variant == "carry_read_after_the_rewrite":
+                return t.at[:, k].set(a[:, k] * 3.0), s        # a[:, k] read after t is computed
+            new = t.at[k, :].set(-1.0)
+            return new, s + t[k, k]                          # t read after the update
+        return lax.fori_loop(0, 7, step, (a, s))
+    want = tracejit.jit(f, backend="reference")(a, 0.0)
+    got = tracejit.jit(f)(a, 0.0)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])

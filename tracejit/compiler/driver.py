@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from tracejit.compiler.blas_epilogues import fold_axpy_into_products
 from tracejit.compiler.check_plan import check_plan
 from tracejit.compiler.fusion import Planner, merge_kernels, prune_dead_stores
-from tracejit.compiler.memory import donation_pairs, plan_memory
+from tracejit.compiler.memory import donated_temporaries, donation_pairs, plan_memory
 from tracejit.compiler.passes import PIPELINE
 from tracejit.compiler.plan import CONTROL_FLOW, NumpyStep, Plan, control_flow_bodies
 from tracejit.core.check import check_program
@@ -43,7 +43,8 @@ class Optimized:
     ``plan`` is None for a target that does not plan (it runs ``program`` as traced).
     ``offsets``/``arena_bytes`` place the plan's temporaries in one arena;
     ``donated_outputs`` maps an output buffer to the donated input position whose
-    memory it is written into. A control-flow step of the plan carries its bodies,
+    memory it is written into; ``donated_temps`` names temporaries a native loop may compute in a
+    donated carry's memory, with the output they become (``memory.donated_temporaries``). A control-flow step of the plan carries its bodies,
     optimized the same way, in ``step.bodies`` (order: ``plan.control_flow_bodies``).
     """
 
@@ -53,6 +54,7 @@ class Optimized:
     arena_bytes: int = 0
     donated: tuple = ()
     donated_outputs: dict = field(default_factory=dict)
+    donated_temps: dict = field(default_factory=dict)   # {temp: (input position, output)}
     timings: dict = field(default_factory=dict)     # {stage name: ms}
     label: str = "program"                          # whose body, in dumps
 
@@ -111,6 +113,7 @@ def memory(c: Optimized, target) -> None:
     """Arena offsets by liveness, in-place writes, and outputs written into donated inputs."""
     c.offsets, c.arena_bytes = plan_memory(c.plan)
     c.donated_outputs = donation_pairs(c.plan, c.donated) if c.donated else {}
+    c.donated_temps = donated_temporaries(c.plan, c.donated, c.donated_outputs) if c.donated else {}
 
 
 @_plan_stage

@@ -187,6 +187,17 @@ class Planner:
         self._expensive_memo[key] = result
         return result
 
+    def _view_root(self, var):
+        """``var`` with reshapes that keep its size (adding or dropping size-1 dims) looked through."""
+        while isinstance(var, Var):
+            eqn = self.producer.get(id(var))
+            if (eqn is None or eqn.primitive not in (reshape_p, squeeze_p, broadcast_in_dim_p)
+                    or self.kinds[id(eqn)] != "struct" or not isinstance(eqn.inputs[0], Var)
+                    or eqn.inputs[0].aval.size != var.aval.size):
+                return var
+            var = eqn.inputs[0]
+        return var
+
     def _costly(self, var) -> bool:
         """Contains a transcendental, sqrt or division before the nearest materialized values."""
         key = id(var)
@@ -245,7 +256,9 @@ class Planner:
         # pairwise weights ``w[:, :, None]`` over 3 coordinates computed pow 3 times per pair).
         for e in prog.eqns:
             if e.primitive is broadcast_in_dim_p and self.kinds[id(e)] == "struct":
-                src = e.inputs[0]
+                # The value itself, not a reshaped view of it: its other users then load it too
+                # (LU's multipliers are broadcast as l[:, None] and also stored as a column).
+                src = self._view_root(e.inputs[0])
                 if not isinstance(src, Var) or src.aval.ndim == 0 or id(src) in m:
                     continue
                 factor = e.outputs[0].aval.size / max(src.aval.size, 1)

@@ -178,3 +178,48 @@ def donation_pairs(plan: Plan, donated_inputs) -> dict:
                 pairs[step.out] = pos
                 break
     return pairs
+
+
+def donated_temporaries(plan: Plan, donated_inputs, donated_outputs) -> dict:
+    """Temporaries that may be computed in a donated input's memory: ``{temp: (input position, output)}``.
+
+    The pattern of a loop body that rewrites a whole carry and then updates part of it,
+    ``a = a - outer(l, row); a = a.at[:, k].set(col)`` (LU): a kernel computes temporary ``T``
+    from the input (the donation rules: only the expression producing ``T`` reads the input, at
+    the element written, and nothing reads the input later), and one window update turns ``T``
+    into ``output`` in place (nothing reads ``T`` after it). Both then live in the input's memory:
+    no temporary written, no copy into the output.
+    """
+    bufs = plan.buffers
+    last_read, first_write = {}, {}
+    for i, step in enumerate(plan.steps):
+        for b in step_reads(step):
+            last_read[base_buffer(bufs, b)] = i
+        for b in step_writes(step):
+            first_write.setdefault(base_buffer(bufs, b), i)
+    outputs = [b for b in plan.outputs if isinstance(b, int)]
+    alias_bases = {base_buffer(bufs, b) for b in outputs}
+    used = set(donated_outputs.values())
+    producers = {out: (i, readers, pi, j, omap, e) for i, step, readers, pi, j, out, omap, e in _map_outputs(plan)}
+    pairs = {}
+    for u, step in _window_updates(plan):
+        out, temp = step.out, base_buffer(bufs, step.operand)
+        if (bufs[out].kind != "output" or outputs.count(out) != 1 or out in donated_outputs
+                or bufs[temp].kind != "temp" or bufs[temp].nbytes != bufs[out].nbytes
+                or last_read.get(temp) != u or temp not in producers
+                or any(base_buffer(bufs, b) == temp for b in step.reads()[1:])):
+            continue
+        k, readers, pi, j, omap, e = producers[temp]
+        if first_write.get(temp) != k:
+            continue
+        for pos in donated_inputs:
+            ib = bufs[plan.inputs[pos]]
+            if (pos in used or ib.shape != bufs[temp].shape or ib.dtype != bufs[temp].dtype
+                    or ib.id in alias_bases or last_read.get(ib.id, -1) > k
+                    or readers.get(ib.id) != {(pi, j)}):
+                continue
+            if all(m.map == omap and not is_gather(m) for m in _expr_loads(e) if m.buffer == ib.id):
+                pairs[temp] = (pos, out)
+                used.add(pos)
+                break
+    return pairs

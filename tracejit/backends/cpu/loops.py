@@ -92,6 +92,13 @@ class _SubPlan:
         for out_buf, pos in body.donated_outputs.items():      # the carries are the donated inputs
             if out_buf in once and plan.outputs.index(out_buf) == carry_io[pos]:
                 self.in_place[out_buf] = pos
+        # A carry rewritten into a temporary and then updated in a window (LU's step): both in the
+        # carry's memory (compiler/memory.donated_temporaries).
+        self.temps_in_carry: dict[int, int] = {}
+        for temp, (pos, out) in body.donated_temps.items():
+            if out in once and plan.outputs.index(out) == carry_io.get(pos) and pos not in self.in_place.values():
+                self.in_place[out] = pos
+                self.temps_in_carry[temp] = pos
         self._nested_loops_in_place(plan, once, carry_io)
         # Outputs written straight into their row of a stacked scan result.
         self.direct_ys = {plan.outputs[k]: j for j, k in enumerate(ys) if plan.outputs[k] in once}
@@ -233,6 +240,8 @@ class _Frame:
         builder = drv.b
         if buf.kind == "input":
             return self.input_ptr(buf.index)
+        if buf.kind == "temp" and b in sub.temps_in_carry:
+            return self.input_ptr(sub.temps_in_carry[b])
         if buf.kind == "temp":
             return builder.gep(drv.scratch(f"{sub.tag}_arena", sub.arena_bytes),
                                [ir.Constant(I64, sub.offsets.get(b, 0))], source_etype=I8)
