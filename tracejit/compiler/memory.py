@@ -132,6 +132,17 @@ def in_place_pairs(plan: Plan, first=None, last=None) -> dict:
     return pairs
 
 
+def last_reads(plan: Plan) -> dict:
+    """``{buffer: index of the last step that reads it}``, by base buffer (a read through a reshape
+    alias reads the aliased buffer too)."""
+    bufs = plan.buffers
+    last = {}
+    for i, step in enumerate(plan.steps):
+        for b in step_reads(step):
+            last[base_buffer(bufs, b)] = i
+    return last
+
+
 def _window_updates(plan: Plan):
     for i, step in enumerate(plan.steps):
         if isinstance(step, WindowStep) and step.kind in ("update", "scatter"):
@@ -146,10 +157,7 @@ def donation_pairs(plan: Plan, donated_inputs) -> dict:
     """
     bufs = plan.buffers
     pairs = {}
-    last_read = {}
-    for i, step in enumerate(plan.steps):
-        for b in step_reads(step):
-            last_read[base_buffer(bufs, b)] = i     # a read through a reshape alias reads the input too
+    last_read = last_reads(plan)
     outputs = {b for b in plan.outputs if isinstance(b, int)}
     alias_bases = {base_buffer(bufs, b) for b in outputs}
     for i, step, readers, pi, j, out, omap, e in _map_outputs(plan):
@@ -191,10 +199,8 @@ def donated_temporaries(plan: Plan, donated_inputs, donated_outputs) -> dict:
     no temporary written, no copy into the output.
     """
     bufs = plan.buffers
-    last_read, first_write = {}, {}
+    last_read, first_write = last_reads(plan), {}
     for i, step in enumerate(plan.steps):
-        for b in step_reads(step):
-            last_read[base_buffer(bufs, b)] = i
         for b in step_writes(step):
             first_write.setdefault(base_buffer(bufs, b), i)
     outputs = [b for b in plan.outputs if isinstance(b, int)]

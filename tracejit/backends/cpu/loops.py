@@ -31,7 +31,8 @@ from collections import OrderedDict
 import numpy as np
 from llvmlite import ir
 
-from tracejit.compiler.plan import CONTROL_FLOW, NumpyStep, WindowStep, base_buffer, step_reads
+from tracejit.compiler.memory import last_reads
+from tracejit.compiler.plan import CONTROL_FLOW, NumpyStep, WindowStep, base_buffer
 from tracejit.compiler.kernel_ir import Kernel
 from tracejit.backends.cpu import llvm_engine, mathlib
 from tracejit.backends.cpu import lowering as L
@@ -143,10 +144,7 @@ class _SubPlan:
         the loop reads it through no other operand (it would see the carry change under it), and no
         earlier step already writes into that carry."""
         bufs = plan.buffers
-        last_read = {}
-        for i, s in enumerate(plan.steps):
-            for b in step_reads(s):
-                last_read[base_buffer(bufs, b)] = i
+        last_read = last_reads(plan)
         passed_out = {base_buffer(bufs, o) for o in plan.outputs if isinstance(o, int)
                       and bufs[base_buffer(bufs, o)].kind == "input"}
         for i, s in enumerate(plan.steps):
