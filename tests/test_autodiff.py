@@ -9,7 +9,7 @@ import pytest
 import tracejit
 import tracejit.numpy as jnp
 from tracejit import lax
-from tracejit.api_ad import (checkpoint, checkpoint_policies, custom_jvp, custom_vjp, float0, grad, hessian, jacfwd,
+from tracejit.transforms.api_ad import (checkpoint, checkpoint_policies, custom_jvp, custom_vjp, float0, grad, hessian, jacfwd,
                              jacrev, jvp, linear_transpose, linearize, remat, stop_gradient, value_and_grad, vjp)
 
 RTOL = 1e-6

@@ -14,7 +14,7 @@ import pytest
 from llvmlite import ir
 
 import tracejit
-from tracejit.diagnostics import persistent_cache as pc
+from tracejit.backends.cpu import object_cache as pc
 
 
 @pytest.fixture

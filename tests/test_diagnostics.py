@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 import tracejit
 from tracejit.buckets import bucketed_jit, next_bucket, pad_to_bucket
-from tracejit.diagnostics import compile_log
+from tracejit import compile_log
 from tracejit.diagnostics.advisor import (StrategyResult, _break_even, _compare, _recommend, advise,
                                           example_args, parse_aval)
 
@@ -351,6 +351,26 @@ def test_bucketed_jit_pytree_argument():
     assert [o.shape for o in out] == [(4,), (4,)]   # two real lengths padded to 4: ambiguous, not sliced
     out = fb([np.ones(3), np.ones(3)])
     assert [o.shape for o in out] == [(3,), (3,)]
+
+
+def test_jit_with_buckets_is_bucketed_jit():
+    """tracejit.jit(f, buckets=...) (also as a decorator) pads like bucketed_jit; without buckets it is api.jit."""
+    from tracejit.api import Jitted
+    from tracejit.buckets import BucketedJitted
+    f = tracejit.jit(lambda x, k: x * k, buckets={"x": (0, (4, 8))}, static_argnums=1, keep_unused=True)
+    assert isinstance(f, BucketedJitted)
+    for n in (1, 3, 4, 6):
+        np.testing.assert_array_equal(f(np.ones(n), 2.0), np.full(n, 2.0))
+    assert len(f.signatures_compiled) == 2
+
+    @tracejit.jit(buckets={0: (0, (4,))})
+    def g(x):
+        return x + 1
+    assert isinstance(g, BucketedJitted) and g(np.zeros(3)).shape == (3,)
+    assert isinstance(tracejit.jit(lambda x: x), Jitted)
+    assert isinstance(tracejit.jit(static_argnums=0)(lambda x: x), Jitted)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        tracejit.jit(lambda x: x, buckets={"x": (0, (4,))}, bogus=1)
 
 
 # --------------------------------------------------------------------------- CLI

@@ -388,7 +388,7 @@ def test_vmapped_values_stay_abstract():
 def test_no_control_flow_computes_nothing_while_tracing():
     # Values are computed on demand only: the traced program of a function without
     # value-dependent control flow has no concrete values (and the derivative is unchanged).
-    from tracejit.api_ad import _Traced
+    from tracejit.transforms.api_ad import _Traced
     t = _Traced(lambda x: np.sin(x) * x, (np.float64(1.0),), False, "grad")
     assert t.program.concrete_values == {} or all(v in t.program.in_vars for v in t.program.concrete_values)
     assert t.saved is None

@@ -18,7 +18,7 @@ import pytest
 import tracejit
 import tracejit.numpy as jnp
 from tracejit import lax
-from tracejit.api_ad import grad, jacfwd, jacrev, jvp, vjp
+from tracejit.transforms.api_ad import grad, jacfwd, jacrev, jvp, vjp
 
 
 def both(f):
@@ -180,7 +180,7 @@ def test_jit_grad_of_reductions_over_size_one_axes(shape, reducer):
 
 
 def test_vmap_of_user_custom_jvp_is_one_call_and_keeps_the_rule():
-    from tracejit.api_ad import custom_jvp
+    from tracejit.transforms.api_ad import custom_jvp
 
     @custom_jvp
     def f(x, y):

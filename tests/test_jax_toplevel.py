@@ -61,8 +61,10 @@ def test_module_names_match_jax():
 
 
 def test_docstring_examples_run():
-    for name in ("config_flags", "device_api", "api_misc", "errors", "dtypes", "typing", "stages", "version",
-                 "config"):
+    for name in ("config_flags", "device_api", "device_types", "api_misc", "errors", "dtypes", "typing", "stages",
+                 "version", "config", "core.values", "ops.operands", "ops.composites", "ops.convolution",
+                 "ops.control_flow_functions", "transforms.api_ad", "transforms.api_vmap", "numpy.array_methods",
+                 "compile_log", "buckets"):
         mod = importlib.import_module(f"tracejit.{name}")
         assert doctest.testmod(mod, optionflags=doctest.ELLIPSIS).failed == 0, name
     # The flags are State instances: doctest.testmod does not collect their docstrings.

@@ -16,7 +16,7 @@ import pytest
 
 import tracejit
 import tracejit.numpy as jnp
-from tracejit.api_ad import grad, jvp, vjp
+from tracejit.transforms.api_ad import grad, jvp, vjp
 
 
 def _rnd(rng, shape, cplx):

@@ -13,7 +13,7 @@ import pytest
 from llvmlite import ir
 
 import tracejit
-from tracejit.diagnostics import persistent_cache as pc
+from tracejit.backends.cpu import object_cache as pc
 
 
 @pytest.fixture
@@ -50,6 +50,13 @@ def test_directory_resolution(monkeypatch, tmp_path):
         assert pc.enabled()
     finally:
         tracejit.config.update("compilation_cache_dir", old)
+
+
+def test_public_face_is_the_backend_cache():
+    """tracejit.diagnostics.persistent_cache re-exports the backend's functions (no second copy of the state)."""
+    from tracejit.diagnostics import persistent_cache as face
+    for name in face.__all__:
+        assert getattr(face, name) is getattr(pc, name), name
 
 
 def test_roundtrip(cache_dir):
@@ -185,7 +192,7 @@ def test_concurrent_processes(cache_dir):
     code = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {os.getcwd()!r})
-        from tracejit.diagnostics import persistent_cache as pc
+        from tracejit.backends.cpu import object_cache as pc
         key = "ab" * 32
         bad = 0
         for j in range(40):
@@ -288,7 +295,7 @@ def test_second_process_loads_object_code(tmp_path):
     cold = run()
     if cold["cache"] is None:
         pytest.skip("backend hook not integrated yet: Compiled.timings has no 'cache' outcome "
-                    "(backend.py must compile through persistent_cache.compile_module)")
+                    "(backend.py must compile through object_cache.compile_module)")
     assert cold["cache"] == "compiled"
     warm = run()
     assert warm["cache"] == "persistent-hit", warm

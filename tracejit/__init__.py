@@ -9,7 +9,7 @@ Examples
 Array([0., 0., 0.])
 """
 from tracejit import ops as _ops  # noqa: F401  (registers every primitive)
-from tracejit.api import Compiled, Jitted, Lowered, ShapeDtypeStruct, block_until_ready, eval_shape, jit, make_jaxpr
+from tracejit.api import Compiled, Jitted, Lowered, ShapeDtypeStruct, block_until_ready, eval_shape, make_jaxpr
 from tracejit.config import config
 from tracejit.core.avals import ShapedArray
 from tracejit.core.errors import (ConcretizationTypeError, DeletedArrayError, NonConcreteBooleanIndexError,
@@ -19,13 +19,13 @@ from tracejit.core.pytree import (register_pytree_node, tree_flatten, tree_leave
                                   tree_unflatten)
 from tracejit.core.check import check_program
 from tracejit.core.ir import Program
-from tracejit.api_ad import (checkpoint, checkpoint_policies, custom_jvp, custom_vjp, float0, grad, hessian,
+from tracejit.transforms.api_ad import (checkpoint, checkpoint_policies, custom_jvp, custom_vjp, float0, grad, hessian,
                              jacfwd, jacobian, jacrev, jvp, linear_transpose, linearize, remat, stop_gradient,
                              value_and_grad, vjp)
-from tracejit.api_vmap import vmap
+from tracejit.transforms.api_vmap import vmap
 from tracejit.diagnostics.advisor import advise
 from tracejit.diagnostics.report import report
-from tracejit.buckets import bucketed_jit, pad_to_bucket
+from tracejit.buckets import bucketed_jit, jit, pad_to_bucket  # tracejit.jit: api.jit plus buckets=
 from tracejit.jit_cache import clear_caches
 from tracejit import numpy, lax, random  # noqa: F401
 from tracejit import tree_util, tree, nn  # noqa: F401
@@ -53,7 +53,7 @@ from tracejit.backends import get_backend as _get_backend
 if _get_backend("cpu") is not _get_backend("reference"):
     from tracejit.backends.cpu import warmup as _warmup
     _warmup.start()
-from tracejit.diagnostics import compile_log as _compile_log, persistent_cache as _persistent_cache  # noqa: E402,F401
+from tracejit.diagnostics import persistent_cache as _persistent_cache  # noqa: E402,F401
 from tracejit.compiler import analysis as _analysis  # noqa: E402,F401
 
 from tracejit.array import Array, wrap_package_faces as _wrap_package_faces  # noqa: E402
@@ -61,8 +61,11 @@ from tracejit.numpy import fft as _jnp_fft, linalg as _jnp_linalg  # noqa: E402
 from tracejit.scipy import linalg as _sp_linalg, signal as _sp_signal, special as _sp_special, stats as _sp_stats  # noqa: E402
 
 # Public functions called outside a trace return tracejit.Arrays (jax.numpy is wrapped in its own package).
+# Functions defined with custom_jvp/custom_vjp (jax.nn.relu, ...) are wrapped too; those types are
+# named here, above tracejit.transforms, since tracejit.array is below it.
 _wrap_package_faces([lax, random, nn, nn.initializers, _jnp_fft, _jnp_linalg, _sp_linalg, _sp_signal, _sp_special]
-                    + [getattr(_sp_stats, _name) for _name in _sp_stats.__all__])
+                    + [getattr(_sp_stats, _name) for _name in _sp_stats.__all__],
+                    extra_types=(custom_jvp, custom_vjp))
 
 from tracejit.version import __version__, __version_info__  # noqa: E402
 

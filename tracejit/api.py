@@ -12,9 +12,10 @@ import numpy as np
 from tracejit import config_flags, jit_cache
 from tracejit.array import Array, as_array_result
 from tracejit.backends import get_backend
+from tracejit.compile_log import record_compile
 from tracejit.compiler import driver
 from tracejit.config import config
-from tracejit.core import dtypes, errors
+from tracejit.core import errors
 from tracejit.core.avals import ShapedArray
 from tracejit.core.check import check_program
 from tracejit.core.interpret import eval_program
@@ -22,65 +23,11 @@ from tracejit.core.ir import Program
 from tracejit.core.pytree import LEAF, PyTreeDef, tree_flatten, tree_unflatten
 from tracejit.core.trace import EVAL_TRACE, current_trace, trace_flat
 from tracejit.core.tracer import Tracer
+from tracejit.core.values import ShapeDtypeStruct, leaf_aval
 from tracejit.ops.call import call_p
 
 
-class ShapeDtypeStruct:
-    """A shape and dtype standing in for an array (``jax.ShapeDtypeStruct``).
-
-    Examples
-    --------
-    >>> ShapeDtypeStruct((2, 3), np.float32)
-    ShapeDtypeStruct(shape=(2, 3), dtype=float32)
-    """
-
-    __slots__ = ("shape", "dtype", "weak_type")
-
-    def __init__(self, shape, dtype, weak_type=False):
-        self.shape = tuple(shape)
-        self.dtype = dtypes.canonical(dtype)
-        self.weak_type = weak_type
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    def __eq__(self, other):
-        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-                and self.dtype == other.dtype)
-
-    def __hash__(self):
-        return hash((self.shape, self.dtype))
-
-    def __repr__(self):
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
-
-
 # --------------------------------------------------------------------------- argument handling
-
-def _leaf_aval(leaf, where: str) -> ShapedArray:
-    if isinstance(leaf, Tracer):
-        return leaf.aval
-    if isinstance(leaf, np.ndarray):
-        return ShapedArray(leaf.shape, leaf.dtype)
-    if isinstance(leaf, (ShapeDtypeStruct, ShapedArray)):
-        return ShapedArray(leaf.shape, leaf.dtype, getattr(leaf, "weak_type", False))
-    if dtypes.is_python_scalar(leaf):
-        return ShapedArray((), dtypes.python_scalar_dtype(leaf), weak_type=True)
-    if isinstance(leaf, np.generic):
-        return ShapedArray((), leaf.dtype)
-    if isinstance(leaf, (list, tuple)) or hasattr(leaf, "__array__"):
-        arr = np.asarray(leaf)
-        if arr.dtype != object:
-            return ShapedArray(arr.shape, arr.dtype)
-    raise TypeError(f"{where} is a {type(leaf).__name__}, which is not a valid array argument. "
-                    "Pass arrays or scalars, or mark the argument static with static_argnums / "
-                    "static_argnames if it configures the computation.")
-
 
 def _as_array(leaf, aval: ShapedArray) -> np.ndarray:
     if isinstance(leaf, np.ndarray) and leaf.dtype == aval.dtype:
@@ -222,7 +169,7 @@ class Jitted:
     def _signature_of(self, args, kwargs):
         statics, dyn_args, dyn_kwargs = self._split(args, kwargs)
         leaves, treedef = tree_flatten((tuple(dyn_args), dyn_kwargs))
-        avals = tuple(_leaf_aval(leaf, f"argument {i} of {self._name}") for i, leaf in enumerate(leaves))
+        avals = tuple(leaf_aval(leaf, f"argument {i} of {self._name}") for i, leaf in enumerate(leaves))
         return _Signature(treedef, avals, statics), leaves
 
     def _rebuild_call(self, statics, treedef, leaves):
@@ -269,7 +216,6 @@ class Jitted:
         timings = {"trace_ms": (t1 - t0) * 1e3, **optimized.timing_summary(),
                    **(getattr(executable, "timings", None) or {"build_ms": (time.perf_counter() - t2) * 1e3})}
         entry = CacheEntry(program, executable, out_tree, timings, sig.avals)
-        from tracejit.diagnostics.compile_log import record_compile
         record_compile(self, sig, entry)
         return entry
 
@@ -486,8 +432,12 @@ def _sig_text(sig: _Signature) -> str:
 
 def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         donate_argnames=(), inline: bool = True, backend: str | None = None, keep_unused: bool = False,
-        buckets=None, **unsupported):
+        **unsupported):
     """Compile ``fun`` on first call per input signature; later calls reuse it.
+
+    The package's ``tracejit.jit`` is :func:`tracejit.buckets.jit`: this
+    function, plus ``buckets=`` (padding arguments to bucket sizes), which
+    lives above the API so that the API does not import the padding code.
 
     Parameters
     ----------
@@ -503,11 +453,6 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), d
         program into the caller (default). ``False`` keeps a ``call``.
     backend : str, optional
         ``"cpu"`` (LLVM, default) or ``"reference"`` (NumPy interpreter).
-    buckets : dict, optional
-        ``{argument name or index: (axis, sizes)}``: pad that axis up to the
-        next size in ``sizes`` (and slice outputs back), so N distinct lengths
-        compile at most ``len(sizes)`` times; see :func:`tracejit.pad_to_bucket`
-        for the masking rules.
 
     Returns
     -------
@@ -529,12 +474,7 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), d
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, donate_argnames=donate_argnames,
-                                 inline=inline, backend=backend, buckets=buckets)
-    if buckets is not None:
-        from tracejit.buckets import bucketed_jit
-        return bucketed_jit(fun, buckets, static_argnums=static_argnums, static_argnames=static_argnames,
-                            donate_argnums=donate_argnums, donate_argnames=donate_argnames, inline=inline,
-                            backend=backend)
+                                 inline=inline, backend=backend)
     return Jitted(fun, static_argnums, static_argnames, donate_argnums, donate_argnames, inline, backend)
 
 

@@ -10,12 +10,9 @@ import numpy as np
 from tracejit.array import eager_values
 from tracejit.core.avals import ShapedArray
 from tracejit.core.pytree import tree_flatten, tree_unflatten
-from tracejit.ops.callback import (VMAP_METHODS, FlatCallback, pure_callback_p, register_vjp_rule,
-                                   split_callback_args)
+from tracejit.ops.callback import VMAP_METHODS, FlatCallback, pure_callback_p, split_callback_args
 
 __all__ = ["pure_callback"]
-
-register_vjp_rule()
 
 
 def _result_aval(leaf, i) -> ShapedArray:

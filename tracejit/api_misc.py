@@ -16,13 +16,13 @@ import sys
 
 import numpy as np
 
-from tracejit.api import _leaf_aval
 from tracejit.core.avals import ShapedArray
 from tracejit.core.interpret import eval_program
 from tracejit.core.pytree import tree_flatten, tree_unflatten
 from tracejit.core.trace import EVAL_TRACE, Trace, current_trace, set_current_trace, trace_flat
 from tracejit.core.tracer import Tracer
-from tracejit.transforms.ad_custom import custom_vjp
+from tracejit.core.values import leaf_aval
+from tracejit.transforms.ad_custom import closure_convert, custom_vjp  # noqa: F401  (closure_convert: re-exported)
 
 __all__ = ["typeof", "named_call", "named_scope", "ensure_compile_time_eval", "custom_gradient",
            "closure_convert", "effects_barrier", "print_environment_info"]
@@ -51,7 +51,7 @@ def typeof(x) -> ShapedArray:
     """
     if isinstance(x, Tracer):
         return x.aval
-    return _leaf_aval(x, "the argument of typeof")
+    return leaf_aval(x, "the argument of typeof")
 
 
 @contextlib.contextmanager
@@ -203,72 +203,6 @@ def custom_gradient(fun):
 
     wrapped.defvjp(fwd, bwd)
     return wrapped
-
-
-def closure_convert(fun, *example_args):
-    """Hoist the traced values ``fun`` closes over into arguments (``jax.closure_convert``).
-
-    ``fun`` is traced once with arguments shaped like ``example_args``. Traced values of
-    enclosing transformations that it uses (for example a variable being differentiated)
-    become the hoisted constants; concrete values stay inside. Use it to pass a closure
-    to a function such as a ``custom_vjp`` that must not close over traced values.
-
-    Parameters
-    ----------
-    fun : callable
-    *example_args
-        Arrays, scalars or ShapeDtypeStructs (pytrees) with the argument types.
-
-    Returns
-    -------
-    (converted, consts)
-        ``converted(*args, *consts)`` computes ``fun(*args)``; ``consts`` is a list.
-
-    Examples
-    --------
-    >>> import numpy as np, tracejit
-    >>> def outer(c):
-    ...     g, consts = tracejit.closure_convert(lambda x: x * c, 1.0)
-    ...     assert len(consts) == 1                # c is traced by grad: hoisted
-    ...     return g(2.0, *consts)
-    >>> float(tracejit.grad(outer)(3.0))
-    2.0
-    >>> g, consts = tracejit.closure_convert(lambda x: x + np.ones(2), np.zeros(2))
-    >>> consts, g(np.ones(2))
-    ([], array([2., 2.]))
-    """
-    flat, in_tree = tree_flatten(example_args)
-    in_avals = [_leaf_aval(leaf, f"example argument {i} of closure_convert") for i, leaf in enumerate(flat)]
-    out_trees = []
-
-    def flat_fun(*tracers):
-        out = fun(*tree_unflatten(in_tree, list(tracers)))
-        leaves, out_tree = tree_flatten(out)
-        out_trees.append(out_tree)
-        return leaves
-
-    program = trace_flat(flat_fun, in_avals, getattr(fun, "__name__", "function"))
-    out_tree = out_trees[0]
-    consts = list(program.const_values)
-    hoisted_at = [i for i, c in enumerate(consts) if isinstance(c, Tracer)]
-    hoisted = [consts[i] for i in hoisted_at]
-
-    @functools.wraps(fun)
-    def converted(*args_and_consts):
-        n = len(args_and_consts) - len(hoisted)
-        if n < 0:
-            raise TypeError(f"closure_convert: the converted function takes its arguments followed by "
-                            f"{len(hoisted)} hoisted constants, got {len(args_and_consts)} values")
-        values = list(consts)
-        for i, v in zip(hoisted_at, args_and_consts[n:]):
-            values[i] = v
-        leaves, tree = tree_flatten(tuple(args_and_consts[:n]))
-        if tree != in_tree:
-            raise TypeError(f"closure_convert: the converted function was traced for arguments {in_tree}, "
-                            f"got {tree}")
-        return tree_unflatten(out_tree, eval_program(program, values, leaves))
-
-    return converted, hoisted
 
 
 def effects_barrier() -> None:

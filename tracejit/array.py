@@ -42,12 +42,14 @@ from __future__ import annotations
 
 import functools
 import types
+import weakref
 
 import numpy as np
 
 from tracejit.core.pytree import tree_map
 from tracejit.core.trace import EVAL_TRACE, current_trace
 from tracejit.core.tracer import Tracer
+from tracejit.device_types import Device, Shard, SingleDeviceSharding, _check_placement
 
 __all__ = ["Array", "arrays_in", "as_array_result", "eager_results", "eager_values", "wrap_module_functions",
            "wrap_package_faces"]
@@ -97,18 +99,10 @@ class Array(np.ndarray, metaclass=_ArrayMeta):
 
     fill = put = resize = partition = itemset = _refuse_in_place
 
-    def sort(self, axis=-1, kind=None, order=None, *, stable=True, descending=False):
-        """A sorted copy (``jax.Array.sort``; NumPy's ``ndarray.sort`` sorts in place)."""
-        from tracejit.numpy.sorting import sort
-        return as_array_result(sort(_plain(self), axis, kind, order, stable=stable, descending=descending))
+    # ``sort`` (a sorted copy) and ``at`` (functional updates) compute with tracejit.numpy, which
+    # is above this module: tracejit/numpy/array_methods.py attaches them.
 
     # -- JAX's array API -------------------------------------------------------------
-    @property
-    def at(self):
-        """Functional updates: ``x.at[idx].set(v)``, ``.add``, ``.multiply``, ``.min``, ``.max``, ``.get``, ..."""
-        from tracejit.numpy.indexing import IndexUpdateHelper
-        return _ResultsAsArrays(IndexUpdateHelper(_plain(self)))
-
     def block_until_ready(self):
         """Results are computed synchronously: returns the array itself."""
         return self
@@ -128,13 +122,11 @@ class Array(np.ndarray, metaclass=_ArrayMeta):
     @property
     def sharding(self):
         """A single-device sharding on the CPU device."""
-        from tracejit.device_api import SingleDeviceSharding
         return SingleDeviceSharding(_cpu_device())
 
     @property
     def addressable_shards(self) -> list:
         """One shard holding the whole array."""
-        from tracejit.device_api import Shard
         return [Shard(_cpu_device(), tuple(slice(None) for _ in self.shape), self)]
 
     global_shards = addressable_shards
@@ -163,18 +155,15 @@ class Array(np.ndarray, metaclass=_ArrayMeta):
 
     def to_device(self, device, *, stream=None):
         """Array-API placement: only the CPU device exists, so the array itself."""
-        from tracejit.device_api import _check_placement
         _check_placement(device, "device")
         return self
 
     def delete(self) -> None:
         """Mark the array deleted: passing it to a jitted function raises (its memory stays NumPy's)."""
-        from tracejit.backends.cpu.runtime import mark_deleted
         mark_deleted(self)
 
     def is_deleted(self) -> bool:
         """Whether :meth:`delete` was called or the array was donated to a jitted call."""
-        from tracejit.backends.cpu.runtime import _donated
         ref = _donated.get(id(self))
         return ref is not None and ref() is self
 
@@ -188,8 +177,61 @@ def _unpickle(data):
 
 
 def _cpu_device():
-    from tracejit.device_api import Device
     return Device()
+
+
+# -- deletion and donation marks ------------------------------------------------------------
+# Arrays whose memory a call with donate_argnums gave to its output, or that were deleted with
+# Array.delete(): {id(array): weak reference}. Such an array no longer holds its own value: passing
+# it to a jitted call raises, as JAX does for a deleted (donated) array (the CPU runtime checks,
+# backends/cpu/runtime.py). The mark belongs to the array, so it lives here, below the runtime that
+# reads it; it applies to any NumPy array (a donated np.ndarray too). An entry leaves with its array.
+_donated: dict = {}
+
+
+class _DonatedRef(weakref.ref):
+    __slots__ = ("key", "why", "advice")
+
+
+def _forget_donated(ref) -> None:
+    if _donated.get(ref.key) is ref:
+        del _donated[ref.key]
+
+
+def _mark_donated(a, why: str, advice: str) -> None:
+    """Make passing ``a`` to a jitted function raise: ``why`` it no longer holds its own value, and
+    ``advice`` on what to pass instead, both said in the error."""
+    ref = _DonatedRef(a, _forget_donated)
+    ref.key = key = id(a)
+    ref.why, ref.advice = why, advice
+    _donated[key] = ref
+
+
+def mark_donated_to(a, name: str) -> None:
+    """Mark ``a`` as donated to ``jit(name)``, which wrote its result into the array's memory.
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        The donated argument (a :class:`Array` or a plain NumPy array).
+    name : str
+        The jitted function's name, quoted in the error a later call raises.
+    """
+    _mark_donated(a, f"it was donated to jit({name}) (donate_argnums/donate_argnames), which wrote its "
+                     "result into the array's memory, so the array no longer holds its own value",
+                  "Use that call's result instead, pass a copy (f(x.copy())), or don't donate the argument.")
+
+
+def mark_deleted(a) -> None:
+    """Mark ``a`` as deleted (``a.delete()``, JAX's explicit deletion): passing it to a jitted call raises.
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        The deleted array.
+    """
+    _mark_donated(a, "it was deleted with Array.delete()",
+                  "Pass a copy made before deleting it, or don't delete it.")
 
 
 # ``ndarray.view`` as a plain function: ``_view_as(x, Array)`` reinterprets x's memory as another
@@ -338,10 +380,20 @@ def eager_values(out):
     return arrays_in(out) if current_trace() is EVAL_TRACE else out
 
 
-def wrap_module_functions(namespace: dict, names) -> None:
+def wrap_module_functions(namespace: dict, names, extra_types: tuple = ()) -> None:
     """Replace each plain Python function among ``names`` in ``namespace`` by :func:`eager_results` of it.
 
     Classes, dtypes, constants and submodules are left alone.
+
+    Parameters
+    ----------
+    namespace : dict
+        A module's namespace (``vars(module)``), changed in place.
+    names : iterable of str
+        The names to consider.
+    extra_types : tuple of type
+        Callable types to wrap besides functions and ``functools.partial`` objects (the package
+        face passes ``custom_jvp`` and ``custom_vjp``, which are defined above this module).
 
     Examples
     --------
@@ -351,20 +403,28 @@ def wrap_module_functions(namespace: dict, names) -> None:
     >>> ns["pi"], type(ns["f"](2)).__name__, ns["zeros"] is np.zeros
     (3.141592653589793, 'Array', True)
     """
-    from tracejit.transforms.ad_custom import custom_jvp, custom_vjp   # they import tracejit.numpy, which needs Array
+    kinds = (types.FunctionType, functools.partial) + tuple(extra_types)
     for name in names:
         fn = namespace.get(name)
-        if isinstance(fn, (types.FunctionType, functools.partial, custom_jvp, custom_vjp)) \
+        if isinstance(fn, kinds) \
                 and not getattr(fn, "__tracejit_eager_results__", False):
             namespace[name] = eager_results(fn)
 
 
-def wrap_package_faces(modules) -> None:
-    """Wrap the public functions (``__all__``, defined in tracejit) of each module with :func:`eager_results`."""
+def wrap_package_faces(modules, extra_types: tuple = ()) -> None:
+    """Wrap the public functions (``__all__``, defined in tracejit) of each module with :func:`eager_results`.
+
+    Parameters
+    ----------
+    modules : iterable of module
+        The package faces (``tracejit.lax``, ``tracejit.random``, ...), changed in place.
+    extra_types : tuple of type
+        Callable types to wrap besides functions: see :func:`wrap_module_functions`.
+    """
     for module in modules:
         namespace = vars(module)
         names = getattr(module, "__all__", None) or [n for n in namespace if not n.startswith("_")]
-        wrap_module_functions(namespace, [n for n in names if _defined_in_tracejit(namespace.get(n))])
+        wrap_module_functions(namespace, [n for n in names if _defined_in_tracejit(namespace.get(n))], extra_types)
 
 
 def _defined_in_tracejit(fn) -> bool:

@@ -24,6 +24,10 @@ sees the padded array, so:
   pass the real length as an argument and build the mask inside the function
   (``np.arange(x.shape[axis]) < length``) -- the length is data, not a
   static argument, so it doesn't cause a recompile.
+
+This module sits above the API: :func:`jit` (the package's ``tracejit.jit``)
+is :func:`tracejit.api.jit` plus the ``buckets=`` option, so the API itself
+never imports the padding code.
 """
 from __future__ import annotations
 
@@ -33,10 +37,11 @@ from typing import Callable
 
 import numpy as np
 
+from tracejit import api
 from tracejit.core.pytree import tree_flatten, tree_map, tree_unflatten
 from tracejit.core.tracer import Tracer
 
-__all__ = ["pad_to_bucket", "bucketed_jit", "BucketedJitted", "next_bucket"]
+__all__ = ["jit", "pad_to_bucket", "bucketed_jit", "BucketedJitted", "next_bucket"]
 
 
 def _check_buckets(buckets, where: str) -> tuple:
@@ -131,20 +136,26 @@ def pad_to_bucket(x, axis: int, buckets, pad_value=0):
 
 
 class BucketedJitted:
-    """A jitted function whose bucketed arguments are padded to bucket sizes (see :func:`bucketed_jit`)."""
+    """A jitted function whose bucketed arguments are padded to bucket sizes (see :func:`bucketed_jit`).
 
-    def __init__(self, fun: Callable, buckets: dict, **jit_kwargs):
-        from tracejit.api import Jitted
-        if not callable(fun):
-            raise TypeError(f"bucketed_jit expects a callable, got {type(fun).__name__}")
+    Parameters
+    ----------
+    jitted : tracejit.api.Jitted
+        The jitted function the padded arguments are passed to (its options,
+        e.g. static arguments, are the ones :func:`bucketed_jit` or :func:`jit` got).
+    buckets : dict
+        ``{argument name or positional index: (axis, sizes)}`` or ``(axis, sizes, pad_value)``.
+    """
+
+    def __init__(self, jitted: api.Jitted, buckets: dict):
         if not isinstance(buckets, dict) or not buckets:
             raise TypeError("bucketed_jit: buckets must be a non-empty dict {argument name or index: "
                             "(axis, sizes)} or {argument: (axis, sizes, pad_value)}")
+        fun = jitted._fun
         functools.update_wrapper(self, fun)
         self._fun = fun
         self._name = getattr(fun, "__name__", "function")
-        jit_kwargs.pop("keep_unused", None)
-        self._jitted = Jitted(fun, **jit_kwargs)
+        self._jitted = jitted
         self._signature = inspect.signature(fun)
         params = list(self._signature.parameters.values())
         positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -266,4 +277,51 @@ def bucketed_jit(fun: Callable, buckets: dict, **jit_kwargs) -> BucketedJitted:
     >>> out.shape, len(f.signatures_compiled)
     ((2, 30, 4), 2)
     """
-    return BucketedJitted(fun, buckets, **jit_kwargs)
+    if not callable(fun):
+        raise TypeError(f"bucketed_jit expects a callable, got {type(fun).__name__}")
+    jit_kwargs.pop("keep_unused", None)
+    return BucketedJitted(api.Jitted(fun, **jit_kwargs), buckets)
+
+
+def jit(fun: Callable | None = None, *, buckets: dict | None = None, **jit_kwargs):
+    """``tracejit.jit``: :func:`tracejit.api.jit`, with arguments padded to bucket sizes when ``buckets`` is given.
+
+    Parameters
+    ----------
+    fun : callable, optional
+        A function of arrays (and pytrees of arrays) returning arrays. When
+        omitted, returns a decorator taking it.
+    buckets : dict, optional
+        ``{argument name or index: (axis, sizes)}`` (or ``(axis, sizes,
+        pad_value)``): pad that axis up to the next size in ``sizes`` (and
+        slice outputs back), so N distinct lengths compile at most
+        ``len(sizes)`` times; see :func:`bucketed_jit`, and
+        :func:`pad_to_bucket` for the masking rules.
+    **jit_kwargs
+        The options of :func:`tracejit.api.jit`: ``static_argnums``,
+        ``static_argnames``, ``donate_argnums``, ``donate_argnames``,
+        ``inline``, ``backend`` (and JAX's options it accepts and ignores).
+
+    Returns
+    -------
+    Jitted or BucketedJitted
+        A ``Jitted`` without ``buckets``, else a ``BucketedJitted`` wrapping one.
+
+    Examples
+    --------
+    >>> f = jit(lambda x: x * 2, buckets={"x": (0, (4, 8))})
+    >>> f(np.ones(3)).shape, f(np.ones(4)).shape, len(f.signatures_compiled)
+    ((3,), (4,), 1)
+    >>> @jit(static_argnums=1)
+    ... def scale(x, k):
+    ...     return x * k
+    >>> scale(np.ones(2), 3)
+    Array([3., 3.])
+    """
+    # api.jit checks the options here, whether or not there are buckets (the decorator form too).
+    plain = api.jit(fun, **jit_kwargs)
+    if buckets is None:
+        return plain
+    if fun is None:
+        return functools.partial(jit, buckets=buckets, **jit_kwargs)
+    return BucketedJitted(plain, buckets)

@@ -12,7 +12,7 @@ import functools
 
 import numpy as np
 
-from tracejit.api_ad import jvp as _jvp, vjp as _vjp
+from tracejit.transforms.api_ad import jvp as _jvp, vjp as _vjp
 from tracejit.core.pytree import tree_flatten, tree_leaves, tree_map
 
 __all__ = ["check_grads", "check_jvp", "check_vjp", "numerical_jvp"]

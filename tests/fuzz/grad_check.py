@@ -73,7 +73,7 @@ PRE = '''
 import numpy as np
 import tracejit
 import tracejit.numpy as jnp
-from tracejit.api_ad import grad, jvp, vjp, jacfwd, jacrev
+from tracejit.transforms.api_ad import grad, jvp, vjp, jacfwd, jacrev
 
 ARGS = tuple(range(len(X)))
 

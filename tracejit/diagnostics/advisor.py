@@ -12,13 +12,17 @@ import math
 import re
 import statistics
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
+from tracejit.api import Jitted, ShapeDtypeStruct, jit
+from tracejit.compile_log import collect_compiles
 from tracejit.core.avals import ShapedArray
 from tracejit.core.pytree import tree_flatten, tree_map
+from tracejit.diagnostics import persistent_cache as pc
 
 __all__ = ["advise", "Advice", "StrategyResult", "parse_aval", "example_args"]
 
@@ -38,7 +42,6 @@ def parse_aval(text: str):
     >>> parse_aval("bool[]")
     ShapeDtypeStruct(shape=(), dtype=bool)
     """
-    from tracejit.api import ShapeDtypeStruct
     m = _AVAL_RE.match(text)
     if not m:
         raise ValueError(f"cannot parse {text!r} as an array type; write dtype[dims], e.g. 'f32[1024,768]', "
@@ -214,7 +217,6 @@ def _inner_bindings(fn, inner) -> list:
     cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
     out = []
     for f in inner:
-        from tracejit.api import Jitted
         if isinstance(f, Jitted):
             raise TypeError(f"advise: inner function {f._name} is already jitted; pass the plain function "
                             "(the advisor jits it where a strategy calls for it)")
@@ -245,8 +247,6 @@ def _inner_names(bindings) -> list:
 
 
 def _measure(key, name, fn, args, bindings, ref, min_calls, budget_s) -> tuple:
-    from tracejit.api import jit
-    from tracejit.diagnostics.compile_log import collect_compiles
     saved = [(b, b.get()) for group in bindings for b in group]
     try:
         if key in ("inner", "both"):
@@ -364,9 +364,6 @@ def advise(fn: Callable, *args, inner=(), calls: int = 100, min_calls: int = 5, 
     >>> advice = advise(g, "f32[256,256]", inner=[f], calls=1000)  # doctest: +SKIP
     >>> print(advice)                                              # doctest: +SKIP
     """
-    from contextlib import nullcontext
-    from tracejit.api import jit
-    from tracejit.diagnostics import persistent_cache as pc
     concrete = example_args(args, seed)
     fn_name = getattr(fn, "__name__", "function")
     bindings = _inner_bindings(fn, list(inner))

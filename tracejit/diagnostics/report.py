@@ -11,7 +11,12 @@ import re
 import time
 from typing import Callable
 
+from tracejit.api import Jitted
+from tracejit.config import config
 from tracejit.core.avals import ShapedArray
+from tracejit.core.pytree import tree_map
+from tracejit.diagnostics import persistent_cache
+from tracejit.diagnostics.advisor import parse_aval
 
 __all__ = ["report", "fusion_graph_svg", "kernel_functions"]
 
@@ -314,11 +319,6 @@ def report(fn: Callable, *args, path: str | None = None, static_argnums=(), stat
     >>> "<svg" in page and "Fusion graph" in page
     True
     """
-    from tracejit.api import Jitted
-    from tracejit.config import config
-    from tracejit.diagnostics import persistent_cache
-    from tracejit.diagnostics.advisor import parse_aval
-    from tracejit.core.pytree import tree_map
     if isinstance(fn, Jitted):
         fn = fn._fun
     args = tree_map(lambda a: parse_aval(a) if isinstance(a, str) else a, list(args),

@@ -8,8 +8,8 @@ from tracejit.lax.ops import *  # noqa: F401,F403
 from tracejit.lax.ops import __all__ as _ops_all
 
 __all__ = list(_ops_all)
-from tracejit.lax.control_flow import *  # noqa: E402,F401,F403
-from tracejit.lax.control_flow import __all__ as _cf_all  # noqa: E402
+from tracejit.ops.control_flow_functions import *  # noqa: E402,F401,F403
+from tracejit.ops.control_flow_functions import __all__ as _cf_all  # noqa: E402
 from tracejit.lax.indexing import *  # noqa: E402,F401,F403
 from tracejit.lax.indexing import __all__ as _ix_all  # noqa: E402
 
@@ -19,18 +19,7 @@ from tracejit.lax.convolution import __all__ as _conv_all  # noqa: E402
 __all__ += list(_cf_all) + list(_ix_all) + list(_conv_all)
 
 
-def stop_gradient(x):
-    """Identity whose derivative is zero (``jax.lax.stop_gradient``).
-
-    Examples
-    --------
-    >>> import numpy as np, tracejit
-    >>> tracejit.grad(lambda x: (x * tracejit.lax.stop_gradient(x)).sum())(np.ones(2))
-    Array([1., 1.])
-    """
-    from tracejit.api_ad import stop_gradient as _sg
-    return _sg(x)
-
+from tracejit.transforms.api_ad import stop_gradient  # noqa: E402  (jax.lax.stop_gradient)
 
 __all__.append("stop_gradient")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import tracejit.numpy as jnp
-from tracejit.lax import control_flow
+from tracejit.ops import control_flow_functions as control_flow
 from tracejit.numpy._util import aval
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import numpy as np
 
-import tracejit
 from tracejit.core import dtypes
 from tracejit.lax.ops import (add, bitwise_and, bitwise_or, broadcast_in_dim, concatenate, convert_element_type, div,
                               eq, expand_dims, ge, le, lt, mul, real, reshape, select, shift_left, shift_right,
@@ -22,6 +21,7 @@ from tracejit.lax.ops import (add, bitwise_and, bitwise_or, broadcast_in_dim, co
 from tracejit.lax.ops import abs as abs_, floor as lax_floor, max as _max, min as _min, ne, neg as neg_
 from tracejit.ops.elementwise import unary_prims
 from tracejit.numpy._util import aval, eager, is_tracer, to_operand
+from tracejit.transforms.api_ad import stop_gradient
 
 __all__ = ["clamp", "reciprocal", "population_count", "clz", "shift_right_logical", "mulhi",
            "bitcast_convert_type"]
@@ -107,7 +107,7 @@ def clamp(min, x, max):  # noqa: A002  (jax.lax's parameter names)
     # condition implies the value is exactly that operand (a NaN ``min`` makes the value NaN).
     lo_b, hi_b = (broadcast_in_dim(b, aval(x).shape, ()) if aval(b).shape != aval(x).shape else b
                   for b in (lo, hi))
-    out = select(bitwise_and(lt(hi_b, x), eq(lo_b, lo_b)), hi_b, tracejit.stop_gradient(value))
+    out = select(bitwise_and(lt(hi_b, x), eq(lo_b, lo_b)), hi_b, stop_gradient(value))
     out = select(bitwise_and(lt(x, lo_b), lt(lo_b, hi_b)), lo_b, out)
     return select(bitwise_and(lt(lo_b, x), lt(x, hi_b)), x, out)
 

@@ -22,6 +22,13 @@ from tracejit.array import eager_results
 from tracejit.core.pytree import tree_flatten, tree_map, tree_structure
 from tracejit.core.trace import EVAL_TRACE, current_trace
 from tracejit.numpy._util import aval
+from tracejit.transforms.ad_custom import closure_convert, custom_jvp, custom_vjp
+from tracejit.transforms.api_ad import jvp
+from tracejit.transforms.api_ad import linearize
+from tracejit.transforms import ad
+from tracejit.transforms.ad_custom import custom_jvp_call_p
+from tracejit.transforms.api_ad import vjp
+from tracejit.transforms.api_ad import linear_transpose
 
 __all__ = ["custom_root", "custom_linear_solve"]
 
@@ -32,7 +39,6 @@ def _custom(name):
     """The ``custom_jvp`` / ``custom_vjp`` functions, made on first use (``ad_custom`` imports
     ``tracejit.numpy``, which imports ``lax``)."""
     if not _CUSTOM:
-        from tracejit.transforms.ad_custom import custom_jvp, custom_vjp
         root = custom_jvp(_root, nondiff_argnums=(0,))
         root.defjvp(_root_jvp)
         linear = custom_jvp(_linear_solve, nondiff_argnums=(0,))
@@ -64,7 +70,6 @@ def _check_tree(what, out, like, has_aux):
 
 def _converted(fun, *example_args):
     """``fun`` as a function of its arguments followed by the traced values it closes over."""
-    from tracejit.api_misc import closure_convert
     conv, consts = closure_convert(fun, *example_args)
     return conv, tuple(consts)
 
@@ -75,7 +80,6 @@ def _sub(x, y):
 
 def _tangent_of(fun, consts, dconsts):
     """The change of ``fun(*consts)`` along ``dconsts`` (a JVP in the closed-over values)."""
-    from tracejit.api_ad import jvp
     return jvp(fun, tuple(consts), tuple(dconsts))[1]
 
 
@@ -151,7 +155,6 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     solve_conv, solve_consts = _converted(lambda x: solve(f, x), initial_guess)
 
     def lin_solve(x, y):
-        from tracejit.api_ad import linearize
         return tangent_solve(linearize(f, x)[1], y)
     lin_conv, lin_consts = _converted(lin_solve, initial_guess, initial_guess)
     out = _custom("root")(_Root(f_conv, solve_conv, lin_conv, has_aux), (f_consts, solve_consts, lin_consts),
@@ -205,8 +208,6 @@ def _linear_solve_jvp(system, primals, tangents):
 
 def _being_transposed():
     """True while reverse mode traces a custom JVP rule's tangent map to transpose it."""
-    from tracejit.transforms import ad
-    from tracejit.transforms.ad_custom import custom_jvp_call_p
     return custom_jvp_call_p in ad._transposing
 
 
@@ -221,7 +222,6 @@ def _inverse_fwd(system, consts, y):
 
 
 def _inverse_bwd(system, residuals, ct):
-    from tracejit.api_ad import vjp
     consts, x = residuals
     if system.transpose_solve is None:
         raise TypeError("transpose_solve required for backwards mode automatic differentiation of "
@@ -301,7 +301,6 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
         if symmetric:
             vecmat, vm, vm_consts = matvec, mv, mv_consts
         else:
-            from tracejit.api_ad import linear_transpose
             transpose = linear_transpose(matvec, b)
 
             def vecmat(y):

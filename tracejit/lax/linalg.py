@@ -33,10 +33,11 @@ import numpy as np
 
 import tracejit.numpy as jnp
 from tracejit.array import eager_results
-from tracejit.lax import control_flow
+from tracejit.ops import control_flow_functions as control_flow
 from tracejit.lax._linalg_kernels import (_H, _is_complex, _mT, apply_reflectors, hessenberg_core, lu_kernel, mask,
                                           qdwh_iterate, qr_pivoted, swap)
 from tracejit.numpy._util import aval, is_tracer, to_operand
+from tracejit.scipy.linalg import solve_triangular
 
 __all__ = ["EighImplementation", "SvdAlgorithm", "cholesky", "cholesky_update", "eigh", "hessenberg",
            "householder_product", "lu", "lu_pivots_to_permutation", "ormqr", "qdwh", "qr", "svd",
@@ -534,7 +535,6 @@ def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False, c
     Array([[1.],
            [2.]])
     """
-    from tracejit.scipy.linalg import solve_triangular
     a = _operand(a, "triangular_solve", square=True)
     b = _operand(b, "triangular_solve", min_ndim=1)
     conjugate_a = conjugate_a and _is_complex(a)

@@ -7,7 +7,6 @@ import operator
 
 import numpy as np
 
-import tracejit
 from tracejit.core import dtypes
 from tracejit.ops.dot import dot_general_p
 from tracejit.ops.elementwise import binary_prims, convert_element_type_p, iota_p, select_n_p, unary_prims
@@ -16,6 +15,9 @@ from tracejit.ops.structural import (broadcast_in_dim_p, concatenate_p, pad_p, r
                                      squeeze_p, transpose_p)
 from tracejit.lax.dimension_numbers import RoundingMethod
 from tracejit.numpy._util import aval, to_operand
+from tracejit.ops.composites import COMPLEX_OF_REAL, complex_from_parts
+from tracejit.transforms.ad_custom import custom_jvp
+from tracejit.transforms.api_ad import stop_gradient
 
 __all__ = []
 
@@ -257,7 +259,7 @@ _COMPLEX_DIV = []
 def _complex_div_fn():
     """Complex ``x / y`` by XLA's algorithm, with JAX's derivative ``(tx - out * ty) / y``."""
     if not _COMPLEX_DIV:
-        @tracejit.custom_jvp
+        @custom_jvp
         def cdiv(x, y):
             return _complex_div(x, y)
 
@@ -482,7 +484,7 @@ def sign(x):
         return _b("copysign", _u("sign", x), x)      # sign's derivative is zero; copysign's is then too
     if kind != "c":
         return _u("sign", x)
-    x = tracejit.stop_gradient(x)
+    x = stop_gradient(x)
     a = _u("abs", x)
     unit = complex(_b("div", _u("real", x), a), _b("div", _u("imag", x), a))
     return _sel(_b("eq", a, _c(0, a)), unit, x)
@@ -602,7 +604,7 @@ def _integer_pow_fn(y):
     """``x -> x ** y`` with JAX's derivative ``y * x ** (y - 1)`` (not the product rule of the chain)."""
     fn = _INTEGER_POW.get(y)
     if fn is None:
-        @tracejit.custom_jvp
+        @custom_jvp
         def fn(x):
             return _integer_pow_chain(x, y)
 
@@ -850,29 +852,8 @@ def complex(x, y):  # noqa: A001
     """
     x, y = _pair("complex", x, y, _FLOAT)
     dt = aval(x).dtype
-    if dt not in _COMPLEX_OF_REAL:
+    if dt not in COMPLEX_OF_REAL:
         raise TypeError(f"complex does not accept dtype {dt.name} at position 0. Accepted dtypes at position 0 "
                         "are subtypes of float32, float64.")
-    cd = _COMPLEX_OF_REAL[dt]
+    return complex_from_parts(x, y)
 
-    def k(re, im):
-        v = np.zeros((), cd)
-        v.real, v.imag = re, im
-        return v[()]
-    # (x, -0.0) plus (-0.0, y) is (x, y) exactly: -0.0 is the identity of IEEE addition.
-    base = _u("conj", _as(x, cd))
-    yc = _as(y, cd)
-    # (y, 0) * (c, 1) = (y*c - 0, y + 0*c): with c = -0.0 for y >= +0 and c = +0.0 for y < 0 the real
-    # part is -0.0 and the imaginary part y.
-    neg = _u("signbit", y)
-    rot = _sel(neg, _b("mul", yc, k(-0.0, 1.0)), _b("mul", yc, k(0.0, 1.0)))
-    # -0.0, +-inf and NaN do not survive the product: constants.
-    zero = _b("eq", y, _c(0, y))
-    rot = _sel(_b("and", zero, neg), rot, k(-0.0, -0.0))
-    rot = _sel(_b("eq", y, _c(np.inf, y)), rot, k(-0.0, np.inf))
-    rot = _sel(_b("eq", y, _c(-np.inf, y)), rot, k(-0.0, -np.inf))
-    rot = _sel(_b("ne", y, y), rot, k(-0.0, np.nan))
-    return _b("add", base, rot)
-
-
-_COMPLEX_OF_REAL = {np.dtype(np.float32): np.dtype(np.complex64), np.dtype(np.float64): np.dtype(np.complex128)}

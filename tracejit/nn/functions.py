@@ -13,7 +13,7 @@ import numpy as np
 
 import tracejit.numpy as jnp
 from tracejit import lax
-from tracejit.api_ad import custom_jvp, stop_gradient
+from tracejit.transforms.api_ad import custom_jvp, stop_gradient
 
 __all__ = [
     "celu", "dot_product_attention", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",

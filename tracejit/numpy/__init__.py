@@ -64,6 +64,7 @@ from tracejit.numpy.nan_functions import *  # noqa: E402,F401,F403
 from tracejit.numpy.array_ops import *  # noqa: E402,F401,F403
 from tracejit.numpy.products import *  # noqa: E402,F401,F403
 from tracejit.numpy.interop import *  # noqa: E402,F401,F403
+from tracejit.numpy import ad_rules as _ad_rules  # noqa: E402,F401  (registers sorting and linalg derivative rules)
 
 
 def _strong_results(fn):
@@ -104,3 +105,4 @@ from tracejit.numpy._util import convert as _convert  # noqa: E402
 
 _wrap_public_functions(globals())
 ndarray = _Array
+from tracejit.numpy import array_methods as _array_methods  # noqa: E402,F401  (operators and methods of tracers and Arrays; last: they call the public functions above)

@@ -7,10 +7,10 @@ import operator
 import numpy as np
 
 from tracejit.core import dtypes
-from tracejit.core.avals import ShapedArray, aval_of_value
 from tracejit.core.trace import EVAL_TRACE, current_trace
 from tracejit.core.tracer import Tracer
-from tracejit.ops.elementwise import convert_element_type_p
+from tracejit.core.values import get_aval as aval
+from tracejit.ops.operands import concrete_operand, convert
 from tracejit.ops.structural import broadcast_in_dim_p, reshape_p
 
 
@@ -32,31 +32,12 @@ def eager(*args) -> bool:
 
 
 def to_operand(x):
-    """Tracers and Python scalars pass through; everything else becomes an ndarray."""
-    if isinstance(x, Tracer) or dtypes.is_python_scalar(x):
-        return x
-    if isinstance(x, (list, tuple)):
-        if any(isinstance(e, Tracer) or isinstance(e, (list, tuple)) for e in x):
-            from tracejit.numpy.shape import stack
-            return stack([to_operand(e) for e in x])
-    if isinstance(x, (np.ndarray, np.generic)):
-        arr = np.asarray(x)
-    else:
-        try:
-            arr = np.asarray(x)
-        except Exception as e:
-            raise TypeError(f"cannot use {type(x).__name__} as an array: {e}") from None
-    if arr.dtype == object:
-        raise TypeError(f"cannot use {type(x).__name__} of dtype object as an array")
-    if arr.dtype not in dtypes.SUPPORTED:
-        arr = arr.astype(dtypes.canonical(arr.dtype))
-    return arr
-
-
-def aval(x) -> ShapedArray:
-    if isinstance(x, Tracer):
-        return x.aval
-    return aval_of_value(x)
+    """Tracers and Python scalars pass through; everything else becomes an ndarray (a list
+    holding tracers is stacked into one traced array)."""
+    if isinstance(x, (list, tuple)) and any(isinstance(e, (Tracer, list, tuple)) for e in x):
+        from tracejit.numpy.shape import stack
+        return stack([to_operand(e) for e in x])
+    return concrete_operand(x)
 
 
 def shape_of(x) -> tuple:
@@ -65,27 +46,6 @@ def shape_of(x) -> tuple:
 
 def dtype_of(x) -> np.dtype:
     return aval(to_operand(x)).dtype
-
-
-def convert(x, dtype, weak_type: bool = False):
-    """Convert an operand to ``dtype`` (staged for tracers, eager otherwise)."""
-    dtype = dtypes.canonical(dtype)
-    if isinstance(x, Tracer):
-        if x.dtype == dtype and x.aval.weak_type == weak_type:
-            return x
-        return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak_type)
-    if dtypes.is_python_scalar(x):
-        with np.errstate(all="ignore"):
-            if dtypes.is_complex(np.dtype(dtype)) or dtypes.is_bool(np.dtype(dtype)) or not isinstance(x, complex):
-                return np.asarray(x, dtype=dtype)[()]
-            return np.asarray(x.real, dtype=dtype)[()]
-    arr = np.asarray(x)
-    if arr.dtype == dtype:
-        return arr
-    with np.errstate(all="ignore"):
-        if dtypes.is_complex(arr.dtype) and not dtypes.is_complex(dtype) and not dtypes.is_bool(dtype):
-            arr = arr.real
-        return arr.astype(dtype)
 
 
 def weak_pair(x) -> tuple[np.dtype, bool]:

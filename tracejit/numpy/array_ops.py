@@ -25,6 +25,7 @@ from tracejit.numpy import reductions as R
 from tracejit.numpy import ufuncs as U
 from tracejit.numpy.shape import (broadcast_arrays, broadcast_to, concatenate, moveaxis, ravel, reshape,
                                   swapaxes)
+from tracejit.transforms.api_vmap import vmap
 
 __all__ = ["choose", "compress", "extract", "place", "put", "fill_diagonal", "trim_zeros", "resize", "block",
            "rollaxis", "unstack", "matrix_transpose", "array_equiv", "sort_complex", "unwrap", "fromfunction"]
@@ -524,7 +525,6 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
            [ 1, 11, 21]])
     """
     import functools
-    from tracejit.api_vmap import vmap
     from tracejit.numpy.creation import arange
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     shape = tuple(operator.index(s) for s in shape)

@@ -1,12 +1,14 @@
-"""``convolve`` and ``correlate`` of 1-D sequences (NumPy's modes), on ``lax.conv_general_dilated``."""
+"""``convolve`` and ``correlate`` of 1-D sequences (NumPy's modes): one product of the kernel with
+the stacked shifted windows of the zero-padded input (the im2col form of a 1-D convolution)."""
 from __future__ import annotations
 
 import numpy as np
 
 from tracejit.core import dtypes
-from tracejit.lax.convolution import conv_general_dilated
-from tracejit.lax.ops import reshape, rev, slice
 from tracejit.numpy._util import aval, eager, promote
+from tracejit.numpy.contractions import matmul
+from tracejit.numpy.extra import pad
+from tracejit.numpy.shape import flip, stack
 from tracejit.numpy.ufuncs import UFUNCS
 
 __all__ = ["convolve", "correlate"]
@@ -15,8 +17,9 @@ __all__ = ["convolve", "correlate"]
 def _full_correlation(a, v):
     """All M + N - 1 overlaps of ``a`` with ``v`` slid across it (no conjugation)."""
     m, n = aval(a).shape[0], aval(v).shape[0]
-    out = conv_general_dilated(reshape(a, (1, 1, m)), reshape(v, (1, 1, n)), (1,), [(n - 1, n - 1)])
-    return reshape(out, (m + n - 1,))
+    padded = pad(a, (n - 1, n - 1))
+    windows = stack([padded[j:j + m + n - 1] for j in range(n)])     # (n, m + n - 1)
+    return matmul(v, windows)
 
 
 def _mode_slice(full, m, n, mode, centre_low):
@@ -24,10 +27,10 @@ def _mode_slice(full, m, n, mode, centre_low):
     if mode == "full":
         return full
     if mode == "valid":
-        return slice(full, (lo - 1,), (hi,))
+        return full[lo - 1:hi]
     if mode == "same":
         start = (lo - 1) // 2 if centre_low else lo // 2
-        return slice(full, (start,), (start + hi,))
+        return full[start:start + hi]
     raise ValueError(f"mode must be 'full', 'same' or 'valid', got {mode!r}")
 
 
@@ -53,7 +56,7 @@ def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
         return np.convolve(a, v, mode)
     a, v = _operands(a, v, "convolve")
     m, n = aval(a).shape[0], aval(v).shape[0]
-    out = _mode_slice(_full_correlation(a, rev(v, (0,))), m, n, mode, True)
+    out = _mode_slice(_full_correlation(a, flip(v, 0)), m, n, mode, True)
     return out.astype(preferred_element_type) if preferred_element_type else out
 
 

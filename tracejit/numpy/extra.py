@@ -18,6 +18,7 @@ from tracejit.ops.structural import concatenate_p, pad_p, rev_p, slice_p
 from tracejit.numpy._util import aval, canonicalize_axis, convert, eager, is_tracer, promote, to_operand
 from tracejit.numpy import ufuncs as U
 from tracejit.numpy.shape import broadcast_to, moveaxis, ravel, reshape, transpose
+from tracejit.transforms.api_ad import stop_gradient
 
 __all__ = ["roll", "rot90", "triu", "tril", "diag", "diagflat", "diagonal", "trace", "repeat", "tile",
            "pad", "split", "array_split", "hsplit", "vsplit", "dsplit", "meshgrid", "mgrid", "ogrid",
@@ -753,7 +754,6 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
         mk = max_(x_for_max, axis=axis, keepdims=True, initial=-np.inf)
         mk = where(U.isfinite(mk), mk, convert(np.asarray(0), aval(x).dtype))
         # The shift carries no derivative (as in JAX): the result does not depend on it.
-        from tracejit.api_ad import stop_gradient
         mk = stop_gradient(mk)
     with np.errstate(all="ignore"):
         t = U.exp(U.subtract(x, mk))

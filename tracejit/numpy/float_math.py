@@ -16,6 +16,7 @@ from tracejit.core import dtypes
 from tracejit.numpy._util import aval, convert, eager, to_operand
 from tracejit.numpy import ufuncs as U
 from tracejit.numpy.ufuncs import Ufunc, unary_prims
+from tracejit.transforms.ad_custom import custom_jvp
 
 __all__ = ["fabs", "float_power", "heaviside", "frexp", "ldexp", "modf", "spacing", "isposinf", "isneginf",
            "iscomplex", "isreal", "sinc"]
@@ -324,7 +325,6 @@ def _sinc_maclaurin():
     ``m(k + 1, x) * t`` (JAX's construction: derivatives of every order at 0)."""
     if not _SINC_MACLAURIN:
         import functools
-        from tracejit.transforms.ad_custom import custom_jvp
 
         @functools.partial(custom_jvp, nondiff_argnums=(0,))
         def maclaurin(k, x):

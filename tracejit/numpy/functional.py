@@ -18,6 +18,7 @@ from tracejit.numpy._util import aval, broadcast_shapes, canonicalize_axis, conv
 from tracejit.numpy import ufuncs as U
 from tracejit.numpy.misc import where
 from tracejit.numpy.shape import broadcast_to, expand_dims, moveaxis, reshape, transpose
+from tracejit.transforms.api_vmap import vmap
 
 __all__ = ["vectorize", "apply_along_axis", "apply_over_axes", "piecewise"]
 
@@ -70,7 +71,6 @@ class vectorize:
     def __call__(self, *args, **kwargs):
         if eager(*args, *kwargs.values()):
             return self._np(*args, **kwargs)
-        from tracejit.api_vmap import vmap
         fixed_kw = {k: v for k, v in kwargs.items() if k in self.excluded}
         names = [k for k in kwargs if k not in self.excluded]
         pos = [i for i in range(len(args)) if i not in self.excluded]
@@ -132,7 +132,6 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     """
     if eager(arr, *args, *kwargs.values()):
         return np.apply_along_axis(func1d, axis, arr, *args, **kwargs)
-    from tracejit.api_vmap import vmap
     x = _array(arr)
     nd = aval(x).ndim
     ax = canonicalize_axis(axis, nd)

@@ -16,6 +16,7 @@ from tracejit.numpy._util import aval, canonicalize_axis, convert, eager, to_ope
 from tracejit.numpy import ufuncs as U
 from tracejit.numpy.float_math import ufunc
 from tracejit.numpy.shape import broadcast_arrays
+from tracejit.ops.control_flow_functions import while_loop
 
 __all__ = ["gcd", "lcm", "bitwise_count", "packbits", "unpackbits"]
 
@@ -26,7 +27,6 @@ def _where(c, x, y):
 
 
 def _gcd(a, b):
-    from tracejit.lax.control_flow import while_loop
     from tracejit.numpy.reductions import any as any_
     d = aval(a).dtype
     zero, one = np.asarray(0, d)[()], np.asarray(1, d)[()]

@@ -14,6 +14,7 @@ import numpy as np
 from tracejit.core import dtypes
 from tracejit.numpy._util import aval, canonicalize_axes, convert, is_tracer, to_operand
 from tracejit.numpy.ufuncs import Ufunc
+from tracejit.ops.control_flow_functions import scan
 
 __all__ = ["frombuffer", "fromstring", "fromfile", "fromiter", "from_dlpack", "load", "save", "savez", "frompyfunc"]
 
@@ -180,7 +181,6 @@ class PyUfunc(Ufunc):
         self._binary_single("reduce")
         if out is not None or where is not None:
             raise NotImplementedError(f"{self.__name__}.reduce: out= and where= are not supported")
-        from tracejit.lax.control_flow import scan
         from tracejit.numpy.creation import full
         from tracejit.numpy.shape import reshape
         x, axes, shape = self._scan_axis(a, axis, dtype)
@@ -214,7 +214,6 @@ class PyUfunc(Ufunc):
             raise NotImplementedError(f"{self.__name__}.accumulate: out= is not supported")
         if axis is None:
             raise ValueError("accumulate does not allow multiple axes")
-        from tracejit.lax.control_flow import scan
         from tracejit.numpy.shape import concatenate, moveaxis, reshape
         x, (ax,), shape = self._scan_axis(a, axis, dtype)
         if aval(x).shape[0] == 0:

@@ -4,9 +4,12 @@ from __future__ import annotations
 import numpy as np
 
 from tracejit.core import dtypes
+from tracejit.ops.composites import complex_from_parts
 from tracejit.ops.elementwise import select_n_p, unary_prims
 from tracejit.numpy._util import (aval, broadcast_operands, convert, eager, promote, to_operand, weak_pair)
 from tracejit.numpy import ufuncs as U
+from tracejit.transforms.api_ad import jvp as jvp_
+from tracejit.transforms.ad_custom import custom_jvp
 
 
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
@@ -93,9 +96,35 @@ def clip(a, a_min=None, a_max=None, *, min=None, max=None):
             if type(v) is int:
                 np.asarray(v, dtype=common)  # OverflowError out of range, as NumPy's clip loop
     if dtypes.is_inexact(aval(out).dtype):
+        if not _bounds_broadcast_as_scalars(a, lo, hi, common):
+            # NumPy keeps ``a`` on ties only in its clip loop for two scalar bounds (stride 0);
+            # with an array bound it is maximum then minimum, so a tie gives the bound
+            # (clip(-0.0, zeros(n), 1) is 0.0 where clip(-0.0, 0.0, 1) is -0.0).
+            return U.minimum(U.maximum(out, lo), hi)
         # JAX's clip is minimum(maximum(a, lo), hi): its derivative splits ties 0.5 / 0.5.
         return _clip_with_jax_derivative()(out, lo, hi)
     return _clip_two_bounds(out, lo, hi)
+
+
+def _bounds_broadcast_as_scalars(a, lo, hi, common) -> bool:
+    """Whether NumPy's clip loop sees both bounds with stride 0 (its scalar-bounds loop, which
+    keeps ``a`` on ties). Over several elements: when each bound has one element. Over one
+    element it depends on how NumPy iterates: operands of one shape (0-d ones aside) and no cast
+    keep their own strides, so only 0-d bounds have stride 0; a cast (through a one-element
+    buffer) into a result of two or more dims, or operands of different shapes (the general
+    iterator), give every operand stride 0.
+    A Python scalar is a 0-d operand that is never cast."""
+    ops = [to_operand(v) for v in (a, lo, hi)]
+    shapes = [aval(v).shape for v in ops]
+    size = int(np.prod(np.broadcast_shapes(*shapes), dtype=np.int64))
+    if size > 1:
+        return all(int(np.prod(s, dtype=np.int64)) == 1 for s in shapes[1:])
+    if len(np.broadcast_shapes(*shapes)) >= 2 and any(not dtypes.is_python_scalar(v) and aval(o).dtype != common
+                                                        for v, o in zip((a, lo, hi), ops)):
+        return True     # (NumPy 2.4, observed: a result of 2 or more dims only)
+    if len({s for s in shapes if s}) > 1:
+        return True
+    return all(len(s) == 0 for s in shapes[1:])
 
 
 def _clip_two_bounds(out, lo, hi):
@@ -114,8 +143,6 @@ def _clip_with_jax_derivative():
     """The two-bound clip with NumPy's values and the derivative of JAX's
     ``minimum(maximum(a, lo), hi)`` (ties at a bound split the derivative 0.5 / 0.5)."""
     if not _CLIP:
-        from tracejit.api_ad import jvp as jvp_
-        from tracejit.transforms.ad_custom import custom_jvp
 
         def clip(x, lo, hi):
             return _clip_two_bounds(x, lo, hi)
@@ -234,8 +261,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     if not dtypes.is_inexact(d):
         return v
     if dtypes.is_complex(d):
-        from tracejit.lax import complex as make_complex
-        return make_complex(nan_to_num(real(v), nan=nan, posinf=posinf, neginf=neginf),
+        return complex_from_parts(nan_to_num(real(v), nan=nan, posinf=posinf, neginf=neginf),
                             nan_to_num(imag(v), nan=nan, posinf=posinf, neginf=neginf))
     fi = np.finfo(d)
     hi = fi.max if posinf is None else posinf

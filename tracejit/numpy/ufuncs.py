@@ -16,6 +16,8 @@ from tracejit.core.trace import note_weak_int_cast
 from tracejit.ops.elementwise import binary_prims, select_n_p, unary_prims
 from tracejit.numpy._util import (aval, broadcast_operands, broadcast_shapes, broadcast_to_shape, convert,
                                   eager, is_tracer, numpy_type_arg, shape_of, to_operand)
+from tracejit.transforms.api_ad import jvp as jvp_
+from tracejit.transforms.ad_custom import custom_jvp
 
 
 def _resolve(np_ufunc, ops):
@@ -310,8 +312,6 @@ def _complex_reciprocal():
     """NumPy's complex reciprocal loop (its own formula: ``reciprocal(0j)`` is nan+nanj, where
     ``1 / 0j`` is inf+nanj), differentiated as ``1 / z``."""
     if not _RECIPROCAL:
-        from tracejit.api_ad import jvp as jvp_
-        from tracejit.transforms.ad_custom import custom_jvp
 
         def reciprocal(z):
             return unary_prims["reciprocal"].bind(z)
@@ -358,7 +358,6 @@ def _with_jax_derivative(name, value_fn, weight):
     derivative 0.5 / 0.5 (the select on ``x == y`` in the value carries none)."""
     fn = _CUSTOM_LOGADDEXP.get(name)
     if fn is None:
-        from tracejit.transforms.ad_custom import custom_jvp
         U = UFUNCS
 
         def replace_posinf(v):

@@ -22,7 +22,7 @@ import numpy as np
 from tracejit.core import dtypes
 from tracejit.core.errors import JaxRuntimeError
 from tracejit.core.ir import Program, subprograms
-from tracejit.core.primitive import (EFFECTFUL, Primitive, batching_rules, def_rules, jvp_rules,
+from tracejit.core.primitive import (EFFECTFUL, Primitive, def_rules, jvp_rules,
                                      transpose_rules)
 from tracejit.core.pytree import tree_leaves, tree_unflatten
 from tracejit.core.trace import EVAL_TRACE, set_current_trace
@@ -136,13 +136,9 @@ pure_callback_p = def_rules(Primitive("pure_callback", multiple_results=True),
                             abstract_eval=_pure_callback_abstract_eval, impl=_pure_callback_impl, cost=_cost)
 
 
-def _pure_callback_jvp(primals, tangents, **params):
+def pure_callback_jvp(primals, tangents, **params):
     raise ValueError("Pure callbacks do not support JVP. "
                      "Please use `jax.custom_jvp` to use callbacks while taking gradients.")
-
-
-def _pure_callback_vjp(needed, *args, **params):
-    _pure_callback_jvp(args, None)
 
 
 def _pure_callback_transpose(cts, *args, **params):
@@ -150,44 +146,8 @@ def _pure_callback_transpose(cts, *args, **params):
                      "Please use `jax.custom_vjp` to use callbacks while taking gradients.")
 
 
-def _pure_callback_batch(args, dims, size, *, callback, result_avals, vmap_method, sharding):
-    """JAX's ``ffi_batching_rule``: ``vmap_method`` says how the batch reaches the callback."""
-    from tracejit.transforms import batching
-    params = dict(callback=callback, vmap_method=vmap_method, sharding=sharding)
-    if vmap_method not in ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
-                           "legacy_vectorized"):
-        raise NotImplementedError(
-            "vmap is only supported for the pure_callback primitive when vmap_method is one of "
-            "'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', or 'legacy_vectorized'. "
-            f"Got vmap_method={vmap_method!r}.")
-    front = [batching.to_front(x, d) for x, d in zip(args, dims)]
-    batched = tuple(a.update(shape=(size,) + a.shape) for a in result_avals)
-    if vmap_method == "legacy_vectorized":       # unbatched operands as they are
-        outs = pure_callback_p.bind(*front, result_avals=batched, **params)
-    elif vmap_method in ("expand_dims", "broadcast_all"):
-        n = size if vmap_method == "broadcast_all" else 1
-        ins = [x if d is not None else batching.with_batch(x, None, n) for x, d in zip(front, dims)]
-        outs = pure_callback_p.bind(*ins, result_avals=batched, **params)
-    elif vmap_method == "sequential_unrolled":   # one call per example, unrolled
-        return batching._one_example_at_a_time(pure_callback_p, args, dims, size,
-                                               dict(params, result_avals=result_avals))
-    else:                                        # one call per example, in a scan
-        from tracejit.lax.control_flow import scan
-        at = [i for i, d in enumerate(dims) if d is not None]
-
-        def body(carry, xs):
-            ins = list(front)
-            for i, x in zip(at, xs):
-                ins[i] = x
-            return carry, tuple(pure_callback_p.bind(*ins, result_avals=result_avals, **params))
-        _, outs = scan(body, (), tuple(front[i] for i in at))
-        outs = list(outs)
-    return outs, [0] * len(outs)
-
-
-jvp_rules[pure_callback_p] = _pure_callback_jvp
+jvp_rules[pure_callback_p] = pure_callback_jvp
 transpose_rules[pure_callback_p] = _pure_callback_transpose
-batching_rules[pure_callback_p] = _pure_callback_batch
 
 
 # --------------------------------------------------------------------------- debug_callback
@@ -216,17 +176,8 @@ def _debug_callback_transpose(cts, *args, **params):
     return [None] * len(args)
 
 
-def _debug_callback_batch(args, dims, size, **params):
-    """Once per example, in order (JAX unrolls debug callbacks over the batch the same way)."""
-    from tracejit.transforms.batching import _example
-    for i in range(size):
-        debug_callback_p.bind(*[x if d is None else _example(x, d, i) for x, d in zip(args, dims)], **params)
-    return [], []
-
-
 jvp_rules[debug_callback_p] = _debug_callback_jvp
 transpose_rules[debug_callback_p] = _debug_callback_transpose
-batching_rules[debug_callback_p] = _debug_callback_batch
 
 CALLBACK_PRIMITIVES = frozenset({pure_callback_p, debug_callback_p})
 
@@ -243,11 +194,3 @@ def holds_callbacks(program: Program) -> bool:
     """
     return any(e.primitive in CALLBACK_PRIMITIVES or any(holds_callbacks(s) for s in subprograms(e))
                for e in program.eqns)
-
-
-def register_vjp_rule() -> None:
-    """Reverse mode of ``pure_callback`` raises at once (JAX raises while linearizing), not only when
-    the backward pass runs. ``transforms.ad`` imports modules that import ``ops``, so its table is
-    filled later: by ``tracejit.api_callback`` when it loads (with the package)."""
-    from tracejit.transforms.ad import def_vjp
-    def_vjp(pure_callback_p, _pure_callback_vjp)

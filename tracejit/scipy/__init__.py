@@ -1,6 +1,6 @@
 """``tracejit.scipy``: ``jax.scipy``'s API (special functions, distributions, linear algebra, signal).
 
-Everything is written on ``tracejit.numpy`` / ``tracejit.lax``, so it runs eagerly and under
+Everything is written on ``tracejit.numpy`` and the primitives, so it runs eagerly and under
 ``jit``, ``grad`` and ``vmap``.
 
 Examples

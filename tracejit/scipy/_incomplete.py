@@ -14,9 +14,10 @@ import math
 import numpy as np
 
 import tracejit.numpy as jnp
-from tracejit import lax
-from tracejit.api_ad import custom_jvp
+from tracejit.ops.control_flow_functions import while_loop
+from tracejit.transforms.api_ad import custom_jvp
 from tracejit.scipy._common import finish, promote_args_inexact
+from tracejit.transforms.api_ad import stop_gradient
 
 _EPS = 2.0 ** -53
 _TINY = 1e-300
@@ -50,7 +51,7 @@ def _iterate(step, converged, state, maxiter=_MAXITER):
         new = step(n, old)
         new = tuple(_where(active, v, o) for v, o in zip(new, old))
         return n + 1.0, active & ~converged(new, old), new
-    return lax.while_loop(cond, body, (jnp.asarray(1.0), active0, tuple(state)))[2]
+    return while_loop(cond, body, (jnp.asarray(1.0), active0, tuple(state)))[2]
 
 
 def _log1pmx(t):
@@ -621,7 +622,6 @@ def expn(n, x):
     """
     dt, (n, x) = promote_args_inexact(n, x)
     n, x = jnp.broadcast_arrays(n, x)
-    from tracejit.api_ad import stop_gradient
     return finish(_expn_cj(stop_gradient(n), x), dt)
 
 

@@ -23,7 +23,7 @@ from fractions import Fraction
 import numpy as np
 
 import tracejit.numpy as jnp
-from tracejit import lax
+from tracejit.ops.control_flow_functions import fori_loop
 from tracejit.numpy._util import convert, to_operand
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv", "lu", "lu_factor",
@@ -168,7 +168,7 @@ def _lu_core(a):
         return lu, piv, perm
     piv0 = jnp.zeros(batch + (k_steps,), dtype=np.int64)
     perm0 = jnp.broadcast_to(jnp.arange(m), batch + (m,))
-    return lax.fori_loop(0, k_steps, step, (a, piv0, perm0))
+    return fori_loop(0, k_steps, step, (a, piv0, perm0))
 
 
 def _lu_batched(a):

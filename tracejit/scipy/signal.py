@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 import tracejit.numpy as jnp
-from tracejit import lax
+from tracejit.ops.convolution import conv_general_dilated
 from tracejit.numpy._util import promote, to_operand
 
 __all__ = ["convolve", "correlate", "convolve2d", "correlate2d"]
@@ -54,7 +54,7 @@ def _convolve_nd(in1, in2, mode):
         pads = [(0, 0)] * nd
     else:
         pads = [(k - 1, k - 1) for k in s2]
-    out = lax.conv_general_dilated(in1[None, None], kernel[None, None], (1,) * nd, pads)[0, 0]
+    out = conv_general_dilated(in1[None, None], kernel[None, None], (1,) * nd, pads)[0, 0]
     if mode == "same":
         full = [a + b - 1 for a, b in zip(s1, s2)]
         starts = [(f - a) // 2 for f, a in zip(full, s1)]

@@ -1,6 +1,6 @@
 """``tracejit.scipy.special``: special functions with ``jax.scipy.special``'s API.
 
-Every function is written on ``tracejit.numpy`` / ``tracejit.lax``, so it runs
+Every function is written on ``tracejit.numpy`` and the primitives, so it runs
 eagerly (NumPy), under ``jit`` (one fused kernel for the elementwise ones),
 ``grad`` (analytic derivatives through ``custom_jvp``, as JAX) and ``vmap``.
 
@@ -36,8 +36,8 @@ import math
 import numpy as np
 
 import tracejit.numpy as jnp
-from tracejit import lax
-from tracejit.api_ad import custom_jvp, stop_gradient
+from tracejit.ops.binders import un
+from tracejit.transforms.api_ad import custom_jvp, stop_gradient
 from tracejit.numpy._util import convert, to_operand
 from tracejit.ops.random_bits import _GILES_F64
 from tracejit.scipy._common import B2K, F64, finish, horner, promote_args_inexact, result_float_dtype
@@ -642,7 +642,7 @@ def _erfc_pos_tail(a):
 
 def _erfc64(x):
     a = jnp.abs(x)
-    small = 1.0 - lax.erf(_where(a < 1.0, x, 0.0))
+    small = 1.0 - un("erf", _where(a < 1.0, x, 0.0))
     tail = _erfc_pos_tail(_where(a < 1.0, 1.0, a))
     tail = _where(x < 0, 2.0 - tail, tail)
     return _where(jnp.isnan(x), x, _where(a < 1.0, small, tail))
@@ -666,7 +666,7 @@ def erf(x):
     0.520499877813046...
     """
     dt, (x,) = promote_args_inexact(x)
-    return finish(lax.erf(x), dt)
+    return finish(un("erf", x), dt)
 
 
 def erfc(x):
@@ -685,7 +685,7 @@ def erfc(x):
 def _ndtr64(x):
     a = jnp.abs(x)
     z = a * _INV_SQRT2
-    central = 0.5 + 0.5 * lax.erf(_where(a < _SQRT2, x * _INV_SQRT2, 0.0))
+    central = 0.5 + 0.5 * un("erf", _where(a < _SQRT2, x * _INV_SQRT2, 0.0))
     zt = _where(a < _SQRT2, 1.0, z)
     at = _where(a < _SQRT2, _SQRT2, a)
     half_tail = 0.5 * _exp_neg_sq(at, 0.5) * _erfcx_ge1(zt)     # ndtr(-|x|)
@@ -854,7 +854,7 @@ def expit(x):
     0.5
     """
     dt = result_float_dtype(x)
-    return lax.logistic(convert(to_operand(x), dt))
+    return un("logistic", convert(to_operand(x), dt))
 
 
 @custom_jvp

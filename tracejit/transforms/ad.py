@@ -44,7 +44,7 @@ from tracejit.core.ir import Literal, Program, Var
 from tracejit.core.primitive import Primitive, decomposition_rules, def_rules, jvp_rules
 from tracejit.core.trace import NO_VALUE, bind, is_eager, trace_flat
 from tracejit.core.tracer import Tracer
-from tracejit.numpy._util import aval as _aval_of
+from tracejit.core.values import get_aval
 
 # JAX's dtype of integer-input cotangents: a zero-size structured dtype.
 float0 = np.dtype([("float0", np.void, 0)])
@@ -59,8 +59,7 @@ def is_differentiable(dtype) -> bool:
     return np.dtype(dtype).kind in "fc"
 
 
-def aval_of(x) -> ShapedArray:
-    return _aval_of(x)
+aval_of = get_aval
 
 
 # --------------------------------------------------------------------------- helpers for rules

@@ -15,11 +15,15 @@ import operator
 import numpy as np
 
 from tracejit.core.interpret import eval_program, interpret
-from tracejit.core.primitive import Primitive, decomposition_rules, def_rules
+from tracejit.core.primitive import Primitive, batching_rules, decomposition_rules, def_rules
 from tracejit.core.pytree import tree_flatten, tree_unflatten
 from tracejit.core.trace import is_eager, trace_flat
+from tracejit.core.tracer import Tracer
+from tracejit.core.values import leaf_aval
 from tracejit.transforms import ad
+from tracejit.transforms import batching
 from tracejit.transforms.ad import aval_of, instantiate_or_float0, is_differentiable
+from tracejit.transforms.api_vmap import vmap
 
 
 def _call_abstract_eval(*in_avals, program, num_consts, **_):
@@ -49,8 +53,7 @@ remat_p = _call_primitive("checkpoint")
 # --------------------------------------------------------------------------- shared plumbing
 
 def _leaf_aval(leaf):
-    from tracejit.api import _leaf_aval as api_leaf_aval
-    return api_leaf_aval(leaf, "an argument of a custom-derivative function")
+    return leaf_aval(leaf, "an argument of a custom-derivative function")
 
 
 def _positional(fun, args, kwargs):
@@ -139,7 +142,7 @@ class custom_vjp:
     ... def clip_gradient(x):
     ...     return x
     >>> clip_gradient.defvjp(lambda x: (x, None), lambda res, g: (np.clip(g, -1, 1),))
-    >>> from tracejit.api_ad import grad
+    >>> from tracejit.transforms.api_ad import grad
     >>> float(grad(lambda x: 5 * clip_gradient(x))(2.0))
     1.0
     """
@@ -243,7 +246,7 @@ class custom_jvp:
     ... def log1pexp_jvp(primals, tangents):
     ...     x, = primals; t, = tangents
     ...     return log1pexp(x), t * (1 - 1 / (1 + np.exp(x)))
-    >>> from tracejit.api_ad import grad
+    >>> from tracejit.transforms.api_ad import grad
     >>> grad(log1pexp)(100.0)
     Array(1.)
     """
@@ -325,8 +328,6 @@ ad.def_jvp(custom_jvp_call_p, _custom_jvp_jvp)
 def _custom_jvp_batch(args, dims, size, *, program, num_consts, jvp, name):
     """vmap of a custom_jvp call: the primal program and the JVP rule are both batched
     (the rule through ``vmap``), so the call stays one equation over the whole batch."""
-    from tracejit.api_vmap import vmap
-    from tracejit.transforms import batching
     if (any(d is not None for d in dims[:num_consts])
             or not all(is_differentiable(aval_of(x).dtype) for x in args[num_consts:])):
         return batching._one_example_at_a_time(custom_jvp_call_p, args, dims, size,
@@ -342,12 +343,7 @@ def _custom_jvp_batch(args, dims, size, *, program, num_consts, jvp, name):
     return outs, [0] * len(outs)
 
 
-def _register_batching():
-    from tracejit.core.primitive import batching_rules
-    batching_rules[custom_jvp_call_p] = _custom_jvp_batch
-
-
-_register_batching()
+batching_rules[custom_jvp_call_p] = _custom_jvp_batch
 # Reverse mode: the custom JVP is linear in the tangents; vjp_via_jvp transposes it.
 ad.def_vjp(custom_jvp_call_p, lambda needed, *ins, **params: ad.vjp_via_jvp(custom_jvp_call_p, needed, ins, params))
 
@@ -397,7 +393,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
     Examples
     --------
     >>> import numpy as np
-    >>> from tracejit.api_ad import grad
+    >>> from tracejit.transforms.api_ad import grad
     >>> grad(checkpoint(lambda x: np.sin(np.sin(x))))(0.0)
     Array(1.)
     """
@@ -418,8 +414,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
             full = [a if i in static else next(it) for i, a in enumerate(args)]
             out_leaves, box["tree"] = tree_flatten(fun(*full, **kw))
             return out_leaves
-        from tracejit.api import _leaf_aval as api_leaf_aval
-        program = trace_flat(flat, [api_leaf_aval(x, f"an argument of checkpointed {name}") for x in leaves], name)
+        program = trace_flat(flat, [leaf_aval(x, f"an argument of checkpointed {name}") for x in leaves], name)
         outs = remat_p.bind(*program.const_values, *leaves, program=program, num_consts=len(program.const_values),
                             policy=policy, prevent_cse=prevent_cse, name=name)
         return tree_unflatten(box["tree"], outs)
@@ -472,3 +467,69 @@ def _remat_jvp(primals, tangents, *, program, num_consts, **_):
 
 ad.def_vjp(remat_p, _remat_vjp)
 ad.def_jvp(remat_p, _remat_jvp)
+
+
+def closure_convert(fun, *example_args):
+    """Hoist the traced values ``fun`` closes over into arguments (``jax.closure_convert``).
+
+    ``fun`` is traced once with arguments shaped like ``example_args``. Traced values of
+    enclosing transformations that it uses (for example a variable being differentiated)
+    become the hoisted constants; concrete values stay inside. Use it to pass a closure
+    to a function such as a ``custom_vjp`` that must not close over traced values.
+
+    Parameters
+    ----------
+    fun : callable
+    *example_args
+        Arrays, scalars or ShapeDtypeStructs (pytrees) with the argument types.
+
+    Returns
+    -------
+    (converted, consts)
+        ``converted(*args, *consts)`` computes ``fun(*args)``; ``consts`` is a list.
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit
+    >>> def outer(c):
+    ...     g, consts = tracejit.closure_convert(lambda x: x * c, 1.0)
+    ...     assert len(consts) == 1                # c is traced by grad: hoisted
+    ...     return g(2.0, *consts)
+    >>> float(tracejit.grad(outer)(3.0))
+    2.0
+    >>> g, consts = tracejit.closure_convert(lambda x: x + np.ones(2), np.zeros(2))
+    >>> consts, g(np.ones(2))
+    ([], array([2., 2.]))
+    """
+    flat, in_tree = tree_flatten(example_args)
+    in_avals = [leaf_aval(leaf, f"example argument {i} of closure_convert") for i, leaf in enumerate(flat)]
+    out_trees = []
+
+    def flat_fun(*tracers):
+        out = fun(*tree_unflatten(in_tree, list(tracers)))
+        leaves, out_tree = tree_flatten(out)
+        out_trees.append(out_tree)
+        return leaves
+
+    program = trace_flat(flat_fun, in_avals, getattr(fun, "__name__", "function"))
+    out_tree = out_trees[0]
+    consts = list(program.const_values)
+    hoisted_at = [i for i, c in enumerate(consts) if isinstance(c, Tracer)]
+    hoisted = [consts[i] for i in hoisted_at]
+
+    @functools.wraps(fun)
+    def converted(*args_and_consts):
+        n = len(args_and_consts) - len(hoisted)
+        if n < 0:
+            raise TypeError(f"closure_convert: the converted function takes its arguments followed by "
+                            f"{len(hoisted)} hoisted constants, got {len(args_and_consts)} values")
+        values = list(consts)
+        for i, v in zip(hoisted_at, args_and_consts[n:]):
+            values[i] = v
+        leaves, tree = tree_flatten(tuple(args_and_consts[:n]))
+        if tree != in_tree:
+            raise TypeError(f"closure_convert: the converted function was traced for arguments {in_tree}, "
+                            f"got {tree}")
+        return tree_unflatten(out_tree, eval_program(program, values, leaves))
+
+    return converted, hoisted

@@ -13,7 +13,7 @@ import math
 
 from tracejit.ops.elementwise import binary_prims, convert_element_type_p, select_n_p, unary_prims
 from tracejit.transforms.ad import aval_of, def_jvp, def_simple_vjp, is_differentiable
-from tracejit.transforms.ad_ops import (add, binary, broadcast_to, c, convert, div, mul, neg, select,
+from tracejit.ops.binders import (add, binary, broadcast_to, c, convert, div, mul, neg, select,
                                         square, sub, un, unbroadcast)
 
 

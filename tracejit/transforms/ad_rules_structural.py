@@ -19,7 +19,7 @@ from tracejit.ops.structural import (broadcast_in_dim_p, concatenate_p, pad_p, r
                                      transpose_p)
 from tracejit.transforms.ad import (aval_of, def_jvp, def_rules_by_function, def_simple_vjp, def_vjp, instantiate,
                                     jvp_program, vjp_program, zeros)
-from tracejit.transforms.ad_ops import (add, binary, broadcast_in_dim, c, concatenate, convert, div, mul, pad, reduce_sum,
+from tracejit.ops.binders import (add, binary, broadcast_in_dim, c, concatenate, convert, div, mul, pad, reduce_sum,
                                         reshape, rev, slice, transpose)
 
 

@@ -34,7 +34,7 @@ from tracejit.ops.random_bits import threefry2x32_p
 from tracejit.ops.sorting import sort_p
 from tracejit.ops.structural import (broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, rev_p, slice_p,
                                      squeeze_p, transpose_p)
-from tracejit.transforms import ad_ops as ops
+from tracejit.ops import binders as ops
 from tracejit.transforms.ad import aval_of
 
 

@@ -14,6 +14,7 @@ from tracejit.compiler.kernel_ir import Kernel, walk
 from tracejit.backends import register_backend
 from tracejit.config import env_flag
 from tracejit.backends.cpu import llvm_engine, loops, mathlib, parallel, warmup
+from tracejit.backends.cpu import object_cache as persistent_cache
 from tracejit.backends.cpu.host_loops import HostLoop
 from tracejit.backends.cpu.native import (can_lower, can_reduce, native_emitter, native_steps,  # noqa: F401
                                           vector_bytes)
@@ -79,7 +80,6 @@ class CPUBackend:
         compile_ms = {}
         outcome = "no kernels"
         if emitters:
-            from tracejit.diagnostics import persistent_cache
             from tracejit.ops.callback import holds_callbacks
             # A program calling back into Python is never stored or loaded: no key identifies a function.
             cacheable = not holds_callbacks(program)

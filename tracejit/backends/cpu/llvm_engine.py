@@ -69,7 +69,7 @@ _CHILD_LOCKS = (
     ("tracejit.backends.cpu.runtime", "_pool_lock"),
     ("tracejit.backends.cpu.blas", "_lock"),
     ("tracejit.backends.cpu.warmup", "_lock"),
-    ("tracejit.diagnostics.persistent_cache", "_lock"),
+    ("tracejit.backends.cpu.object_cache", "_lock"),
 )
 
 

@@ -35,6 +35,7 @@ from tracejit.compiler.memory import last_reads
 from tracejit.compiler.plan import CONTROL_FLOW, NumpyStep, WindowStep, base_buffer
 from tracejit.compiler.kernel_ir import Kernel
 from tracejit.backends.cpu import llvm_engine, mathlib
+from tracejit.backends.cpu import object_cache as persistent_cache
 from tracejit.backends.cpu import lowering as L
 from tracejit.backends.cpu.native import native_emitter, native_steps, vector_bytes
 from tracejit.backends.cpu.runtime import data_address
@@ -511,7 +512,6 @@ def _compile_driver(module, step, name):
     from, and the compile environment, so a new process loads it instead of running LLVM.
     Returns ``(CompiledModule, outcome)``."""
     from tracejit.core.ir import Program, Var
-    from tracejit.diagnostics import persistent_cache
     eqn = step.eqn
     holder = Program([], [], [a for a in eqn.inputs if isinstance(a, Var)], [eqn], eqn.outputs)
     components = {"loop": persistent_cache.program_fingerprint(holder), "vector_bytes": vector_bytes(),
@@ -525,7 +525,6 @@ def _compile_driver(module, step, name):
 def _bodies_fingerprint(step) -> list:
     """The plans of a control-flow step's bodies, nested loops' bodies included: the code the driver
     holds is made from them, so its cache key names them (not only the equation they came from)."""
-    from tracejit.diagnostics import persistent_cache
     out = []
     for body in step.bodies:
         out.append(persistent_cache.program_fingerprint(body.program, body.plan))

@@ -22,7 +22,7 @@ import threading
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from tracejit.backends.cpu import llvm_engine, rare_paths, vecmath
+from tracejit.backends.cpu import llvm_engine, object_cache, rare_paths, vecmath
 from tracejit.backends.cpu.vecmath_f32 import UNARY32
 
 PREFIX = "__tj_vm_"
@@ -178,12 +178,11 @@ def _ensure_symbol(symbol: str, name: str, ty, arity: int) -> None:
             built.append(lib)
             return lib
 
-        from tracejit.diagnostics import persistent_cache
         # A helper may call a rare path (sin/cos/tan of huge arguments: a cell the helper's code
         # reads through an external symbol). A cached helper lists the cells it needs, which are
         # registered before its object code is loaded: an unregistered one resolved to nothing
         # and the rare branch jumped through it (SIGSEGV for |x| >= 2^20 on a cache hit).
-        compiled, _ = persistent_cache.compile_module(
+        compiled, _ = object_cache.compile_module(
             build, name=symbol, vectorize=False, speed_level=llvm_engine.LIGHT,
             components={"math_helper": symbol},
             extra_metadata=lambda: {"rare_paths": rare_paths.symbols_used(built[0])},

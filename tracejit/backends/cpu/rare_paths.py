@@ -26,6 +26,8 @@ import threading
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from tracejit.backends.cpu import object_cache
+
 PREFIX = "__tj_rare_"
 _ELEMENTS = {"f32": ir.FloatType(), "f64": ir.DoubleType()}
 _TRAMPOLINE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)
@@ -78,7 +80,6 @@ def _cell(name: str, element: str) -> _Cell:
 def _compile(cell: _Cell):
     """void f(T* data, i64 n): data[i] = name(data[i]) with the complete scalar helper."""
     from tracejit.backends.cpu import llvm_engine, vecmath
-    from tracejit.diagnostics import persistent_cache
 
     def build():
         el = _ELEMENTS[cell.element]
@@ -100,9 +101,9 @@ def _compile(cell: _Cell):
         b.ret_void()
         return m
 
-    compiled, _ = persistent_cache.compile_module(build, name=cell.symbol, vectorize=False,
-                                                  speed_level=llvm_engine.LIGHT,
-                                                  components={"rare_path": cell.symbol})
+    compiled, _ = object_cache.compile_module(build, name=cell.symbol, vectorize=False,
+                                              speed_level=llvm_engine.LIGHT,
+                                              components={"rare_path": cell.symbol})
     return compiled
 
 

@@ -12,7 +12,6 @@ import math
 import os
 import sys
 import threading
-import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -20,6 +19,8 @@ import numpy as np
 from tracejit.backends.cpu import blas
 from tracejit.backends.cpu.codegen import ELEMENTWISE_GRANULE
 from tracejit.backends.cpu.pointers import data_address
+# Donation and deletion marks belong to the arrays (tracejit/array.py); a call checks and sets them.
+from tracejit.array import _donated, mark_donated_to
 from tracejit.core.primitive import impl_rules
 from tracejit.compiler.plan import DotStep, NumpyStep, WindowStep, step_writes
 from tracejit.compiler.kernel_ir import Kernel
@@ -326,43 +327,6 @@ def prime_in_background(pools) -> None:
             pool._priming_pid = os.getpid()
         threading.Thread(target=lambda: [pool.prime() for pool in todo], name="tracejit-prime-outputs",
                          daemon=True).start()
-
-
-# Arrays whose memory a call with donate_argnums gave to its output: {id(array): weak reference}.
-# Such an array now holds the call's result, not its own value: passing it to a call again raises, as
-# JAX does for a deleted (donated) array. An entry leaves with its array.
-_donated: dict = {}
-
-
-class _DonatedRef(weakref.ref):
-    __slots__ = ("key", "why", "advice")
-
-
-def _forget_donated(ref) -> None:
-    if _donated.get(ref.key) is ref:
-        del _donated[ref.key]
-
-
-def _mark_donated(a, why: str, advice: str) -> None:
-    """Make passing ``a`` to a jitted function raise: ``why`` it no longer holds its own value, and
-    ``advice`` on what to pass instead, both said in the error."""
-    ref = _DonatedRef(a, _forget_donated)
-    ref.key = key = id(a)
-    ref.why, ref.advice = why, advice
-    _donated[key] = ref
-
-
-def mark_donated_to(a, name: str) -> None:
-    """``a`` was donated to ``jit(name)``, which wrote its result into the array's memory."""
-    _mark_donated(a, f"it was donated to jit({name}) (donate_argnums/donate_argnames), which wrote its "
-                     "result into the array's memory, so the array no longer holds its own value",
-                  "Use that call's result instead, pass a copy (f(x.copy())), or don't donate the argument.")
-
-
-def mark_deleted(a) -> None:
-    """``a.delete()`` was called (JAX's explicit deletion)."""
-    _mark_donated(a, "it was deleted with Array.delete()",
-                  "Pass a copy made before deleting it, or don't delete it.")
 
 
 def _writable_view(a):

@@ -58,9 +58,9 @@ def _work() -> None:
     try:
         from tracejit.backends.cpu import llvm_engine, parallel
         from tracejit.compiler import blas_epilogues  # noqa: F401  (imported by the first compile)
-        from tracejit.diagnostics import persistent_cache
+        from tracejit.backends.cpu import object_cache
         llvm_engine.target_machine()
-        persistent_cache.default_components()
+        object_cache.default_components()
         team = parallel.runtime()
         if _stop.is_set():
             return
@@ -86,7 +86,7 @@ def _compile_sample(llvm_engine):
     b.ret_void()
     nothing = ir.Function(module, ir.FunctionType(ir.VoidType(), [ir.PointerType()]), name="tracejit_warmup_nothing")
     ir.IRBuilder(nothing.append_basic_block("entry")).ret_void()
-    with llvm_engine.COMPILE_LOCK:        # the path of every compile: persistent_cache.compile_module
+    with llvm_engine.COMPILE_LOCK:        # the path of every compile: object_cache.compile_module
         [(_, obj)], _ = llvm_engine.object_codes([module], ["tracejit_warmup"], llvm_engine.LIGHT)
     return llvm_engine.load_object(obj, name="tracejit_warmup")
 

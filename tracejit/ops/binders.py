@@ -1,4 +1,7 @@
-"""Primitive-level operations used by differentiation rules.
+"""Primitive-level operations: one bind each, with no argument conversion or checks.
+
+Used where operands are already operands of agreeing dtypes: differentiation and batching
+rules, and compositions of primitives (convolution, exact complex construction).
 
 Each helper binds one primitive on the current trace (so it computes with
 NumPy eagerly and stages under ``jit``). Operands must already agree in dtype;
@@ -14,7 +17,7 @@ from tracejit.ops.elementwise import binary_prims, convert_element_type_p, selec
 from tracejit.ops.reductions import reduce_prims
 from tracejit.ops.structural import (broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, rev_p, slice_p,
                                      transpose_p)
-from tracejit.transforms.ad import aval_of
+from tracejit.core.values import get_aval as aval_of
 
 
 def c(value, like):

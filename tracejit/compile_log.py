@@ -1,4 +1,10 @@
-"""One log line per compile, and explanations of why a function recompiled."""
+"""One log line per compile, and explanations of why a function recompiled.
+
+``tracejit.api`` calls :func:`record_compile` after every compile, so this
+module sits below the API and imports only the configuration; the
+diagnostics (``tracejit.diagnostics.advisor``) read compiles through
+:func:`collect_compiles`.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -57,7 +63,7 @@ def _leaf_names(jitted, sig):
     return names
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))     # tracejit/
 
 
 def _user_stacklevel() -> int:

@@ -31,9 +31,12 @@ from tracejit.core.ir import Literal, Var
 from tracejit.core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from tracejit.core.trace import trace_flat
 from tracejit.core.tracer import Tracer
-from tracejit.api_vmap import vmap
+from tracejit.core.values import get_aval, leaf_aval
+from tracejit.ops.operands import convert
+from tracejit.transforms.api_vmap import vmap
 from tracejit.transforms import ad
 from tracejit.transforms.ad import float0, is_differentiable, stop_gradient_p
+from tracejit.ops.binders import reshape, transpose
 from tracejit.transforms.ad_custom import checkpoint, checkpoint_policies, custom_jvp, custom_vjp, remat
 
 __all__ = ["checkpoint", "checkpoint_policies", "custom_jvp", "custom_vjp", "float0", "grad", "hessian",
@@ -43,9 +46,6 @@ __all__ = ["checkpoint", "checkpoint_policies", "custom_jvp", "custom_vjp", "flo
 
 # --------------------------------------------------------------------------- tracing helpers
 
-def _leaf_aval(leaf, where="argument") -> ShapedArray:
-    from tracejit.api import _leaf_aval as api_leaf_aval
-    return api_leaf_aval(leaf, where)
 
 
 def _leaf_value(leaf, aval: ShapedArray):
@@ -61,7 +61,7 @@ class _Traced:
 
     def __init__(self, fun, args: tuple, has_aux: bool, what: str):
         leaves, self.in_tree = tree_flatten(args)
-        self.in_avals = [_leaf_aval(leaf, f"an argument of {what}") for leaf in leaves]
+        self.in_avals = [leaf_aval(leaf, f"an argument of {what}") for leaf in leaves]
         self.values = [_leaf_value(leaf, a) for leaf, a in zip(leaves, self.in_avals)]
         self.aux_tree = None
         box = {}
@@ -142,7 +142,7 @@ def _bind_argnums(fun, args, kwargs, argnums, what):
 
 def _check_input_dtypes(what, diff_args, holomorphic, allow_int, real_only):
     for leaf in tree_leaves(diff_args):
-        dtype = _leaf_aval(leaf, f"an argument of {what}").dtype
+        dtype = leaf_aval(leaf, f"an argument of {what}").dtype
         if holomorphic:
             if dtype.kind != "c":
                 raise TypeError(f"{what} with holomorphic=True requires inputs with complex dtype, but got "
@@ -187,7 +187,6 @@ def _shape_dtype(x):
 
 def _as_dtype(x, dtype):
     if isinstance(x, Tracer):
-        from tracejit.numpy._util import convert
         return convert(x, dtype)
     return np.asarray(x, dtype)
 
@@ -426,9 +425,8 @@ def _std_basis(avals):
 def _column_block(columns, offset, in_aval, out_aval):
     """The Jacobian block ``out.shape + in.shape`` of one input, from jacfwd's per-basis-vector
     results ``columns`` (shape ``(n,) + out.shape``; this input's rows start at ``offset``)."""
-    import tracejit.numpy as jnp
     part = columns[offset:offset + in_aval.size]
-    return jnp.reshape(jnp.moveaxis(part, 0, -1), out_aval.shape + in_aval.shape)
+    return reshape(transpose(part, tuple(range(1, get_aval(part).ndim)) + (0,)), out_aval.shape + in_aval.shape)
 
 
 def _zero_block(out_aval, in_aval):

@@ -10,7 +10,8 @@ from tracejit.array import eager_results
 from tracejit.core.pytree import broadcast_prefix, tree_flatten, tree_unflatten
 from tracejit.core.trace import NO_VALUE, current_trace, is_concrete_context, trace_flat
 from tracejit.core.tracer import Tracer
-from tracejit.transforms import batching
+from tracejit.core.values import leaf_aval
+from tracejit.transforms import batching, callback_rules  # noqa: F401  (callback_rules: registers those rules)
 from tracejit.transforms.ad import aval_of
 
 __all__ = ["vmap"]
@@ -102,10 +103,9 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
 
 def _mapped_leaves(leaves, axes, axis_size):
     """(values, avals, batch axes normalized to >= 0 or None, batch size)."""
-    from tracejit.api import _leaf_aval
     values, avals, dims, sizes = [], [], [], set()
     for leaf, axis in zip(leaves, axes):
-        aval = _leaf_aval(leaf, "an argument of vmap")       # a Python scalar stays weakly typed (NEP 50)
+        aval = leaf_aval(leaf, "an argument of vmap")       # a Python scalar stays weakly typed (NEP 50)
         value = leaf if isinstance(leaf, (Tracer, np.ndarray)) else np.asarray(leaf, aval.dtype)
         if axis is not None:
             axis = operator.index(axis)

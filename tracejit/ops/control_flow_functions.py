@@ -3,7 +3,7 @@
 Under ``jit`` Python ``if`` / ``while`` on traced values cannot work (the
 values are abstract); these functions stage the control flow into the
 program instead. Bodies are traced once into sub-programs (see
-``tracejit/ops/control_flow.py``) and the same primitives run eagerly, so a
+``tracejit/ops/control_flow.py``, where their primitives are defined) and the same primitives run eagerly, so a
 function behaves identically with and without ``jit``.
 """
 from __future__ import annotations
@@ -18,9 +18,10 @@ from tracejit.core.ir import Eqn, Literal, Var
 from tracejit.core.pytree import tree_flatten, tree_unflatten
 from tracejit.core.trace import trace_flat
 from tracejit.core.tracer import Tracer
-from tracejit.numpy._util import aval, convert, to_operand
+from tracejit.core.values import get_aval as aval
 from tracejit.ops.control_flow import closure_convert, cond_p, scan_p, while_p
 from tracejit.ops.elementwise import binary_prims, convert_element_type_p
+from tracejit.ops.operands import concrete_operand, convert
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map"]
 
@@ -35,7 +36,7 @@ def _leaf_operand(x, what: str):
     if isinstance(x, Tracer) or dtypes.is_python_scalar(x):
         return x
     try:
-        return to_operand(x)
+        return concrete_operand(x)
     except TypeError:
         raise TypeError(f"{what} is a {type(x).__name__}, which is not an array; control-flow "
                         "operands and results must be pytrees of arrays or scalars") from None
@@ -358,8 +359,8 @@ def fori_loop(lower, upper, body_fun, init_val, unroll=None):
         if type(lower) is int and type(upper) is int:
             i0 = lower  # a weak Python int, like JAX
         else:
-            d, _ = dtypes.result_type((aval(to_operand(lower)).dtype, type(lower) is int),
-                                      (aval(to_operand(upper)).dtype, type(upper) is int))
+            d, _ = dtypes.result_type((aval(concrete_operand(lower)).dtype, type(lower) is int),
+                                      (aval(concrete_operand(upper)).dtype, type(upper) is int))
             i0 = np.asarray(lo, d)[()]
 
         def step(carry, _):

@@ -1,0 +1,253 @@
+"""N-d convolution as a composition of primitives (``jax.lax.conv_general_dilated``).
+
+``conv_general_dilated`` gathers the input window of every kernel tap with a strided static
+slice, stacks the taps next to the input features (an im2col built from ``slice``,
+``reshape`` and ``concatenate``) and contracts features and taps with the kernel in one
+``dot_general``. Feature groups and batch groups become a batch dimension of that
+contraction. Because it is made of primitives that already have derivative, batching
+and compile rules, convolutions differentiate (both operands, any order), ``vmap`` and
+``jit`` like any other program. It lives with the primitives (not in ``tracejit.lax``) because
+``tracejit.scipy.signal`` builds on it too; a native convolution kernel is a separate concern of
+the CPU backend.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from tracejit.core import dtypes
+from tracejit.core.values import get_aval as aval
+from tracejit.ops.binders import broadcast_in_dim, concatenate, pad, reshape, slice, transpose
+from tracejit.ops.dot import dot_general_p
+from tracejit.ops.operands import concrete_operand, convert
+
+
+def dot_general(lhs, rhs, dimension_numbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb))))
+
+
+def convert_element_type(x, dtype):
+    return convert(x, dtypes.canonical(dtype))
+
+
+class ConvDimensionNumbers(NamedTuple):
+    """Where batch/feature/spatial dims are in each operand, as in ``jax.lax``.
+
+    ``lhs_spec = (batch, feature, spatial...)``, ``rhs_spec = (out feature, in feature, spatial...)``,
+    ``out_spec = (batch, feature, spatial...)``: each a tuple of axis numbers.
+    """
+
+    lhs_spec: tuple
+    rhs_spec: tuple
+    out_spec: tuple
+
+
+def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> ConvDimensionNumbers:
+    """Normalize ``dimension_numbers`` (None, strings like ``('NHWC', 'HWIO', 'NHWC')`` or
+    :class:`ConvDimensionNumbers`) to axis numbers.
+
+    Examples
+    --------
+    >>> from tracejit import lax
+    >>> lax.conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), ("NHWC", "HWIO", "NHWC"))
+    ConvDimensionNumbers(lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1), out_spec=(0, 3, 1, 2))
+    """
+    if len(lhs_shape) != len(rhs_shape):
+        raise TypeError(f"convolution requires lhs and rhs of one rank, got {len(lhs_shape)} and {len(rhs_shape)}")
+    if dimension_numbers is None:
+        spec = tuple(range(len(lhs_shape)))
+        return ConvDimensionNumbers(spec, spec, spec)
+    if isinstance(dimension_numbers, ConvDimensionNumbers):
+        return dimension_numbers
+    if len(dimension_numbers) != 3:
+        raise TypeError(f"dimension_numbers must have three entries, got {dimension_numbers!r}")
+    lhs, rhs, out = dimension_numbers
+    if all(isinstance(s, str) for s in dimension_numbers):
+        for s, pair in ((lhs, "NC"), (rhs, "OI"), (out, "NC")):
+            if len(s) != len(lhs_shape) or any(s.count(ch) != 1 for ch in pair) or len(set(s)) != len(s):
+                raise TypeError(f"convolution dimension spec {s!r} does not fit rank {len(lhs_shape)}")
+        rhs_spatial = [ch for ch in rhs if ch not in "OI"]
+        if sorted(rhs_spatial) != sorted(ch for ch in lhs if ch not in "NC") \
+                or sorted(rhs_spatial) != sorted(ch for ch in out if ch not in "NC"):
+            raise TypeError(f"convolution specs {dimension_numbers!r} name different spatial dims")
+
+        def spec(s, a, b):
+            # Spatial dims in the kernel spec's order, matched by letter.
+            return (s.index(a), s.index(b)) + tuple(s.index(ch) for ch in rhs_spatial)
+        return ConvDimensionNumbers(spec(lhs, "N", "C"), spec(rhs, "O", "I"), spec(out, "N", "C"))
+    return ConvDimensionNumbers(*(tuple(int(d) for d in s) for s in dimension_numbers))
+
+
+def padtype_to_pads(in_shape, window_shape, window_strides, padding) -> list:
+    """Explicit ``(low, high)`` pads for ``'SAME'``, ``'SAME_LOWER'`` or ``'VALID'``.
+
+    Examples
+    --------
+    >>> from tracejit import lax
+    >>> lax.padtype_to_pads((5, 5), (3, 3), (2, 2), "SAME")
+    [(1, 1), (1, 1)]
+    """
+    if not isinstance(padding, str):
+        return [tuple(p) for p in padding]
+    kind = padding.upper()
+    if kind == "VALID":
+        return [(0, 0)] * len(in_shape)
+    if kind not in ("SAME", "SAME_LOWER"):
+        raise ValueError(f"unknown padding {padding!r}: expected 'SAME', 'SAME_LOWER', 'VALID' or (low, high) pairs")
+    pads = []
+    for n, k, s in zip(in_shape, window_shape, window_strides):
+        out = -(-n // s)
+        total = max(0, (out - 1) * s + k - n)
+        lo = total // 2 if kind == "SAME" else total - total // 2
+        pads.append((lo, total - lo))
+    return pads
+
+
+def _dilated(size, dilation):
+    return 0 if size == 0 else (size - 1) * dilation + 1
+
+
+def _window_taps(x, spatial_axes, window, strides, dilation, out_sizes):
+    """One strided slice of ``x`` per window tap (C order over the window): each has ``out_sizes``
+    along ``spatial_axes``."""
+    shape = aval(x).shape
+    taps = []
+    for offsets in itertools.product(*(range(k) for k in window)):
+        starts, limits, steps = [0] * len(shape), list(shape), [1] * len(shape)
+        for ax, k, s, d, n in zip(spatial_axes, offsets, strides, dilation, out_sizes):
+            starts[ax] = k * d
+            limits[ax] = k * d + (n - 1) * s + 1 if n else k * d
+            steps[ax] = s
+        taps.append(slice(x, starts, limits, steps))
+    return taps
+
+
+def _spatial_prepare(x, spatial_axes, pads, base_dilation, padding_value):
+    """Dilate (interior padding) and pad the spatial axes of ``x``."""
+    shape = aval(x).shape
+    config = [(0, 0, 0)] * len(shape)
+    for ax, (lo, hi), d in zip(spatial_axes, pads, base_dilation):
+        config[ax] = (int(lo), int(hi), int(d) - 1)
+    if all(c == (0, 0, 0) for c in config):
+        return x
+    if not hasattr(padding_value, "aval"):
+        padding_value = np.asarray(padding_value, aval(x).dtype)[()]
+    return pad(x, padding_value, config)
+
+
+def _out_sizes(padded_sizes, window, strides, dilation):
+    return [max(0, (n - _dilated(k, d)) // s + 1) if n >= _dilated(k, d) else 0
+            for n, k, s, d in zip(padded_sizes, window, strides, dilation)]
+
+
+def _positive_ints(name, values, n):
+    values = (1,) * n if values is None else tuple(int(v) for v in values)
+    if len(values) != n or any(v < 1 for v in values):
+        raise ValueError(f"{name} must be {n} positive integers, got {values}")
+    return values
+
+
+def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
+                         dimension_numbers=None, feature_group_count=1, batch_group_count=1, precision=None,
+                         preferred_element_type=None):
+    """General N-d convolution (``jax.lax.conv_general_dilated``): a cross-correlation with strides,
+    padding, input (``lhs_dilation``, transposed convolutions) and kernel dilation, and feature or
+    batch groups.
+
+    Parameters
+    ----------
+    lhs, rhs : array
+        Input and kernel, of one dtype and rank.
+    window_strides : sequence of int
+        Step between windows per spatial dim.
+    padding : str or sequence of (int, int)
+        ``'SAME'``, ``'SAME_LOWER'``, ``'VALID'`` or explicit (low, high) pads (negative crops).
+    lhs_dilation, rhs_dilation : sequence of int, optional
+        Input and kernel dilation per spatial dim.
+    dimension_numbers : None, tuple of str or ConvDimensionNumbers
+        Layouts; None is ``('NC...', 'OI...', 'NC...')``.
+    feature_group_count, batch_group_count : int
+        Grouped (e.g. depthwise) convolutions; at most one of them above 1.
+    precision : ignored
+        Accepted for compatibility: CPU products run at the operands' precision.
+    preferred_element_type : dtype, optional
+        Result dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tracejit import lax
+    >>> x = np.arange(5.0).reshape(1, 1, 5)
+    >>> k = np.array([1.0, 0.0, -1.0]).reshape(1, 1, 3)
+    >>> lax.conv_general_dilated(x, k, (1,), "VALID")
+    Array([[[-2., -2., -2.]]])
+    """
+    lhs, rhs = concrete_operand(lhs), concrete_operand(rhs)
+    la, ra = aval(lhs), aval(rhs)
+    if la.dtype != ra.dtype:
+        raise TypeError(f"conv_general_dilated requires arguments of one dtype, got {la.dtype.name} and "
+                        f"{ra.dtype.name}")
+    if la.ndim < 2:
+        raise TypeError(f"conv_general_dilated needs operands of rank >= 2, got {la.shape}")
+    dn = conv_dimension_numbers(la.shape, ra.shape, dimension_numbers)
+    nsp = la.ndim - 2
+    strides = _positive_ints("window_strides", window_strides, nsp)
+    lhs_dil = _positive_ints("lhs_dilation", lhs_dilation, nsp)
+    rhs_dil = _positive_ints("rhs_dilation", rhs_dilation, nsp)
+    groups, bgroups = int(feature_group_count), int(batch_group_count)
+    if groups < 1 or bgroups < 1 or (groups > 1 and bgroups > 1):
+        raise ValueError(f"feature_group_count={groups} and batch_group_count={bgroups}: each must be >= 1 and "
+                         "at most one above 1")
+    # Canonical layouts: x (N, C, spatial...), w (O, I, spatial...).
+    x = transpose(lhs, dn.lhs_spec)
+    w = transpose(rhs, dn.rhs_spec)
+    n, c, *in_sizes = aval(x).shape
+    o, i, *window = aval(w).shape
+    if c != i * groups:
+        raise TypeError(f"conv_general_dilated: lhs feature dimension {c} must equal rhs input feature dimension "
+                        f"{i} times feature_group_count {groups}")
+    if o % groups or o % bgroups:
+        raise TypeError(f"conv_general_dilated: rhs output feature dimension {o} must be a multiple of "
+                        f"feature_group_count {groups} and batch_group_count {bgroups}")
+    if n % bgroups:
+        raise TypeError(f"conv_general_dilated: lhs batch dimension {n} must be a multiple of batch_group_count "
+                        f"{bgroups}")
+    effective_window = [_dilated(k, d) for k, d in zip(window, rhs_dil)]
+    pads = padtype_to_pads(in_sizes, effective_window, strides, padding) if isinstance(padding, str) \
+        else [tuple(int(v) for v in p) for p in padding]
+    if len(pads) != nsp:
+        raise ValueError(f"padding needs one (low, high) pair per spatial dim ({nsp}), got {padding!r}")
+    spatial = list(range(2, 2 + nsp))
+    x = _spatial_prepare(x, spatial, pads, lhs_dil, 0)
+    out_sizes = _out_sizes(aval(x).shape[2:], window, strides, rhs_dil)
+    nb = n // bgroups
+    out_dtype = la.dtype
+    taps = math.prod(window)
+    if 0 in (nb, o, *out_sizes) or taps == 0 or i == 0:
+        shape = [nb, o] + out_sizes
+        result = broadcast_in_dim(np.zeros((), out_dtype)[()], [shape[dn.out_spec.index(d)] for d in range(la.ndim)], ())
+        return convert_element_type(result, preferred_element_type) if preferred_element_type else result
+    # im2col: (N, C, taps, out...) from one strided slice per tap.
+    cols = [reshape(t, (n, c, 1, *out_sizes)) for t in _window_taps(x, spatial, window, strides, rhs_dil, out_sizes)]
+    patches = cols[0] if len(cols) == 1 else concatenate(cols, 2)
+    g = groups if groups > 1 else bgroups
+    og = o // g
+    if groups > 1:
+        # (N, G, I, taps, out...) x (G, O/G, I, taps): groups are a batch dim of the contraction.
+        p = reshape(patches, (n, groups, i, taps, *out_sizes))
+        k = reshape(w, (groups, og, i, taps))
+        y = dot_general(p, k, (((2, 3), (2, 3)), ((1,), (0,))))          # (G, N, out..., O/G)
+        y = transpose(y, (1, 0, 2 + nsp, *range(2, 2 + nsp)))            # (N, G, O/G, out...)
+    else:
+        # Batch groups (B=1 is the plain case): (B, N/B, C, taps, out...) x (B, O/B, C, taps).
+        p = reshape(patches, (g, nb, c, taps, *out_sizes))
+        k = reshape(w, (g, og, i, taps))
+        y = dot_general(p, k, (((2, 3), (2, 3)), ((0,), (0,))))          # (B, N/B, out..., O/B)
+        y = transpose(y, (1, 0, 2 + nsp, *range(2, 2 + nsp)))            # (N/B, B, O/B, out...)
+    y = reshape(y, (nb, o, *out_sizes))
+    y = transpose(y, tuple(np.argsort(dn.out_spec)))
+    return convert_element_type(y, preferred_element_type) if preferred_element_type else y

@@ -1,0 +1,62 @@
+"""Operands of operations: what every array library layer (numpy, lax, the control-flow
+functions) does first with an argument -- turn it into a tracer, a Python scalar or an
+ndarray of a supported dtype, and convert it to a dtype (staged for tracers)."""
+from __future__ import annotations
+
+import numpy as np
+
+from tracejit.core import dtypes
+from tracejit.core.tracer import Tracer
+from tracejit.ops.elementwise import convert_element_type_p
+
+
+def concrete_operand(x):
+    """An operation's operand: tracers and Python scalars pass through; everything else becomes
+    an ndarray of a supported dtype.
+
+    Examples
+    --------
+    >>> concrete_operand([1.0, 2.0])
+    array([1., 2.])
+    """
+    if isinstance(x, Tracer) or dtypes.is_python_scalar(x):
+        return x
+    if isinstance(x, (np.ndarray, np.generic)):
+        arr = np.asarray(x)
+    else:
+        try:
+            arr = np.asarray(x)
+        except Exception as e:
+            raise TypeError(f"cannot use {type(x).__name__} as an array: {e}") from None
+    if arr.dtype == object:
+        raise TypeError(f"cannot use {type(x).__name__} of dtype object as an array")
+    if arr.dtype not in dtypes.SUPPORTED:
+        arr = arr.astype(dtypes.canonical(arr.dtype))
+    return arr
+
+
+def convert(x, dtype, weak_type: bool = False):
+    """Convert an operand to ``dtype`` (staged for tracers, eager otherwise).
+
+    Examples
+    --------
+    >>> convert(1.5, np.float32)
+    np.float32(1.5)
+    """
+    dtype = dtypes.canonical(dtype)
+    if isinstance(x, Tracer):
+        if x.dtype == dtype and x.aval.weak_type == weak_type:
+            return x
+        return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak_type)
+    if dtypes.is_python_scalar(x):
+        with np.errstate(all="ignore"):
+            if dtypes.is_complex(np.dtype(dtype)) or dtypes.is_bool(np.dtype(dtype)) or not isinstance(x, complex):
+                return np.asarray(x, dtype=dtype)[()]
+            return np.asarray(x.real, dtype=dtype)[()]
+    arr = np.asarray(x)
+    if arr.dtype == dtype:
+        return arr
+    with np.errstate(all="ignore"):
+        if dtypes.is_complex(arr.dtype) and not dtypes.is_complex(dtype) and not dtypes.is_bool(dtype):
+            arr = arr.real
+        return arr.astype(dtype)
