@@ -242,6 +242,21 @@ def test_selects_around_a_zero_constant_keep_the_sign_of_zero(op, cast):
             check_against_numpy(lambda xp, a: fn(xp, a.astype(target), a, target(c)), a, np_protocol=False)
 
 
+@pytest.mark.parametrize("op", list(SELECTS_AROUND_A_CONSTANT))
+@pytest.mark.parametrize("int_dtype", [np.int64, np.int8])
+def test_selects_around_a_zero_that_llvm_folds_keep_the_sign_of_zero(op, int_dtype):
+    # Program fuzzer seed 9602661: minimum(zeros(int64) -> float64, x) is no constant when the
+    # kernel's IR is built; LLVM folds the converted zeros into 0.0 and then its signed-zero
+    # max/min fold (the test above) turned -0.0 into +0.0. The zero here is computed in the
+    # program, so it becomes a constant only inside LLVM.
+    fn = SELECTS_AROUND_A_CONSTANT[op]
+    values = np.array([-0.0, 0.0, -1.0, 1.0, np.nan, -np.inf, np.inf, 1e-40], np.float32)
+    for n in (1, 8, 67):
+        a = np.resize(values, (n, 1))
+        check_against_numpy(lambda xp, a: fn(xp, a, a, xp.zeros((n, 1), int_dtype)), a, np_protocol=False)
+        check_against_numpy(lambda xp, a: fn(xp, a, a, xp.fmod(xp.asarray(a, int_dtype), 1)), a, np_protocol=False)
+
+
 # ----------------------------------------------------------------- row kernels stored transposed
 
 def test_slogdet_gradient_after_a_column_max_under_jit():

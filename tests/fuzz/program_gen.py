@@ -395,8 +395,12 @@ def error_bound(model, out, dep_vals, dep_errs):
     elif kind == "add":
         err = 0.0 if exact_in else sum(dep_errs) + 2 * eps * M
     elif kind == "mul":
-        if exact_in:
+        if exact_in and out.dtype.kind != "c":
             err = 0.0
+        elif exact_in:
+            # A complex product rounds each part of a sum of two products: NumPy's ufunc.at loop and
+            # its vector loop already differ by an ULP there (seed 9663149).
+            err = 2 * eps * M
         else:
             ms = [_maxabs(v) for v in dep_vals] + [1.0, 1.0]
             ea, eb = (list(dep_errs) + [0.0, 0.0])[:2]

@@ -134,16 +134,18 @@ def select_float(b, cond, x, y):
     rewrites it to ``select(a <= 0, 0.0, a)``, which turns ``-0.0`` into
     ``+0.0`` (llvm/llvm-project#157254, open in LLVM 22; our fuzzer's seed
     4054491).  The rewrite needs a constant arm and a compare on the other
-    arm's value, so when one arm is a constant the other goes through
+    arm's value, so every arm that is not a constant goes through
     ``llvm.arithmetic.fence``: the same value, but not one the pattern
     matcher can see through.  It costs at most a register move.
     """
     x_const, y_const = isinstance(x, ir.Constant), isinstance(y, ir.Constant)
-    if x_const != y_const:
-        if x_const:
-            y = intrinsic(b, "llvm.arithmetic.fence", [y])
-        else:
-            x = intrinsic(b, "llvm.arithmetic.fence", [x])
+    if not x_const:
+        x = intrinsic(b, "llvm.arithmetic.fence", [x])
+    if not y_const:
+        # Also when neither arm is a constant here: LLVM's own constant folding can make one a
+        # constant later (``minimum(zeros(int64) -> float64, x)``: fuzzer seed 9602661), so each
+        # non-constant arm is fenced.
+        y = intrinsic(b, "llvm.arithmetic.fence", [y])
     return b.select(cond, x, y)
 
 
