@@ -1,7 +1,9 @@
 """GEMM providers of dot_general steps (tracejit/backends/cpu/blas.py) against NumPy.
 
-Both providers run on every machine that has them: NumPy's always; MKL where
-the ``mkl`` package is installed (the test extra installs it on x86-64 Linux).
+Every provider runs on every machine that has it: NumPy's always; NumPy's
+bundled OpenBLAS through ctypes where the wheel bundles one; MKL where the
+``mkl`` package is installed (the test extra installs it on x86-64 Linux).
+How ``auto`` chooses among them is tested in test_blas_choice.py.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 import tracejit
 from tracejit.backends.cpu import blas
 
-PROVIDERS = ["numpy"] + (["mkl"] if blas.PROVIDERS["mkl"]() is not None else [])
+PROVIDERS = [name for name in blas.PROVIDERS if blas._instance(name) is not None]
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 TOL = {np.dtype(np.float32): 2e-5, np.dtype(np.float64): 1e-12, np.dtype(np.complex64): 2e-5,
        np.dtype(np.complex128): 1e-12}
@@ -39,12 +41,17 @@ def provider(request):
     tracejit.config.update("blas", saved)
 
 
-def test_mkl_is_used_when_installed():
+def test_auto_routes_every_product_to_a_loaded_provider():
     import glob
     import os
     import sys
-    installed = glob.glob(os.path.join(sys.prefix, "lib", "libmkl_rt.so*"))
-    assert blas.provider("auto").name == ("mkl" if installed else "numpy")
+    if glob.glob(os.path.join(sys.prefix, "lib", "libmkl_rt.so*")):
+        assert "mkl" in PROVIDERS
+    auto = blas.provider("auto")
+    assert auto.name == "auto"
+    for dtype in DTYPES:
+        for cls in blas.CLASSES:
+            assert auto.provider_for(dtype, cls).name in PROVIDERS
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -49,7 +49,9 @@ class Config:
         # Persistent compile cache directory: "" = on, under $XDG_CACHE_HOME/tracejit or
         # ~/.cache/tracejit; "off" = disabled; anything else = that directory.
         "compilation_cache_dir": lambda: os.environ.get("TRACEJIT_CACHE_DIR", ""),
-        # GEMM provider of dot_general steps: "auto" (MKL when installed, else NumPy), "mkl", "numpy".
+        # GEMM provider of dot_general steps: "auto" (the fastest per dtype and shape class, measured
+        # once per CPU model; backends/cpu/blas.py, blas.report()) or one forced for every product:
+        # "numpy", "openblas" (NumPy's, via ctypes), "mkl", "system". Checked at first use.
         "blas": lambda: os.environ.get("TRACEJIT_BLAS", "auto"),
         # What to do when one PRNG key is used twice in a traced function: off / warn / error.
         "key_reuse": lambda: os.environ.get("TRACEJIT_KEY_REUSE", "warn"),

@@ -1,29 +1,97 @@
-"""GEMM providers for ``dot_general`` steps: Intel MKL when present, else NumPy's BLAS.
+"""GEMM providers for ``dot_general`` steps, chosen by measurement on this host.
 
-A contraction reaches BLAS as (batched) ``C = op(A) @ op(B)`` where ``op``
-is a transpose *flag* read off the operand's strides, so transposed views
-are never copied. MKL (``pip install mkl``, a dependency on x86-64 Linux)
-is called through its CBLAS interface with ctypes: on the small-``M``
-shapes of inference and training steps it is several times faster than
-the OpenBLAS that NumPy wheels bundle. ``TRACEJIT_BLAS=numpy`` (or
-``config.update("blas", "numpy")``) forces NumPy's ``matmul``.
+A contraction reaches BLAS as (batched) ``C = alpha * op(A) @ op(B) + beta * C``
+where ``op`` is a transpose *flag* read off the operand's strides, so transposed
+views are never copied. Providers, by name (``PROVIDERS``):
 
-Providers are registered by name in ``PROVIDERS``; ``gemm`` dispatches to the
-configured one and falls back to NumPy for operands it cannot take.
+* ``numpy``: NumPy's ``matmul`` (the OpenBLAS NumPy's wheels bundle); always loads.
+* ``openblas``: that same OpenBLAS called through its CBLAS interface with ctypes
+  (``numpy.libs/libscipy_openblas64_-*.so``: ILP64, symbols ``scipy_cblas_?gemm64_``).
+* ``mkl``: Intel MKL's CBLAS (``libmkl_rt``, the ``mkl`` package), ILP64 entry
+  points (``cblas_?gemm_64``) where the library has them.
+* ``system``: a CBLAS library of the system or conda environment (OpenBLAS or
+  BLIS found by name in the usual library directories), when there is one.
+
+``auto`` (the default) picks by **measurement**, not by availability: at first
+use every provider that loads computes a tiny check product per dtype (one that
+raises or is wrong is excluded), then is timed on a few representative shapes
+per dtype and shape class -- ``skinny`` (M, N or K at most 64), ``square``,
+``batched`` -- and the fastest (geometric mean of GFLOP/s over the class's
+shapes, each the median of 2-6 calls over two passes) serves that (dtype, class). complex64 and
+complex128 follow float32's and float64's choices. The measurement takes a few
+hundred milliseconds and runs once per CPU model: the table is stored as JSON in
+the compile cache directory (``object_cache.cache_dir()``), keyed by the CPU
+(model, vendor, family, a hash of its flags), the thread count, the libraries'
+files and the environment variables that steer them. With the cache off
+(``TRACEJIT_CACHE_DIR=off``) each process measures once, in memory. A table
+measured while other work kept the cores busy (:func:`machine_busy`) is marked
+so and measured again by the first process that finds the machine quiet.
+:func:`report` shows the table. ``TRACEJIT_BLAS=numpy|openblas|mkl|system``
+(or ``config.update("blas", ...)``) forces one provider for everything.
+
+Threads: every ctypes provider is given ``runtime.num_threads()`` threads (the
+kernels' team size: ``config.num_threads``, else one per core) unless the user
+set the library's own variable (``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``,
+``OMP_NUM_THREADS``). MKL's threads are the OpenMP team's threads when both use
+``libiomp5``; OpenBLAS keeps its own pthreads pool. Plan steps run one after
+another, so a BLAS call and a kernel's team never compute at the same time; the
+overlap is only idle spinning (OpenMP's workers 1 ms, ``KMP_BLOCKTIME``;
+OpenBLAS's with ``sched_yield``), which is why the measurement times providers
+sharing a pool back to back and lets a pool settle before timing another.
 """
 from __future__ import annotations
 
 import ctypes
 import glob
+import hashlib
+import json
+import logging
+import math
 import os
+import platform
+import statistics
 import sys
+import tempfile
 import threading
+import time
 
 import numpy as np
 
 from tracejit.backends.cpu.pointers import data_address
+from tracejit.config import config
+
+logger = logging.getLogger("tracejit.blas")
 
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
+_PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
+           np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
+# complex dtypes use the provider measured for the real dtype of their precision
+_MEASURED_AS = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
+                np.dtype(np.complex64): "float32", np.dtype(np.complex128): "float64"}
+CLASSES = ("skinny", "square", "batched")
+SKINNY = 64          # a product with M, N or K at most this is "skinny"
+FORMAT = 1           # version of the measurement and of its JSON file
+# (batch, m, k, n) timed per class; m = 1 is absent: small_dots turns those into kernels
+SHAPES = {
+    "skinny": [(1, 16, 768, 3072), (1, 4, 1024, 1024), (1, 768, 16, 768)],
+    "square": [(1, 512, 512, 512), (1, 1024, 1024, 1024)],
+    "batched": [(12, 128, 64, 128)],
+}
+_FLOAT32_ONLY = {(1, 1024, 1024, 1024)}   # 2 GFLOP: float64 learns as much from 512
+PASS_BUDGET_S = 2.0  # no second timing pass once the first took longer than this
+
+
+def shape_class(m: int, n: int, k: int, batch: int = 1) -> str:
+    """The shape class a product is dispatched by: ``batched``, ``skinny`` or ``square``.
+
+    Examples
+    --------
+    >>> shape_class(16, 3072, 768), shape_class(512, 512, 512), shape_class(128, 128, 64, batch=12)
+    ('skinny', 'square', 'batched')
+    """
+    if batch > 1:
+        return "batched"
+    return "skinny" if min(m, n, k) <= SKINNY else "square"
 
 
 def _operand(a: np.ndarray):
@@ -38,130 +106,693 @@ def _operand(a: np.ndarray):
     return None
 
 
+def _numpy_gemm(a, b, out, alpha=1.0, beta=0.0) -> None:
+    with np.errstate(all="ignore"):     # compiled code raises no floating-point warnings either
+        if alpha == 1.0 and beta == 0.0:
+            np.matmul(a, b, out=out)
+            return
+        product = np.multiply(np.matmul(a, b), out.dtype.type(alpha))
+        if beta == 0.0:
+            out[...] = product
+        else:
+            np.add(out, product, out=out)
+
+
 class NumpyBLAS:
     """NumPy's ``matmul`` (OpenBLAS in NumPy's wheels): always available."""
 
     name = "numpy"
+    pool = "numpy-blas"     # the thread pool its calls wake (shared with ``openblas``)
+    settle_s = 0.15         # how long that pool's idle threads may keep spinning
+    version = f"numpy {np.__version__}"
+    threads = None
 
     def gemm(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float = 1.0, beta: float = 0.0) -> None:
-        with np.errstate(all="ignore"):     # compiled code raises no floating-point warnings either
-            if alpha == 1.0 and beta == 0.0:
-                np.matmul(a, b, out=out)
-                return
-            product = np.multiply(np.matmul(a, b), out.dtype.type(alpha))
-            if beta == 0.0:
-                out[...] = product
-            else:
-                np.add(out, product, out=out)
+        """``out[...] = alpha * (a @ b) + beta * out``; ``beta`` is 0 or 1."""
+        _numpy_gemm(a, b, out, alpha, beta)
 
 
-class MKL:
-    """CBLAS ``?gemm`` / ``?gemm_batch_strided`` from ``libmkl_rt``."""
+class CBLAS:
+    """A CBLAS library called through ctypes: ``?gemm``, and ``?gemm_batch_strided`` where usable.
 
-    name = "mkl"
-    _SCALAR = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
-               np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
+    ``gemm_symbol`` / ``batched_symbol`` are format strings with ``{p}`` for the
+    precision letter (``"scipy_cblas_{p}gemm64_"``); ``int64`` says whether the
+    library's integers are 64-bit (ILP64). Enumerations are C ``int`` in both.
+    Without a batched symbol a 3-D product is one ``?gemm`` call per matrix.
+    Operands it cannot take (other dtypes, non-unit strides, empty dims, a
+    non-contiguous ``out``) go to NumPy.
+    """
 
-    def __init__(self, lib: ctypes.CDLL):
-        self.lib = lib
+    def __init__(self, name: str, lib: ctypes.CDLL, gemm_symbol: str, *, int64: bool,
+                 batched_symbol: str | None = None, version: str = "", threads: int | None = None,
+                 pool: str | None = None, settle_s: float = 0.0):
+        self.name, self.lib, self.version, self.threads = name, lib, version, threads
+        self.pool, self.settle_s = pool or name, settle_s
+        self.limit = 2 ** 63 if int64 else 2 ** 31
         vp, ci = ctypes.c_void_p, ctypes.c_int
-        self.fns = {}
-        self.batched = {}
-        for dtype, p in self._SCALAR.items():
+        ii = ctypes.c_int64 if int64 else ctypes.c_int
+        self.fns, self.batched = {}, {}
+        self._one = {}
+        for dtype, p in _PREFIX.items():
             real = dtype.kind == "f"
             scalar = (ctypes.c_float if dtype.itemsize == 4 else ctypes.c_double) if real else vp
-            fn = getattr(lib, f"cblas_{p}gemm")
+            fn = lib[gemm_symbol.format(p=p)]      # lib[...]: a fresh pointer, argtypes our own
             fn.restype = None
-            fn.argtypes = [ci, ci, ci, ci, ci, ci, scalar, vp, ci, vp, ci, scalar, vp, ci]
+            fn.argtypes = [ci, ci, ci, ii, ii, ii, scalar, vp, ii, vp, ii, scalar, vp, ii]
             self.fns[dtype] = fn
-            fb = getattr(lib, f"cblas_{p}gemm_batch_strided", None)
-            if fb is not None:
-                ll = ctypes.c_longlong
-                fb.restype = None
-                fb.argtypes = [ci, ci, ci, ci, ci, ci, scalar, vp, ci, ll, vp, ci, ll, scalar, vp, ci, ll, ci]
-                self.batched[dtype] = fb
-        self._complex_consts = {np.dtype(np.complex64): (np.array([1, 0], np.float32), np.zeros(2, np.float32)),
-                                np.dtype(np.complex128): (np.array([1, 0], np.float64), np.zeros(2, np.float64))}
+            if batched_symbol is not None:
+                try:
+                    fb = lib[batched_symbol.format(p=p)]
+                except AttributeError:
+                    fb = None
+                if fb is not None:
+                    fb.restype = None
+                    fb.argtypes = [ci, ci, ci, ii, ii, ii, scalar, vp, ii, ii, vp, ii, ii, scalar, vp, ii, ii, ii]
+                    self.batched[dtype] = fb
+            if not real:
+                real_dtype = np.float32 if dtype.itemsize == 8 else np.float64
+                self._one[dtype] = (np.array([1, 0], real_dtype), np.zeros(2, real_dtype))
 
-    def _scalars(self, dtype, alpha=1.0, beta=0.0):
+    def _scalars(self, dtype, alpha, beta):
+        """alpha and beta as the C function takes them (complex ones by address), plus what keeps them alive."""
         if dtype.kind == "f":
-            return alpha, beta
-        one, zero = self._complex_consts[dtype]     # complex products are never scaled here
-        return data_address(one), data_address(zero)
+            return alpha, beta, None
+        if (alpha, beta) == (1.0, 0.0):
+            keep = self._one[dtype]
+        else:
+            real = self._one[dtype][0].dtype
+            keep = (np.array([alpha, 0], real), np.array([beta, 0], real))
+        return data_address(keep[0]), data_address(keep[1]), keep
 
     def gemm(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float = 1.0, beta: float = 0.0) -> None:
         """``out[...] = alpha * (a @ b) + beta * out`` for 2-D or equally batched 3-D operands of one dtype."""
         fn = self.fns.get(out.dtype)
-        scaled = (alpha, beta) != (1.0, 0.0)
-        if (fn is None or a.dtype != out.dtype or b.dtype != out.dtype or not out.flags.c_contiguous
-                or (scaled and out.dtype.kind != "f")):
-            return NumpyBLAS.gemm(self, a, b, out, alpha, beta)
+        if fn is None or a.dtype != out.dtype or b.dtype != out.dtype or not out.flags.c_contiguous:
+            return _numpy_gemm(a, b, out, alpha, beta)
         if out.ndim == 3:
-            return self._batched(a, b, out, alpha, beta)
+            return self._batched(fn, a, b, out, alpha, beta)
         m, n = out.shape
         k = a.shape[1]
         ta, tb = _operand(a), _operand(b)
-        if ta is None or tb is None or 0 in (m, n, k) or max(m, n, k) >= 2 ** 31:
-            return NumpyBLAS.gemm(self, a, b, out, alpha, beta)
-        alpha, beta = self._scalars(out.dtype, alpha, beta)
-        fn(ROW_MAJOR, ta[0], tb[0], m, n, k, alpha, data_address(a), ta[1], data_address(b), tb[1], beta,
+        if ta is None or tb is None or 0 in (m, n, k) or max(m, n, k, ta[1], tb[1]) >= self.limit:
+            return _numpy_gemm(a, b, out, alpha, beta)
+        al, be, _keep = self._scalars(out.dtype, alpha, beta)
+        fn(ROW_MAJOR, ta[0], tb[0], m, n, k, al, data_address(a), ta[1], data_address(b), tb[1], be,
            data_address(out), max(n, 1))
 
-    def _batched(self, a, b, out, alpha, beta):
-        fb = self.batched.get(out.dtype)
+    def _batched(self, fn, a, b, out, alpha, beta):
         nb, m, n = out.shape
         k = a.shape[2]
-        ta, tb = _operand(a[0]) if nb else None, _operand(b[0]) if nb else None
+        if nb == 1:
+            return self.gemm(a[0], b[0], out[0], alpha, beta)
+        ta, tb = (_operand(a[0]), _operand(b[0])) if nb else (None, None)
         item = out.itemsize
-        if (fb is None or ta is None or tb is None or 0 in (nb, m, n, k) or a.strides[0] % item
-                or b.strides[0] % item or max(m, n, k, nb) >= 2 ** 31):
-            return NumpyBLAS.gemm(self, a, b, out, alpha, beta)
-        alpha, beta = self._scalars(out.dtype, alpha, beta)
-        fb(ROW_MAJOR, ta[0], tb[0], m, n, k, alpha, data_address(a), ta[1], a.strides[0] // item,
-           data_address(b), tb[1], b.strides[0] // item, beta, data_address(out), max(n, 1), m * n, nb)
+        sa, sb = a.strides[0], b.strides[0]
+        if (ta is None or tb is None or 0 in (nb, m, n, k) or sa % item or sb % item or sa < 0 or sb < 0
+                or max(m, n, k, nb, ta[1], tb[1], sa // item, sb // item, m * n) >= self.limit):
+            return _numpy_gemm(a, b, out, alpha, beta)
+        al, be, _keep = self._scalars(out.dtype, alpha, beta)
+        pa, pb, pc = data_address(a), data_address(b), data_address(out)
+        fb = self.batched.get(out.dtype)
+        if fb is not None:
+            fb(ROW_MAJOR, ta[0], tb[0], m, n, k, al, pa, ta[1], sa // item, pb, tb[1], sb // item, be,
+               pc, max(n, 1), m * n, nb)
+            return
+        sc = m * n * item
+        for i in range(nb):
+            fn(ROW_MAJOR, ta[0], tb[0], m, n, k, al, pa + i * sa, ta[1], pb + i * sb, tb[1], be,
+               pc + i * sc, max(n, 1))
+
+
+# --------------------------------------------------------------------------- loading
+
+def _threads_for(*env_vars: str) -> int | None:
+    """Threads to give a library: the kernels' team size, or None when the user set the library's variable."""
+    if any(os.environ.get(v, "").strip() for v in env_vars):
+        return None
+    from tracejit.backends.cpu.runtime import num_threads
+    return num_threads()
+
+
+def _lib_dirs() -> list:
+    dirs = [os.path.join(p, "lib") for p in (sys.prefix, sys.base_prefix, os.environ.get("CONDA_PREFIX", "")) if p]
+    return list(dict.fromkeys(dirs))
+
+
+def _numpy_openblas_paths() -> list:
+    """NumPy's bundled OpenBLAS: ``numpy.libs/`` beside the package (Linux wheels), ``numpy/.dylibs`` (macOS)."""
+    pkg = os.path.dirname(np.__file__)
+    pats = [os.path.join(os.path.dirname(pkg), "numpy.libs", "lib*openblas*.so*"),
+            os.path.join(pkg, ".dylibs", "lib*openblas*.dylib")]
+    return sorted(p for pat in pats for p in glob.glob(pat))
+
+
+def _mkl_paths() -> list:
+    return [p for d in _lib_dirs() for p in sorted(glob.glob(os.path.join(d, "libmkl_rt.so*")), reverse=True)]
+
+
+_SYSTEM_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+                "/usr/local/lib", "/opt/homebrew/opt/openblas/lib"]
+
+
+def _system_paths() -> list:
+    """OpenBLAS or BLIS of the system or the (conda) environment, LP64 builds by their usual names."""
+    out = []
+    for d in _lib_dirs() + _SYSTEM_DIRS:
+        for stem in ("libopenblas", "libblis"):
+            out += sorted(glob.glob(os.path.join(d, stem + ".so*")) + glob.glob(os.path.join(d, stem + ".dylib")))
+    return out
+
+
+def _openblas(name: str, lib, pool: str, settle_s: float) -> CBLAS | None:
+    """An OpenBLAS build as a provider: its symbol decoration, integer width, version, threads."""
+    for prefix, suffix in (("scipy_", "64_"), ("scipy_", ""), ("", "64_"), ("", "")):
+        if hasattr(lib, f"{prefix}cblas_sgemm{suffix}"):
+            break
+    else:
+        return None
+    config = ""
+    try:
+        get_config = lib[f"{prefix}openblas_get_config{suffix}"]
+        get_config.restype, get_config.argtypes = ctypes.c_char_p, []
+        config = (get_config() or b"").decode(errors="replace").strip()
+    except AttributeError:
+        pass
+    int64 = "USE64BITINT" in config if config else suffix == "64_"
+    threads = _threads_for("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+    if threads is not None:
+        try:
+            set_threads = lib[f"{prefix}openblas_set_num_threads{suffix}"]
+            set_threads.restype, set_threads.argtypes = None, [ctypes.c_int]
+            set_threads(threads)
+        except AttributeError:
+            threads = None
+    # OpenBLAS 0.3.31's ?gemm_batch_strided (exported undecorated) crashes on products of under
+    # 100^3 multiply-adds and gives wrong complex results: a 3-D product is one ?gemm per matrix.
+    return CBLAS(name, lib, f"{prefix}cblas_{{p}}gemm{suffix}", int64=int64, version=config or name,
+                 threads=threads, pool=pool, settle_s=settle_s)
+
+
+def _load_openblas():
+    for path in _numpy_openblas_paths():
+        try:
+            p = _openblas("openblas", ctypes.CDLL(path), NumpyBLAS.pool, NumpyBLAS.settle_s)
+        except (OSError, AttributeError):
+            continue
+        if p is not None:
+            return p
+    return None
+
+
+def _load_system():
+    for path in _system_paths():
+        try:
+            lib = ctypes.CDLL(path)
+            if "blis" in os.path.basename(path):
+                p = _blis(lib)
+            else:
+                p = _openblas("system", lib, "system-openblas", 0.15)
+        except (OSError, AttributeError):
+            continue
+        if p is not None:
+            p.version = f"{p.version} ({path})"
+            return p
+    return None
+
+
+def _blis(lib) -> CBLAS | None:
+    size = lib["bli_info_get_blas_int_type_size"]
+    size.restype, size.argtypes = ctypes.c_int64, []
+    threads = _threads_for("BLIS_NUM_THREADS", "OMP_NUM_THREADS")
+    if threads is not None:
+        setter = lib["bli_thread_set_num_threads"]
+        setter.restype, setter.argtypes = None, [ctypes.c_int64]
+        setter(threads)
+    return CBLAS("system", lib, "cblas_{p}gemm", int64=size() == 64, version="BLIS", threads=threads)
 
 
 def _load_mkl():
     from tracejit.backends.cpu.parallel import quiet_spinning
     quiet_spinning()            # MKL's threads are the OpenMP runtime's threads
-    candidates = []
-    for prefix in dict.fromkeys([sys.prefix, sys.base_prefix, os.environ.get("CONDA_PREFIX", "")]):
-        if prefix:
-            candidates += sorted(glob.glob(os.path.join(prefix, "lib", "libmkl_rt.so*")), reverse=True)
-    for path in candidates:
+    for path in _mkl_paths():
         try:
-            return MKL(ctypes.CDLL(path))
+            lib = ctypes.CDLL(path)
+            ilp64 = hasattr(lib, "cblas_sgemm_64")   # explicit ILP64: immune to MKL_INTERFACE_LAYER
+            sfx = "_64" if ilp64 else ""
+            buf = ctypes.create_string_buffer(256)
+            lib.mkl_get_version_string(buf, len(buf))
+            threads = _threads_for("MKL_NUM_THREADS", "OMP_NUM_THREADS")
+            if threads is not None:
+                lib.MKL_Set_Num_Threads(ctypes.c_int(threads))
+            return CBLAS("mkl", lib, "cblas_{p}gemm" + sfx, int64=ilp64,
+                         batched_symbol="cblas_{p}gemm_batch_strided" + sfx,
+                         version=buf.value.decode(errors="replace").strip(), threads=threads,
+                         pool="openmp", settle_s=0.002)
         except (OSError, AttributeError):
             continue
     return None
 
 
-PROVIDERS = {"numpy": lambda: NumpyBLAS(), "mkl": _load_mkl}
-_chosen: dict = {}
-_lock = threading.Lock()
+# name -> loader (returns a provider or None); measured and reported in this order
+PROVIDERS = {"numpy": NumpyBLAS, "openblas": _load_openblas, "mkl": _load_mkl, "system": _load_system}
+# name -> the files that decide what the loader finds (part of the cache key; nothing is loaded)
+_LOCATORS = {"numpy": _numpy_openblas_paths, "openblas": _numpy_openblas_paths, "mkl": _mkl_paths,
+             "system": _system_paths}
+
+_instances: dict = {}        # name -> loaded provider, or None when it does not load
+_chosen: dict = {}           # configured name -> what provider(name) returns
+_lock = threading.RLock()
+
+
+def _instance(name: str):
+    if name not in _instances:
+        try:
+            _instances[name] = PROVIDERS[name]()
+        except Exception as e:   # noqa: BLE001 - a provider that cannot load is just absent
+            logger.warning("BLAS provider %s failed to load: %s", name, e)
+            _instances[name] = None
+    return _instances[name]
+
+
+def reset() -> None:
+    """Forget loaded providers and the in-memory choice (the next use re-reads the cache file or measures).
+
+    Examples
+    --------
+    >>> from tracejit.backends.cpu import blas
+    >>> blas.reset()
+    """
+    with _lock:
+        _instances.clear()
+        _chosen.clear()
+
+
+# --------------------------------------------------------------------------- measurement
+
+def _rand(shape, dtype, rng):
+    v = rng.random(shape, dtype=np.float64) - 0.5
+    if np.dtype(dtype).kind == "c":
+        v = v + 1j * (rng.random(shape) - 0.5)
+    return v.astype(dtype)
+
+
+def check_provider(p) -> str | None:
+    """Why provider ``p`` gets tiny products wrong (or raises), or None when they are right.
+
+    Examples
+    --------
+    >>> check_provider(NumpyBLAS()) is None
+    True
+    """
+    rng = np.random.default_rng(1)
+    try:
+        for dtype in _PREFIX:
+            wide = np.complex128 if dtype.kind == "c" else np.float64
+            tol = 1e-4 if dtype in (np.dtype(np.float32), np.dtype(np.complex64)) else 1e-10
+            a, b, c = _rand((7, 5), dtype, rng), _rand((3, 5), dtype, rng).T, _rand((7, 3), dtype, rng)
+            a3, b3 = _rand((3, 4, 6), dtype, rng), _rand((3, 6, 2), dtype, rng)
+            cases = [(a, b, np.empty((7, 3), dtype), 1.0, 0.0, a.astype(wide) @ b.astype(wide)),
+                     (a, b, c.copy(), 2.0, 1.0, c.astype(wide) + 2.0 * (a.astype(wide) @ b.astype(wide))),
+                     (a3, b3, np.empty((3, 4, 2), dtype), 1.0, 0.0, a3.astype(wide) @ b3.astype(wide))]
+            for x, y, out, alpha, beta, want in cases:
+                p.gemm(x, y, out, alpha, beta)
+                err = float(np.max(np.abs(out - want)))
+                if not err <= tol * 10:
+                    return f"{np.dtype(dtype).name} {x.shape}x{y.shape} alpha={alpha} beta={beta}: error {err:.3g}"
+    except Exception as e:   # noqa: BLE001 - any failure excludes the provider
+        return f"raised {type(e).__name__}: {e}"
+    return None
+
+
+def _time_gemm(p, a, b, out, repeats: int) -> list:
+    """Seconds of each of ``repeats`` calls ``p.gemm(a, b, out)``, after one warm-up call."""
+    p.gemm(a, b, out)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        p.gemm(a, b, out)
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def _time_all(usable: dict) -> dict:
+    """Seconds samples ``{name: {dtype: {shape: [s, ...]}}}`` of every provider on every shape.
+
+    Two passes, the second in reverse order, so a load that comes and goes hits every
+    provider alike (no second pass once the first overran ``PASS_BUDGET_S``). Within a
+    pass a provider's shapes run back to back; before a provider on another thread pool
+    the previous pool's idle threads get ``settle_s`` to stop spinning (OpenBLAS's spin
+    for ~0.1 s), so they do not steal the next provider's cores.
+    """
+    rng = np.random.default_rng(0)
+    operands, samples = {}, {name: {} for name in usable}
+    order = sorted(usable, key=lambda nm: (usable[nm].settle_s, usable[nm].pool))
+    previous, deadline = None, time.perf_counter() + PASS_BUDGET_S
+    for second, pass_order in enumerate((order, order[::-1])):
+        for name in pass_order:
+            if second and time.perf_counter() > deadline:
+                return samples          # a slow (busy) machine: the first pass is complete
+            p = usable[name]
+            if previous is not None and previous.pool != p.pool and previous.settle_s:
+                time.sleep(previous.settle_s)
+            previous = p
+            for dtype in ("float32", "float64"):
+                for shape in (s for cls_shapes in SHAPES.values() for s in cls_shapes):
+                    if dtype != "float32" and shape in _FLOAT32_ONLY:
+                        continue
+                    if (dtype, shape) not in operands:
+                        nb, m, k, n = shape
+                        lead = (nb,) if nb > 1 else ()
+                        operands[dtype, shape] = (_rand(lead + (m, k), dtype, rng), _rand(lead + (k, n), dtype, rng),
+                                                  np.empty(lead + (m, n), dtype))
+                    flops = 2.0 * shape[0] * shape[1] * shape[2] * shape[3]
+                    repeats = 1 if flops > 1e9 else 2 if flops > 1e8 else 3
+                    got = _time_gemm(p, *operands[dtype, shape], repeats)
+                    samples[name].setdefault(dtype, {}).setdefault(shape, []).extend(got)
+    return samples
+
+
+def _shape_name(shape) -> str:
+    nb, m, k, n = shape
+    return f"{nb}x{m}x{k}x{n}" if nb > 1 else f"{m}x{k}x{n}"
+
+
+def _cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def machine_busy() -> bool:
+    """True when other work keeps more than half of the cores busy (1-minute load average, ours
+    excluded): timings are then about the scheduler, and a multithreaded BLAS that waits for a
+    descheduled worker looks many times slower than it is.
+
+    Examples
+    --------
+    >>> isinstance(machine_busy(), bool)
+    True
+    """
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return False
+    return load - 1.0 > 0.5 * _cpus()
+
+
+def measure(providers: dict) -> dict:
+    """Check and time ``providers`` (name -> provider); returns the table :func:`report` shows.
+
+    ``{"choice": {dtype: {class: name}}, "gflops": {name: {dtype: {class: GFLOP/s}}},
+    "shapes": {name: {dtype: {shape: GFLOP/s}}}, "excluded": {name: reason}, "seconds": total}``.
+
+    Examples
+    --------
+    >>> table = measure({"numpy": NumpyBLAS()})
+    >>> table["choice"]["float32"]["square"]
+    'numpy'
+    """
+    t_start = time.perf_counter()
+    busy = machine_busy()
+    excluded = {}
+    usable = {}
+    for name, p in providers.items():
+        reason = check_provider(p)
+        if reason is None:
+            usable[name] = p
+        else:
+            excluded[name] = reason
+            logger.warning("BLAS provider %s excluded: %s", name, reason)
+    if not usable:                      # keep NumPy as the last resort whatever its check said
+        usable = {"numpy": providers.get("numpy") or NumpyBLAS()}
+    gflops = {name: {} for name in usable}
+    shapes = {name: {} for name in usable}
+    if len(usable) > 1:                 # one candidate needs no timing
+        samples = _time_all(usable)
+        for name, per_dtype in samples.items():
+            for dtype, per_shape in per_dtype.items():
+                per_class = {}
+                for cls, cls_shapes in SHAPES.items():
+                    rates = []
+                    for shape in cls_shapes:
+                        if shape in per_shape:
+                            flops = 2.0 * shape[0] * shape[1] * shape[2] * shape[3]
+                            rate = flops / max(statistics.median(per_shape[shape]), 1e-9) / 1e9
+                            shapes[name].setdefault(dtype, {})[_shape_name(shape)] = round(rate, 2)
+                            rates.append(rate)
+                    per_class[cls] = round(math.exp(sum(map(math.log, rates)) / len(rates)), 2)
+                gflops[name][dtype] = per_class
+    choice = {}
+    for dtype in ("float32", "float64"):
+        choice[dtype] = {}
+        for cls in CLASSES:
+            # the fastest; ties (and a single candidate) go to the earlier name in PROVIDERS
+            choice[dtype][cls] = max(usable, key=lambda nm: gflops[nm].get(dtype, {}).get(cls, 0.0))
+    return {"choice": choice, "gflops": gflops, "shapes": shapes, "excluded": excluded,
+            "versions": {n: getattr(p, "version", "") for n, p in providers.items()},
+            "threads": {n: getattr(p, "threads", None) for n, p in providers.items()},
+            "busy": busy, "seconds": round(time.perf_counter() - t_start, 3)}
+
+
+# --------------------------------------------------------------------------- the cache file
+
+def _cpu_identity() -> dict:
+    """Model, vendor, family and a hash of the flags of the first CPU in /proc/cpuinfo (elsewhere: platform)."""
+    info = {"machine": platform.machine()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read().split("\n\n")[0]
+    except OSError:
+        info["model"] = platform.processor()
+        return info
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    for ours, theirs in (("model", "model name"), ("vendor", "vendor_id"), ("family", "cpu family"),
+                         ("model_id", "model"), ("implementer", "CPU implementer"), ("part", "CPU part")):
+        if theirs in fields:
+            info[ours] = fields[theirs]
+    flags = fields.get("flags") or fields.get("Features") or ""
+    info["flags"] = hashlib.sha256(" ".join(sorted(flags.split())).encode()).hexdigest()[:16]
+    return info
+
+
+def _fingerprint(paths) -> list:
+    out = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+            out.append([os.path.basename(p), st.st_size, int(st.st_mtime)])
+        except OSError:
+            out.append([os.path.basename(p)])
+    return out
+
+
+_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS", "MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE", "MKL_CBWR", "BLIS_NUM_THREADS",
+        "KMP_BLOCKTIME", "TRACEJIT_OPENMP")
+
+
+def host_key() -> dict:
+    """What a stored measurement is valid for: CPU, threads, libraries, environment (no library is loaded).
+
+    Examples
+    --------
+    >>> sorted(host_key())[:3]
+    ['cpu', 'env', 'format']
+    """
+    from tracejit.backends.cpu.runtime import num_threads
+    return {"format": FORMAT, "cpu": _cpu_identity(), "threads": num_threads(),
+            "libraries": {name: _fingerprint(_LOCATORS[name]()) if name in _LOCATORS else None
+                          for name in PROVIDERS},
+            "env": {v: os.environ[v] for v in _ENV if v in os.environ}}
+
+
+def _cache_file(key: dict) -> str | None:
+    from tracejit.backends.cpu import object_cache
+    directory = object_cache._usable_dir()      # created private (0700), refused if others can write
+    if directory is None:
+        return None
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
+    return os.path.join(directory, f"blas-choice-{digest}.json")
+
+
+def _read(path: str, key: dict) -> dict | None:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        if data.get("key") != key:      # the name is a hash of the key: never trust it alone
+            return None
+        table = data["table"]
+        for dtype in ("float32", "float64"):
+            for cls in CLASSES:
+                if table["choice"][dtype][cls] not in PROVIDERS:
+                    raise ValueError(f"unknown provider {table['choice'][dtype][cls]!r}")
+        return table
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        logger.warning("ignoring unreadable BLAS choice file %s (%s); measuring again", path, e)
+        return None
+
+
+def _write(path: str, key: dict, table: dict) -> None:
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump({"key": key, "table": table}, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)           # readers see the old file or the new one, never half of one
+    except OSError as e:
+        logger.warning("could not store the BLAS choice in %s: %s", path, e)
+
+
+# --------------------------------------------------------------------------- choosing
+
+class AutoBLAS:
+    """Dispatches each product to the provider measured fastest for its dtype and shape class."""
+
+    name = "auto"
+
+    def __init__(self, table: dict, providers: dict, source: str):
+        self.table, self.source = table, source     # source: "measured" or the cache file's path
+        self.providers = providers
+        fallback = providers.get("numpy") or NumpyBLAS()
+        self._route = {}
+        for dtype, measured_as in _MEASURED_AS.items():
+            for cls in CLASSES:
+                self._route[dtype, cls] = providers.get(table["choice"][measured_as][cls], fallback)
+        self._fallback = fallback
+
+    def provider_for(self, dtype, cls: str):
+        """The provider serving products of ``dtype`` and shape class ``cls``."""
+        return self._route.get((np.dtype(dtype), cls), self._fallback)
+
+    def gemm(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float = 1.0, beta: float = 0.0) -> None:
+        """``out[...] = alpha * (a @ b) + beta * out`` with the provider chosen for its dtype and shape class."""
+        if out.ndim == 3:
+            nb, m, n = out.shape
+        else:
+            (m, n), nb = out.shape, 1
+        self._route.get((out.dtype, shape_class(m, n, a.shape[-1], nb)), self._fallback).gemm(a, b, out, alpha, beta)
+
+
+def _choose() -> AutoBLAS:
+    key = host_key()
+    path = _cache_file(key)
+    table = _read(path, key) if path else None
+    if table is not None and table.get("busy") and not machine_busy():
+        table = None        # measured on a busy machine: replace it now that the machine is quiet
+    if table is not None:
+        names = {n for d in table["choice"].values() for n in d.values()}
+        loaded = {n: _instance(n) for n in names | {"numpy"}}
+        if all(loaded[n] is not None for n in names):
+            return AutoBLAS(table, loaded, path)
+    loaded = {n: p for n in PROVIDERS if (p := _instance(n)) is not None}
+    table = measure(loaded)
+    logger.info("BLAS providers measured in %.2f s%s: %s", table["seconds"],
+                " (machine busy: measured again once it is quiet)" if table["busy"] else "", table["choice"])
+    if path:
+        _write(path, key, table)
+    return AutoBLAS(table, loaded, "measured")
 
 
 def provider(name: str | None = None):
-    """The GEMM provider ``name`` (``auto``: MKL when it loads, else NumPy)."""
-    from tracejit.config import config
-    name = (name or getattr(config, "blas", None) or "auto").lower()
-    hit = _chosen.get(name)
+    """The GEMM provider ``name``, by default ``config.blas``.
+
+    ``auto`` returns the measured dispatcher (:class:`AutoBLAS`); the first call
+    measures, or reads the stored measurement, once per process under a lock
+    (concurrent callers wait for it). Any other name forces that provider.
+
+    Examples
+    --------
+    >>> from tracejit.backends.cpu import blas
+    >>> blas.provider("numpy").name
+    'numpy'
+    """
+    raw = name or config.blas or "auto"
+    hit = _chosen.get(raw)
     if hit is not None:
         return hit
+    name = str(raw).strip().lower()
     with _lock:
+        hit = _chosen.get(name)
+        if hit is not None:
+            _chosen[raw] = hit
+            return hit
         if name == "auto":
-            p = PROVIDERS["mkl"]() or PROVIDERS["numpy"]()
+            p = _choose()
         elif name in PROVIDERS:
-            p = PROVIDERS[name]()
+            p = _instance(name)
             if p is None:
-                raise RuntimeError(f"BLAS provider {name!r} is not available (for MKL: pip install mkl)")
+                raise RuntimeError(f"BLAS provider {name!r} is not available"
+                                   + (" (pip install mkl)" if name == "mkl" else ""))
         else:
             raise ValueError(f"unknown BLAS provider {name!r}; choose one of auto, {', '.join(PROVIDERS)}")
-        _chosen[name] = p
+        _chosen[name] = _chosen[raw] = p
     return p
 
 
 def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float = 1.0, beta: float = 0.0) -> None:
     """``out[...] = alpha * (a @ b) + beta * out`` (2-D, or 3-D with a shared batch axis) with the
-    configured provider; ``beta`` is 0 or 1."""
+    configured provider; ``beta`` is 0 or 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> out = np.empty((2, 2))
+    >>> gemm(np.eye(2), np.ones((2, 2)), out)
+    >>> out.tolist()
+    [[1.0, 1.0], [1.0, 1.0]]
+    """
     provider().gemm(a, b, out, alpha, beta)
+
+
+def report() -> list:
+    """The measured table: one row per provider, dtype and shape class, with what serves it now.
+
+    Rows are dicts ``provider, dtype, class, gflops, chosen, note`` (``gflops``
+    None for a provider that was excluded, did not load, or had no rival to be
+    timed against). ``chosen`` follows the configuration: all rows of a forced
+    provider. Triggers the measurement when nothing was measured or stored yet.
+
+    Examples
+    --------
+    >>> from tracejit.backends.cpu import blas
+    >>> rows = blas.report()
+    >>> sorted(rows[0])
+    ['chosen', 'class', 'dtype', 'gflops', 'note', 'provider']
+    """
+    auto = provider("auto")
+    active = provider()
+    table = auto.table
+    rows = []
+    for name in PROVIDERS:
+        note = table["excluded"].get(name, "")
+        if name not in table["versions"]:
+            note = note or "did not load"
+        for dtype in ("float32", "float64"):
+            for cls in CLASSES:
+                rate = table["gflops"].get(name, {}).get(dtype, {}).get(cls)
+                if isinstance(active, AutoBLAS):
+                    chosen = table["choice"][dtype][cls] == name
+                else:
+                    chosen = active.name == name
+                rows.append({"provider": name, "dtype": dtype, "class": cls, "gflops": rate,
+                             "chosen": chosen, "note": note})
+    return rows
+
+
+def format_report(rows: list | None = None) -> str:
+    """:func:`report`'s rows as a text table.
+
+    Examples
+    --------
+    >>> print(format_report([{"provider": "numpy", "dtype": "float32", "class": "square",
+    ...                       "gflops": 150.0, "chosen": True, "note": ""}]))
+    provider  dtype    class      GFLOP/s  chosen
+    numpy     float32  square       150.0  *
+    """
+    rows = report() if rows is None else rows
+    lines = [f"{'provider':<9} {'dtype':<8} {'class':<8} {'GFLOP/s':>9}  chosen"]
+    for r in rows:
+        rate = "-" if r["gflops"] is None else f"{r['gflops']:.1f}"
+        lines.append(f"{r['provider']:<9} {r['dtype']:<8} {r['class']:<8} {rate:>9}  "
+                     f"{'*' if r['chosen'] else ''}{('  ' + r['note']) if r['note'] else ''}".rstrip())
+    return "\n".join(lines)

@@ -1,0 +1,140 @@
+"""GEMM GFLOP/s of every BLAS provider that loads (NumPy's matmul, NumPy's OpenBLAS via
+ctypes, MKL, a system library) per dtype and shape, against an estimate of the machine's
+peak, and which provider ``TRACEJIT_BLAS=auto`` picked for each shape's class.
+
+Times are medians of repeated calls (benchmarks/common.py); the ratio column is NumPy's
+matmul time over the provider's (higher is faster). The peak is an ESTIMATE: physical
+cores x clock x FLOPs per cycle, the FLOPs from the widest vector unit the CPU flags
+show (AVX-512 > AVX2/FMA > SSE/NEON), two FMA pipes per core, and a 256-bit datapath on
+AMD family 19h (Zen 4 runs AVX-512 as two 256-bit halves). The clock is the one the
+kernel reports (cpufreq maximum, else ``cpu MHz``); a core that boosts above it shows
+more than 100% of "peak".
+
+BLAS note: OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE may be set on these machines. OpenBLAS
+reads them when NumPy loads it, so when either is set this benchmark re-runs itself in
+a child process with both unset (that command alone; the rest of ``make bench`` keeps
+them). By hand: ``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python -m
+benchmarks.bench_blas [--quick]``. ``--quick``: a few shapes, a smoke run of seconds.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from benchmarks.common import header, median_time, row
+
+_UNSET = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+# (batch, m, k, n): the shapes auto measures, then more of each class
+SHAPES = {
+    "float32": [(1, 16, 768, 3072), (1, 4, 1024, 1024), (1, 768, 16, 768), (1, 128, 768, 3072),
+                (1, 64, 4096, 1024), (1, 512, 512, 512), (1, 1024, 1024, 1024), (1, 2048, 2048, 2048),
+                (12, 128, 64, 128), (48, 64, 64, 64), (8, 256, 256, 256)],
+    "float64": [(1, 16, 768, 3072), (1, 768, 16, 768), (1, 128, 768, 3072), (1, 512, 512, 512),
+                (1, 1024, 1024, 1024), (12, 128, 64, 128), (8, 256, 256, 256)],
+}
+QUICK = {"float32": [(1, 16, 768, 3072), (1, 512, 512, 512), (12, 128, 64, 128)],
+         "float64": [(1, 128, 768, 3072), (12, 128, 64, 128)]}
+
+
+def _cpuinfo() -> list:
+    try:
+        with open("/proc/cpuinfo") as f:
+            blocks = f.read().strip().split("\n\n")
+    except OSError:
+        return []
+    out = []
+    for block in blocks:
+        fields = {}
+        for line in block.splitlines():
+            if ":" in line:
+                k, v = line.split(":", 1)
+                fields[k.strip()] = v.strip()
+        out.append(fields)
+    return out
+
+
+def peak_estimate() -> dict:
+    """Estimated peak GFLOP/s per dtype, and what went into it (see the module docstring)."""
+    cpus = _cpuinfo()
+    first = cpus[0] if cpus else {}
+    flags = set((first.get("flags") or first.get("Features") or "").split())
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = len({(c.get("physical id"), c.get("core id")) for c in cpus}) or usable
+    cores = min(cores, usable)
+    ghz = None
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") as f:
+            ghz, clock_from = int(f.read()) / 1e6, "cpufreq max"
+    except (OSError, ValueError):
+        if "cpu MHz" in first:
+            ghz, clock_from = float(first["cpu MHz"]) / 1e3, "/proc/cpuinfo cpu MHz"
+    if ghz is None:
+        ghz, clock_from = 2.0, "unknown clock, 2 GHz assumed"
+    width = 512 if "avx512f" in flags else 256 if flags & {"avx2", "avx", "fma"} else 128
+    datapath = width
+    if first.get("vendor_id") == "AuthenticAMD" and first.get("cpu family") == "25":
+        datapath = min(width, 256)          # Zen 3/4: 256-bit FMA pipes
+    # per lane and cycle: two FMA pipes x 2 FLOPs; without FMA an add pipe and a multiply pipe
+    per_lane = 4 if flags & {"fma", "asimd", "avx512f"} or not flags else 2
+    per_cycle32 = per_lane * datapath // 32
+    return {"cores": cores, "ghz": ghz, "clock_from": clock_from, "vector_bits": width, "datapath_bits": datapath,
+            "float32": cores * ghz * per_cycle32, "float64": cores * ghz * per_cycle32 / 2,
+            "model": first.get("model name", "")}
+
+
+def _rand(shape, dtype, rng):
+    return (rng.random(shape) - 0.5).astype(dtype)
+
+
+def main(argv=None):
+    quick = "--quick" in (sys.argv[1:] if argv is None else argv)
+    if any(v in os.environ for v in _UNSET) and "TRACEJIT_BENCH_BLAS_CHILD" not in os.environ:
+        env = {k: v for k, v in os.environ.items() if k not in _UNSET}
+        env["TRACEJIT_BENCH_BLAS_CHILD"] = "1"
+        print(f"  [re-running with {', '.join(_UNSET)} unset]", flush=True)
+        subprocess.run([sys.executable, "-m", "benchmarks.bench_blas"] + (["--quick"] if quick else []),
+                       env=env, check=False)
+        return
+    from tracejit.backends.cpu import blas
+    providers = {n: p for n in blas.PROVIDERS if (p := blas._instance(n)) is not None}
+    auto = blas.provider("auto")
+    peak = peak_estimate()
+    header("BLAS providers: GEMM GFLOP/s" + (" (quick)" if quick else ""))
+    print(f"  cpu: {peak['model']}; {peak['cores']} cores x {peak['ghz']:.2f} GHz ({peak['clock_from']}), "
+          f"{peak['vector_bits']}-bit vectors on a {peak['datapath_bits']}-bit datapath")
+    print(f"  peak ESTIMATE: float32 {peak['float32']:.0f} GFLOP/s, float64 {peak['float64']:.0f} GFLOP/s")
+    for name, p in providers.items():
+        print(f"  {name:<9} {getattr(p, 'version', '')}  threads={getattr(p, 'threads', None)}")
+    print(f"  auto's table: {auto.source} ({'busy machine' if auto.table.get('busy') else 'quiet machine'}); "
+          f"excluded: {auto.table['excluded'] or 'none'}")
+    rng = np.random.default_rng(0)
+    summary = {}
+    for dtype, shapes in (QUICK if quick else SHAPES).items():
+        for nb, m, k, n in shapes:
+            lead = (nb,) if nb > 1 else ()
+            a, b = _rand(lead + (m, k), dtype, rng), _rand(lead + (k, n), dtype, rng)
+            flops = 2.0 * nb * m * k * n
+            cls = blas.shape_class(m, n, k, nb)
+            picked = auto.provider_for(dtype, cls).name
+            print(f"\n  {dtype} {'%dx' % nb if nb > 1 else ''}({m}x{k}) @ ({k}x{n})  [{cls}; auto: {picked}]")
+            ref = None
+            for name, p in providers.items():
+                out = np.empty(lead + (m, n), dtype)
+                repeat = 3 if quick else (5 if flops > 1e9 else 9)
+                t = median_time(lambda: p.gemm(a, b, out), repeat=repeat, min_time=0.0 if quick else 0.01)
+                ref = t if name == "numpy" else ref
+                gf = flops / t / 1e9
+                summary.setdefault((name, dtype), []).append(gf / peak[dtype])
+                print(row(name + (" *" if name == picked else ""), t, ref if name != "numpy" else None,
+                          f"{gf:7.1f} GFLOP/s  {100 * gf / peak[dtype]:5.1f}% of est. peak"))
+    print("\n  best fraction of estimated peak per provider:")
+    for (name, dtype), fr in sorted(summary.items()):
+        print(f"    {name:<9} {dtype:<8} {100 * max(fr):5.1f}%  (median over shapes {100 * np.median(fr):5.1f}%)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

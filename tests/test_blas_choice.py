@@ -1,0 +1,338 @@
+"""BLAS providers chosen by measurement (tracejit/backends/cpu/blas.py).
+
+Every provider that loads here is checked against float64 NumPy references;
+the chooser is driven with fake providers and a fake timer, so nothing here
+depends on how fast this machine is.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import tracejit
+from tracejit.backends.cpu import blas
+
+LOADED = [name for name in blas.PROVIDERS if blas._instance(name) is not None]
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+
+
+def _rand(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        v = v + 1j * rng.standard_normal(shape)
+    return v.astype(dtype)
+
+
+def _wide(x):
+    return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+
+
+def _close(got, want):
+    tol = 1e-4 if got.dtype in (np.float32, np.complex64) else 1e-11
+    scale = max(1.0, float(np.max(np.abs(want), initial=0.0)))
+    np.testing.assert_allclose(_wide(got), want, rtol=0, atol=tol * scale)
+
+
+@pytest.fixture(params=LOADED)
+def real(request):
+    return blas._instance(request.param)
+
+
+# --------------------------------------------------------------------------- every loaded provider
+
+def test_numpy_and_its_openblas_load():
+    assert "numpy" in LOADED
+    if blas._numpy_openblas_paths():
+        p = blas._instance("openblas")
+        assert p is not None and "OpenBLAS" in p.version
+        if "USE64BITINT" in p.version:
+            assert p.limit == 2 ** 63        # ILP64: 64-bit integer arguments
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_products_2d_and_transposed_views(real, dtype):
+    a, b = _rand((37, 53), dtype), _rand((53, 29), dtype, 1)
+    cases = [(a, b), (np.ascontiguousarray(a.T).T, b), (a, np.ascontiguousarray(b.T).T),
+             (np.ascontiguousarray(a.T).T, np.ascontiguousarray(b.T).T), (_rand((60, 53), dtype)[5:42], b),
+             (a, _rand((53, 40), dtype, 2)[:, 3:32]), (a[:, ::-1], b[::-1]), (a[::2], b)]
+    for x, y in cases:
+        out = np.full((x.shape[0], y.shape[1]), np.nan, dtype)
+        real.gemm(x, y, out)
+        _close(out, _wide(x) @ _wide(y))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_products_batched(real, dtype):
+    a, b = _rand((4, 9, 11), dtype), _rand((4, 11, 6), dtype, 1)
+    cases = [(a, b), (np.ascontiguousarray(a.transpose(0, 2, 1)).transpose(0, 2, 1), b),
+             (a, np.ascontiguousarray(b.transpose(0, 2, 1)).transpose(0, 2, 1)), (a[:, ::2], b),
+             (np.broadcast_to(a[:1], a.shape), b), (a[::-1], b), (a[:1], b[:1])]
+    for x, y in cases:
+        out = np.full((x.shape[0], x.shape[1], 6), np.nan, dtype)
+        real.gemm(x, y, out)
+        _close(out, np.matmul(_wide(x), _wide(y)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("alpha,beta", [(1.0, 1.0), (-0.5, 1.0), (3.0, 0.0), (-1.0, 0.0)])
+@pytest.mark.parametrize("batched", [False, True])
+def test_alpha_beta_accumulate(real, dtype, alpha, beta, batched):
+    lead = (3,) if batched else ()
+    a, b, c = _rand(lead + (13, 8), dtype), _rand(lead + (10, 8), dtype, 1), _rand(lead + (13, 10), dtype, 2)
+    b = np.swapaxes(b, -1, -2)            # a transposed operand as well
+    out = c.copy()
+    real.gemm(a, b, out, alpha, beta)
+    _close(out, beta * _wide(c) + alpha * np.matmul(_wide(a), _wide(b)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(0, 5, 3), (4, 0, 3), (4, 5, 0), (1, 1, 1), (1, 7, 1), (7, 1, 9), (1, 9, 7)])
+def test_empty_and_unit_dims(real, dtype, shape):
+    m, k, n = shape
+    a, b = _rand((m, k), dtype), _rand((k, n), dtype, 1)
+    out = np.full((m, n), np.nan, dtype)
+    real.gemm(a, b, out)
+    _close(out, _wide(a) @ _wide(b))
+    out3 = np.full((2, m, n), np.nan, dtype)
+    real.gemm(np.stack([a, a]), np.stack([b, b]), out3)
+    _close(out3, np.matmul(_wide(np.stack([a, a])), _wide(np.stack([b, b]))))
+    acc = np.ones((m, n), dtype)
+    real.gemm(a, b, acc, 2.0, 1.0)
+    _close(acc, 1 + 2 * (_wide(a) @ _wide(b)))
+
+
+def test_loaded_providers_pass_their_check(real):
+    assert blas.check_provider(real) is None
+
+
+# --------------------------------------------------------------------------- the chooser, with fakes
+
+class Fake(blas.NumpyBLAS):
+    """NumPy's product under another name; ``wrong`` adds 1 to results, ``raises`` raises."""
+
+    settle_s = 0.0
+
+    def __init__(self, name, wrong=False, raises=False):
+        self.name, self.wrong, self.raises, self.pool = name, wrong, raises, "pool-" + name
+        self.calls = 0
+
+    def gemm(self, a, b, out, alpha=1.0, beta=0.0):
+        self.calls += 1
+        if self.raises:
+            raise RuntimeError("boom")
+        super().gemm(a, b, out, alpha, beta)
+        if self.wrong:
+            out += 1
+
+
+# seconds per call each fake takes, by shape class: "skinny" is fastest on skinny products, and so on
+SPEED = {"skinny": {"skinny": 1e-4}, "square": {"square": 1e-4}, "wrong": {c: 1e-6 for c in blas.CLASSES},
+         "raises": {c: 1e-6 for c in blas.CLASSES}, "numpy": {"batched": 1e-3}}
+
+
+def _fake_timer(calls):
+    def time_gemm(p, a, b, out, repeats):
+        calls.append(p.name)
+        cls = "batched" if out.ndim == 3 else blas.shape_class(out.shape[0], out.shape[1], a.shape[1])
+        return [SPEED.get(p.name, {}).get(cls, 1e-2)] * repeats
+    return time_gemm
+
+
+@pytest.fixture
+def fakes(monkeypatch, tmp_path):
+    """PROVIDERS replaced by numpy plus fakes, a private cache directory, a fake timer."""
+    numpy = blas.NumpyBLAS()
+    numpy.settle_s = 0.0                  # no pause between pools: the timer is fake
+    fakes = {"numpy": numpy, "skinny": Fake("skinny"), "square": Fake("square"),
+             "wrong": Fake("wrong", wrong=True), "raises": Fake("raises", raises=True)}
+    monkeypatch.setattr(blas, "PROVIDERS", {n: (lambda p=p: p) for n, p in fakes.items()})
+    monkeypatch.setattr(blas, "machine_busy", lambda: False)
+    calls = []
+    monkeypatch.setattr(blas, "_time_gemm", _fake_timer(calls))
+    saved = tracejit.config.compilation_cache_dir, tracejit.config.blas
+    cache = tmp_path / "cache"
+    tracejit.config.update("compilation_cache_dir", str(cache))
+    tracejit.config.update("blas", "auto")
+    blas.reset()
+    yield fakes, calls, cache
+    blas.reset()
+    tracejit.config.update("compilation_cache_dir", saved[0])
+    tracejit.config.update("blas", saved[1])
+
+
+def _choice_files(cache):
+    return glob.glob(os.path.join(str(cache), "*", "blas-choice-*.json"))
+
+
+def test_auto_picks_the_fastest_per_class_and_excludes_bad_providers(fakes):
+    providers, calls, _ = fakes
+    auto = blas.provider()
+    assert auto.name == "auto" and auto.source == "measured"
+    for dtype in ("float32", "float64"):
+        assert auto.table["choice"][dtype] == {"skinny": "skinny", "square": "square", "batched": "numpy"}
+    assert set(auto.table["excluded"]) == {"wrong", "raises"}
+    assert "error" in auto.table["excluded"]["wrong"] and "boom" in auto.table["excluded"]["raises"]
+    assert "wrong" not in calls and "raises" not in calls     # excluded before any timing
+    # complex products follow their precision's real choice; each product goes to its class's provider
+    assert auto.provider_for(np.complex64, "square").name == "square"
+    assert auto.provider_for(np.complex128, "skinny").name == "skinny"
+    assert auto.provider_for(np.int32, "square").name == "numpy"
+    before = {n: p.calls for n, p in providers.items() if isinstance(p, Fake)}
+    for (m, k, n), name in [((8, 100, 100), "skinny"), ((100, 100, 100), "square")]:
+        out = np.empty((m, n), np.float32)
+        blas.gemm(np.ones((m, k), np.float32), np.ones((k, n), np.float32), out)
+        assert providers[name].calls == before[name] + 1
+        np.testing.assert_array_equal(out, k)
+    out = np.empty((3, 70, 70))
+    blas.gemm(np.ones((3, 70, 80)), np.ones((3, 80, 70)), out)      # batched: numpy, no fake called
+    assert all(providers[n].calls == before[n] + (n in ("skinny", "square")) for n in before)
+
+
+def test_choice_is_stored_and_read_back(fakes, monkeypatch):
+    _, calls, cache = fakes
+    first = blas.provider("auto")
+    files = _choice_files(cache)
+    assert len(files) == 1 and os.stat(files[0]).st_mode & 0o077 == 0
+    data = json.load(open(files[0]))
+    assert data["key"] == blas.host_key() and data["table"]["choice"] == first.table["choice"]
+    rates = data["table"]["gflops"]
+    assert rates["skinny"]["float32"]["skinny"] > rates["numpy"]["float32"]["skinny"]
+    blas.reset()
+    n_calls = len(calls)
+    second = blas.provider("auto")
+    assert second is not first and second.source == files[0] and len(calls) == n_calls   # no timing
+    assert second.table["choice"] == first.table["choice"]
+
+
+@pytest.mark.parametrize("damage", ["garbage", "empty", "json-list", "unknown-provider", "other-key"])
+def test_a_damaged_or_foreign_file_is_measured_again(fakes, damage):
+    _, calls, cache = fakes
+    blas.provider("auto")
+    path = _choice_files(cache)[0]
+    data = json.load(open(path))
+    text = {"garbage": "{not json", "empty": "", "json-list": "[1, 2]"}.get(damage)
+    if damage == "unknown-provider":
+        data["table"]["choice"]["float32"]["square"] = "vanished"
+    if damage == "other-key":
+        data["key"]["cpu"]["model"] = "another CPU"
+    with open(path, "w") as f:
+        f.write(text if text is not None else json.dumps(data))
+    blas.reset()
+    n_calls = len(calls)
+    auto = blas.provider("auto")
+    assert auto.source == "measured" and len(calls) > n_calls
+    assert json.load(open(path))["table"]["choice"] == auto.table["choice"]       # rewritten whole
+
+
+def test_a_busy_measurement_is_redone_when_the_machine_is_quiet(fakes, monkeypatch):
+    _, calls, cache = fakes
+    monkeypatch.setattr(blas, "machine_busy", lambda: True)
+    assert blas.provider("auto").table["busy"] is True
+    blas.reset()
+    n_calls = len(calls)
+    assert blas.provider("auto").source != "measured" and len(calls) == n_calls   # still busy: reused
+    monkeypatch.setattr(blas, "machine_busy", lambda: False)
+    blas.reset()
+    auto = blas.provider("auto")
+    assert auto.source == "measured" and auto.table["busy"] is False
+    assert json.load(open(_choice_files(cache)[0]))["table"]["busy"] is False
+
+
+def test_cache_off_measures_in_memory_only(fakes):
+    _, calls, cache = fakes
+    tracejit.config.update("compilation_cache_dir", "off")
+    auto = blas.provider("auto")
+    assert auto.source == "measured" and not _choice_files(cache)
+    n_calls = len(calls)
+    assert blas.provider("auto") is auto and len(calls) == n_calls
+
+
+@pytest.mark.parametrize("name", ["square", "numpy"])
+def test_a_forced_provider_serves_everything_without_measuring(fakes, name):
+    providers, calls, cache = fakes
+    tracejit.config.update("blas", name)
+    assert blas.provider() is providers[name]
+    out = np.empty((3, 70, 70))
+    blas.gemm(np.ones((3, 70, 80)), np.ones((3, 80, 70)), out)
+    np.testing.assert_array_equal(out, 80)
+    assert not calls and not _choice_files(cache)
+    if name == "square":
+        assert providers["square"].calls == 1
+    rows = blas.report()                    # report() measures, and marks the forced provider's rows
+    assert all(r["chosen"] == (r["provider"] == name) for r in rows)
+
+
+def test_report_rows(fakes):
+    rows = blas.report()
+    assert {(r["dtype"], r["class"]) for r in rows if r["chosen"]} == {
+        (d, c) for d in ("float32", "float64") for c in blas.CLASSES}
+    by = {(r["provider"], r["dtype"], r["class"]): r for r in rows}
+    assert by["skinny", "float32", "skinny"]["chosen"] and not by["numpy", "float32", "skinny"]["chosen"]
+    assert by["wrong", "float64", "square"]["gflops"] is None and "error" in by["wrong", "float64", "square"]["note"]
+    text = blas.format_report(rows)
+    assert text.splitlines()[0].split() == ["provider", "dtype", "class", "GFLOP/s", "chosen"]
+    assert "raised RuntimeError: boom" in text
+
+
+def test_concurrent_first_use_measures_once(fakes, monkeypatch):
+    measured = []
+    real_measure = blas.measure
+
+    def counting(providers):
+        measured.append(1)
+        return real_measure(providers)
+    monkeypatch.setattr(blas, "measure", counting)
+    got, barrier = [], threading.Barrier(6)
+
+    def worker():
+        barrier.wait()
+        got.append(blas.provider("auto"))
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(measured) == 1 and len(got) == 6 and all(g is got[0] for g in got)
+
+
+def test_only_numpy_is_not_timed(monkeypatch, fakes):
+    _, calls, _ = fakes
+    monkeypatch.setattr(blas, "PROVIDERS", {"numpy": blas.NumpyBLAS})
+    blas.reset()
+    auto = blas.provider("auto")
+    assert not calls and auto.table["choice"]["float64"]["batched"] == "numpy"
+
+
+def test_unknown_and_unavailable_providers(fakes, monkeypatch):
+    with pytest.raises(ValueError, match="unknown BLAS provider 'fastest'"):
+        blas.provider("fastest")
+    monkeypatch.setitem(blas.PROVIDERS, "absent", lambda: None)
+    with pytest.raises(RuntimeError, match="'absent' is not available"):
+        blas.provider("absent")
+
+
+def test_shape_classes():
+    assert blas.shape_class(16, 3072, 768) == "skinny"
+    assert blas.shape_class(768, 768, 16) == "skinny"          # a rank-16 update (x.T @ g)
+    assert blas.shape_class(65, 65, 65) == "square"
+    assert blas.shape_class(1000, 1000, 1000, batch=2) == "batched"
+    assert blas.shape_class(8, 8, 8, batch=1) == "skinny"
+
+
+def test_host_key_names_cpu_threads_and_libraries():
+    key = blas.host_key()
+    assert key["format"] == blas.FORMAT and key["threads"] >= 1
+    assert set(key["libraries"]) == set(blas.PROVIDERS)
+    if os.path.exists("/proc/cpuinfo"):
+        assert len(key["cpu"]["flags"]) == 16
+
+
+def test_doctests(fakes):
+    import doctest
+    assert doctest.testmod(blas).failed == 0
