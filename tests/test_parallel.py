@@ -163,3 +163,105 @@ def test_fork_right_after_import(choice):
             "_, status = os.waitpid(pid, 0)\n"
             "print(os.waitstatus_to_exitcode(status))\n")
     assert _run_python(code, TRACEJIT_OPENMP=choice, TRACEJIT_NUM_THREADS="2")[-1] == "0"
+
+
+# ------------------------------------------------------------------ loops whose body kernels are large
+
+LOOP_CASES = [
+    # A large elementwise body: the loop's native code forks the team for it every iteration.
+    ("map", lambda a: tracejit.lax.fori_loop(0, 3, lambda i, c: np.sin(c) * 0.5 + c, a), (1 << 17) + 3),
+    # Row reductions feeding the next iteration (softmax-like), and a scan with stacked outputs.
+    ("rows", lambda a: tracejit.lax.fori_loop(
+        0, 2, lambda i, c: c - np.log(np.exp(c).sum(-1, keepdims=True)), a), (1031, 257)),
+    ("scan", lambda a: tracejit.lax.scan(lambda c, x: (c * 0.5 + x, (c * x).sum()), a[0], a)[0], (4, 1 << 17)),
+    # Large and small kernels in one body (the small one stays on the calling thread).
+    ("mixed", lambda a: tracejit.lax.fori_loop(
+        0, 3, lambda i, c: (np.tanh(c[0]) + c[1].sum(), c[1] * 1.5), (a, a[:7].copy())), (1 << 18)),
+]
+
+
+def _loop_of(f, x):
+    from helpers import control_flow_steps
+    return control_flow_steps(f.lower(x).compile())[0].loop
+
+
+@pytest.mark.parametrize("name,fn,shape", LOOP_CASES, ids=[c[0] for c in LOOP_CASES])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_loop_bodies_with_large_kernels_fork_the_team_from_native_code(threads, name, fn, shape, dtype):
+    x = np.random.default_rng(2).standard_normal(shape).astype(dtype)
+    threads(1)
+    one = tracejit.jit(fn)(x)
+    threads(2)
+    f = tracejit.jit(fn)
+    loop = _loop_of(f, x)
+    assert loop.native and loop.team is not None      # one native loop that forks the team
+    got = f(x)
+    for g, o in zip(np.atleast_1d(got) if not isinstance(got, tuple) else got,
+                    np.atleast_1d(one) if not isinstance(one, tuple) else one):
+        np.testing.assert_array_equal(g, o)           # the split changes no value
+    want = fn(x)                                      # NumPy, eagerly
+    np.testing.assert_allclose(np.asarray(got[0] if isinstance(got, tuple) else got),
+                               np.asarray(want[0] if isinstance(want, tuple) else want),
+                               rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-5)
+
+
+def test_a_small_loop_body_does_not_fork():
+    f = tracejit.jit(lambda a: tracejit.lax.fori_loop(0, 3, lambda i, c: np.sin(c) + 1, a))
+    x = np.ones(1000)
+    loop = _loop_of(f, x)
+    assert loop.native and loop.team is None
+
+
+def test_without_openmp_large_loop_bodies_run_from_python():
+    code = ("import numpy as np, tracejit\n"
+            "x = np.linspace(0, 1, 1 << 17)\n"
+            "f = tracejit.jit(lambda a: tracejit.lax.fori_loop(0, 3, lambda i, c: np.sin(c) + 1, a))\n"
+            "text = f.lower(x).compile().as_text()\n"
+            "assert 'host loop' in text and 'large enough to run threaded' in text, text\n"
+            "c = x\n"
+            "for _ in range(3): c = np.sin(c) + 1\n"
+            "assert np.allclose(f(x), c)\n"
+            "print('ok')\n")
+    assert _run_python(code, TRACEJIT_OPENMP="0", TRACEJIT_NUM_THREADS="2") == ["ok"]
+
+
+def test_threaded_loops_load_from_the_persistent_cache(tmp_path):
+    code = ("import numpy as np, tracejit\n"
+            "x = np.linspace(-3, 3, 1 << 18)\n"
+            "j = tracejit.jit(lambda a: tracejit.lax.fori_loop(0, 4, lambda i, c: np.tanh(c) * 2, a))\n"
+            "out = j(x)\n"
+            "c = x\n"
+            "for _ in range(4): c = np.tanh(c) * 2\n"
+            "assert np.allclose(out, c)\n"
+            "step = [s for s in j.lower(x).compile().executable.plan.steps if hasattr(s, 'loop')][0]\n"
+            "assert step.loop.team is not None\n"
+            "print(step.loop.cache_outcome)\n")
+    outcomes = [_run_python(code, TRACEJIT_CACHE_DIR=str(tmp_path / "cache"), TRACEJIT_NUM_THREADS="2")[-1]
+                for _ in range(2)]
+    assert outcomes[1] == "persistent-hit", outcomes
+
+
+@pytest.mark.parametrize("choice", ["iomp5", "gomp"])
+def test_forked_children_run_loops_that_fork_the_team(choice, tmp_path):
+    kind, ok = _fork_after_use("tracejit.lax.fori_loop(0, 3, lambda i, c: np.sin(c) + 1, a)", "1 << 18",
+                               TRACEJIT_OPENMP=choice, TRACEJIT_CACHE_DIR=str(tmp_path / "cache"))
+    assert ok == "True"
+    assert kind in (choice, "None")
+
+
+def test_fuzz_programs_with_every_kernel_threaded(monkeypatch, threads):
+    # The fuzzer's arrays are small, so its programs never reach the team; with the thresholds at 2
+    # elements every kernel with two or more rows forks it (also in native loops), which checks the
+    # splitting code on every kind of kernel and loop the generator writes.
+    from tests.fuzz import program_check as pc
+    from tests.fuzz import program_gen as pg
+    from tracejit.backends.cpu import runtime
+    monkeypatch.setattr(runtime, "OPENMP_MIN_WORK", 2)
+    monkeypatch.setattr(runtime, "OPENMP_MIN_WORK_MATH", 2)
+    threads(2)
+    bad = {}
+    for seed in range(20_000, 20_300):
+        res = pc.check_program(pg.generate(seed), backends=("cpu",))
+        if res.mismatches:
+            bad[seed] = res.mismatches
+    assert not bad

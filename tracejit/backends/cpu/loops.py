@@ -34,18 +34,19 @@ from llvmlite import ir
 from tracejit.compiler.memory import last_reads
 from tracejit.compiler.plan import CONTROL_FLOW, NumpyStep, WindowStep, base_buffer
 from tracejit.compiler.kernel_ir import Kernel
-from tracejit.backends.cpu import llvm_engine, mathlib
+from tracejit.backends.cpu import llvm_engine, mathlib, parallel
 from tracejit.backends.cpu import object_cache as persistent_cache
 from tracejit.backends.cpu import lowering as L
 from tracejit.backends.cpu.native import native_emitter, native_steps, vector_bytes
-from tracejit.backends.cpu.runtime import data_address
+from tracejit.backends.cpu.runtime import data_address, num_threads, openmp_min_work, team_granule
 from tracejit.backends.cpu.window import copy_bytes, counted_loop
 
 I8, I64, PTR, VOID = ir.IntType(8), ir.IntType(64), ir.PointerType(), ir.VoidType()
 DRIVER_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)
 # Loops whose carries, arenas and outputs fit in this many bytes keep them on the stack.
 LOCAL_STORAGE_BYTES = 16 << 10
-# Bodies with a kernel this large run per iteration from Python, each kernel threaded.
+# Without an OpenMP runtime, bodies with a kernel this large run per iteration from Python (each
+# kernel threaded by the Python pool); with one, the loop's native code forks the team itself.
 THREADED_BODY_WORK = 1 << 16
 ALIGN = 64
 _tags = itertools.count()
@@ -76,9 +77,10 @@ class _SubPlan:
             raise NotImplementedError("body has constant arrays")
         if any(not isinstance(o, int) for o in plan.outputs):
             raise NotImplementedError("body returns a literal")
-        if any(k.size >= THREADED_BODY_WORK for k in plan.kernels):
+        team = parallel.runtime()
+        if team is None and any(k.size >= THREADED_BODY_WORK for k in plan.kernels):
             # Large bodies gain more from threaded kernels than they lose to per-iteration dispatch.
-            raise NotImplementedError("body kernels are large enough to run threaded")
+            raise NotImplementedError("body kernels are large enough to run threaded (no OpenMP runtime loads)")
         self.plan = plan
         bufs = plan.buffers
         self.offsets, self.arena_bytes = body.offsets, body.arena_bytes
@@ -124,7 +126,9 @@ class _SubPlan:
                         self.out_offsets[b] = top
                         top += _round_up(bufs[b].nbytes)
         self.out_bytes = top
-        self.items = []     # ("kernel", emitter, name) | ("nested", step, construct), in plan order
+        # ("kernel", emitter, (name, team granule or None)) | ("nested", step, construct), in plan order;
+        # a kernel with a granule forks the OpenMP team from native code.
+        self.items = []
         native = iter(native_steps(plan))
         for i, s in enumerate(plan.steps):
             if isinstance(s, NumpyStep):
@@ -134,7 +138,9 @@ class _SubPlan:
                 em = native_emitter(module, step, bufs, vector_bytes)
                 name = f"{self.tag}_k{i}"
                 em.emit(name)
-                self.items.append(("kernel", em, name))
+                threaded = (team is not None and isinstance(step, Kernel) and em.layout.parallel_size >= 2
+                            and step.size >= openmp_min_work(em))
+                self.items.append(("kernel", em, (name, team_granule(em.layout, em) if threaded else None)))
 
     def _nested_loops_in_place(self, plan, once, carry_io) -> None:
         """A nested loop that threads one of these carries through (its initial carry is the carry,
@@ -262,7 +268,7 @@ class _Frame:
                             for b, a in zip(step.inputs, step.eqn.inputs)]
                 construct.emit(drv, operands, [self.address(b) for b in step.outputs])
                 continue
-            em, name = what, how
+            em, (name, granule) = what, how
             kfn = drv.fn.module.globals[name]
             with builder.goto_block(drv.entry):
                 arr = builder.alloca(PTR, size=ir.Constant(I64, max(len(em.slots), 1)))
@@ -270,7 +276,11 @@ class _Frame:
                 slot = builder.gep(arr, [ir.Constant(I64, k)], source_etype=PTR)
                 builder.store(self.address(b), slot)
             n = em.layout.parallel_size
-            if n:
+            if n and granule is not None:
+                with builder.goto_block(drv.entry):
+                    data = builder.alloca(PTR, size=ir.Constant(I64, 4))
+                parallel.emit_team_call(builder, parallel.runtime(), kfn, arr, n, granule, data)
+            elif n:
                 builder.call(kfn, [arr, ir.Constant(I64, 0), ir.Constant(I64, n)])
 
     def output_sources(self, sizes):
@@ -483,7 +493,9 @@ class NativeLoop:
         drv.b.ret_void()
         self.slot_names = list(drv.names)
         self._sources = list(drv.sources)
-        self.compiled, self.cache_outcome = _compile_driver(module, step, f"{self.kind}_loop")
+        # Whether a body kernel forks the OpenMP team (then each call says how many threads it may use).
+        self.team = parallel.runtime() if parallel.TEAM_THREADS_SYMBOL in module.globals else None
+        self.compiled, self.cache_outcome = _compile_driver(module, step, f"{self.kind}_loop", self.team)
         self.fn = DRIVER_FN(self.compiled.address("loop_driver"))
         self._slots_type = ctypes.c_void_p * max(len(self.slot_names), 1)
         self._scratch = {name: max(n, 1) for name, n in drv.scratch_bytes.items()}
@@ -502,11 +514,15 @@ class NativeLoop:
         results = [np.empty(shape, dtype) for shape, dtype in self._result_specs]
         # Scratch arrays live in `arrays` until the call returns.
         arrays = {"arg": ins, "out": results, "scratch": [np.empty(n, np.uint8) for n in self._scratch.values()]}
+        if self.team is not None:
+            if self.team.usable:
+                self.team.started = True     # (a forked child then knows whether libgomp's team exists)
+            parallel.team_threads.value = num_threads() if self.team.usable else 1
         self.fn(self._slots_type(*[data_address(arrays[kind][k]) for kind, k in self._sources]), 0)
         return results
 
 
-def _compile_driver(module, step, name):
+def _compile_driver(module, step, name, team):
     """The driver's object code, through the persistent cache like kernels: keyed by the loop
     equation's text (its bodies, literals and operand types), the plans its bodies were compiled
     from, and the compile environment, so a new process loads it instead of running LLVM.
@@ -515,7 +531,8 @@ def _compile_driver(module, step, name):
     eqn = step.eqn
     holder = Program([], [], [a for a in eqn.inputs if isinstance(a, Var)], [eqn], eqn.outputs)
     components = {"loop": persistent_cache.program_fingerprint(holder), "vector_bytes": vector_bytes(),
-                  "local_storage_bytes": LOCAL_STORAGE_BYTES, "bodies": _bodies_fingerprint(step)}
+                  "local_storage_bytes": LOCAL_STORAGE_BYTES, "bodies": _bodies_fingerprint(step),
+                  "openmp": team.kind if team is not None else None}
     return persistent_cache.compile_module(
         module, name=name, vectorize=False, components=components,
         extra_metadata=lambda: {"math": mathlib.specs_used(module)},

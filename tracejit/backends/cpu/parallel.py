@@ -40,6 +40,11 @@ class LaunchData(ctypes.Structure):
 
 
 TRAMPOLINE = "tracejit_parallel_body"
+# How many threads native code (a loop driver) may fork for one kernel. The Python side sets it before
+# each call of a loop holding threaded kernels: the configured count, or 1 where the team cannot run
+# (libgomp in a forked child). Native code reads it through this symbol, so cached object code finds it.
+TEAM_THREADS_SYMBOL = "tracejit_team_threads"
+team_threads = ctypes.c_int64(1)
 
 
 def emit_trampoline(module: ir.Module, runtime: "OpenMPRuntime") -> str:
@@ -75,6 +80,36 @@ def emit_trampoline(module: ir.Module, runtime: "OpenMPRuntime") -> str:
     return TRAMPOLINE
 
 
+def emit_team_call(b: ir.IRBuilder, runtime: "OpenMPRuntime", kernel, slots, total: int, granule: int,
+                   data) -> None:
+    """From native code, run ``kernel(slots, begin, end)`` over ``[0, total)`` split over the OpenMP
+    team: ``GOMP_parallel`` on the module's trampoline, at most ``team_threads`` threads and one per
+    ``granule`` block; alone on this thread when that allows one thread only. ``data`` is room for a
+    ``LaunchData`` (4 pointer-sized fields) the caller allocated in its function's entry block (not in
+    a loop)."""
+    module = b.module
+    trampoline = module.globals[emit_trampoline(module, runtime)]
+    fork = module.globals.get(runtime.parallel_symbol)
+    if fork is None:
+        fork = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, I32, I32]), name=runtime.parallel_symbol)
+    cell = module.globals.get(TEAM_THREADS_SYMBOL)
+    if cell is None:
+        cell = ir.GlobalVariable(module, I64, name=TEAM_THREADS_SYMBOL)     # defined by the process
+    threads = b.load(cell, typ=I64)
+    blocks = ir.Constant(I64, -(-total // granule))
+    threads = b.select(b.icmp_signed("<", threads, blocks), threads, blocks)
+    with b.if_else(b.icmp_signed(">", threads, ir.Constant(I64, 1))) as (team, alone):
+        with team:
+            for k, pointer in enumerate((kernel, slots)):
+                b.store(b.bitcast(pointer, PTR), b.gep(data, [ir.Constant(I64, k)], source_etype=PTR))
+            for k, value in ((2, total), (3, granule)):
+                field = b.bitcast(b.gep(data, [ir.Constant(I64, k)], source_etype=PTR), I64.as_pointer())
+                b.store(ir.Constant(I64, value), field)
+            b.call(fork, [trampoline, data, b.trunc(threads, I32), ir.Constant(I32, 0)])
+        with alone:
+            b.call(kernel, [slots, ir.Constant(I64, 0), ir.Constant(I64, total)])
+
+
 def _runtime_libraries():
     """Candidate OpenMP runtimes, preferred first: MKL's libiomp5, then GNU libgomp."""
     paths = []
@@ -99,9 +134,11 @@ class OpenMPRuntime:
         # under names of our own (the library is loaded RTLD_LOCAL, so LLVM cannot find them itself).
         self.thread_num_symbol = f"tracejit_omp_thread_num_{kind}"
         self.num_threads_symbol = f"tracejit_omp_num_threads_{kind}"
+        self.parallel_symbol = f"tracejit_omp_parallel_{kind}"
         for name, sym in ((self.thread_num_symbol, "omp_get_thread_num"),
-                          (self.num_threads_symbol, "omp_get_num_threads")):
+                          (self.num_threads_symbol, "omp_get_num_threads"), (self.parallel_symbol, "GOMP_parallel")):
             llvm.add_symbol(name, ctypes.cast(getattr(lib, sym), ctypes.c_void_p).value)
+        llvm.add_symbol(TEAM_THREADS_SYMBOL, ctypes.addressof(team_threads))
 
     def run(self, trampoline: int, kernel_address: int, slots, total: int, granule: int, threads: int) -> None:
         """``kernel(slots, begin, end)`` over ``[0, total)``, split in ``granule`` blocks over a team."""

@@ -65,6 +65,18 @@ def thread_pool():
     return _pool
 
 
+def openmp_min_work(emitter) -> int:
+    """The work (elements) from which a kernel is split over the OpenMP team."""
+    return OPENMP_MIN_WORK_MATH if emitter.math_calls else OPENMP_MIN_WORK
+
+
+def team_granule(layout, emitter) -> int:
+    """The block a thread's share of a kernel's range is a multiple of."""
+    if emitter.outer_vector:
+        return emitter.lanes     # thread chunks keep whole vector blocks
+    return ELEMENTWISE_GRANULE if layout.elementwise_1d else 1
+
+
 class KernelLaunch:
     """A compiled kernel plus how to call it."""
 
@@ -74,12 +86,10 @@ class KernelLaunch:
         self.fn = KERNEL_FN(address)
         self.address = address
         self.team = None          # (OpenMP runtime, trampoline address) when its module has one
-        self.openmp_min_work = OPENMP_MIN_WORK_MATH if emitter.math_calls else OPENMP_MIN_WORK
+        self.openmp_min_work = openmp_min_work(emitter)
         self.parallel_size = layout.parallel_size
         self.work = kernel.size
-        self.granule = ELEMENTWISE_GRANULE if layout.elementwise_1d else 1
-        if emitter.outer_vector:
-            self.granule = emitter.lanes     # thread chunks keep whole vector blocks
+        self.granule = team_granule(layout, emitter)
         self.ptr_array = ctypes.c_void_p * len(slots)
 
     def __call__(self, env):
