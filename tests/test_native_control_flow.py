@@ -132,14 +132,80 @@ def test_a_carry_returned_unchanged_is_never_copied():
     assert 1 in body.unchanged and 1 not in body.pass_offsets
 
 
-def test_host_loops_say_why():
+@pytest.fixture
+def blas_choice():
+    saved = tracejit.config.blas
+    yield lambda name: tracejit.config.update("blas", name)
+    tracejit.config.update("blas", saved)
+
+
+def test_host_loops_say_why(blas_choice):
+    blas_choice("numpy")        # NumPy's matmul has no C entry point: BLAS from Python, per iteration
     big = np.ones((300, 300))
 
     def f(a):
-        return lax.fori_loop(0, 3, lambda i, m: m @ a, a)   # a large GEMM: BLAS from Python
+        return lax.fori_loop(0, 3, lambda i, m: m @ a, a)
     lines = _loop_lines(f, big)
     assert lines and lines[0].startswith("host loop") and "BLAS" in lines[0]
     np.testing.assert_allclose(tracejit.jit(f)(big / 300), np.linalg.matrix_power(big / 300, 4), rtol=1e-12)
+
+
+def _c_providers():
+    from tracejit.backends.cpu import blas
+    return [n for n in blas.PROVIDERS if n != "numpy" and blas._instance(n) is not None]
+
+
+# Bodies whose products go to BLAS (too large for passes/small_dots.py's fused sums).
+PRODUCT_BODIES = {
+    "A @ x": lambda A, B, x: lax.fori_loop(0, 4, lambda i, v: (A @ v) * 0.01 + v, x),
+    "x @ A": lambda A, B, x: lax.fori_loop(0, 4, lambda i, v: (v @ A) * 0.01 + v, x),
+    "C @ B": lambda A, B, x: lax.fori_loop(0, 3, lambda i, C: (C @ B) * 0.1, A),
+    "A.T @ C": lambda A, B, x: lax.fori_loop(0, 3, lambda i, C: (A.T @ C) * 0.1, B),
+    "C @ B.T": lambda A, B, x: lax.fori_loop(0, 3, lambda i, C: (C @ B.T) * 0.1, A),
+    "C - 0.01 C @ B": lambda A, B, x: lax.fori_loop(0, 3, lambda i, C: C - 0.01 * (C @ B), A),
+    "two products": lambda A, B, x: lax.scan(lambda C, _: ((A @ C) * 0.1, (C @ x).sum()), B, None, length=3),
+    "tensordot": lambda A, B, x: lax.fori_loop(
+        0, 2, lambda i, T: jnp.tensordot(T, A.reshape(8, 12, 96), axes=([1, 2], [0, 1])).reshape(96, 8, 12) * 0.1,
+        B.reshape(96, 8, 12)),
+}
+
+
+@pytest.mark.parametrize("provider", _c_providers())
+@pytest.mark.parametrize("case", list(PRODUCT_BODIES))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_loop_bodies_call_blas_from_native_code(blas_choice, provider, case, dtype):
+    blas_choice(provider)
+    rng = np.random.default_rng(5)
+    A, B = (rng.standard_normal((96, 96)).astype(dtype) for _ in range(2))
+    x = rng.standard_normal(96).astype(dtype)
+    fn = PRODUCT_BODIES[case]
+    assert _all_native(fn, A, B, x), _loop_lines(fn, A, B, x)
+    loop = helpers.control_flow_steps(tracejit.jit(fn).lower(A, B, x).compile())[0].loop
+    kinds = [kind for kind, _, _ in loop.construct.body.items]
+    # Matrix-vector products are fused sums (an LLVM GEMV); matrix products call BLAS.
+    assert ("blas" in kinds) == (case not in ("A @ x", "x @ A")), kinds
+    got = tracejit.jit(fn)(A, B, x)
+    want = tracejit.jit(fn, backend="reference")(A, B, x)
+    for g, w in zip(jax_leaves(got), jax_leaves(want)):
+        np.testing.assert_allclose(g, w, rtol=1e-4 if dtype == np.float32 else 1e-11,
+                                   atol=1e-4 if dtype == np.float32 else 1e-11)
+
+
+def jax_leaves(x):
+    return [np.asarray(v) for v in tracejit.tree_util.tree_leaves(x)]
+
+
+def test_batched_products_keep_the_loop_on_the_host(blas_choice):
+    if not _c_providers():
+        pytest.skip("no BLAS with a C entry point loads here")
+    blas_choice(_c_providers()[0])
+    a = np.random.default_rng(0).standard_normal((4, 64, 64)) / 8
+
+    def f(a):
+        return lax.fori_loop(0, 2, lambda i, c: jnp.einsum("bij,bjk->bik", c, a), a)
+    lines = _loop_lines(f, a)
+    assert lines[0].startswith("host loop") and "batched BLAS product" in lines[0]
+    np.testing.assert_allclose(tracejit.jit(f)(a), a @ a @ a, rtol=1e-12)
 
 
 def test_a_compiled_function_never_compiles_when_called(monkeypatch):

@@ -744,6 +744,30 @@ def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float = 1.0, beta
     provider().gemm(a, b, out, alpha, beta)
 
 
+def native_symbol(dtype, m: int, n: int, k: int):
+    """``(symbol, int64)``: the CBLAS ``?gemm`` that serves an ``(m, k) @ (k, n)`` product of ``dtype``,
+    registered under ``symbol`` for native code (a loop body) to call, and whether its integers are
+    64-bit; None when that product's provider has no C entry point (NumPy's ``matmul``).
+
+    Examples
+    --------
+    >>> found = native_symbol(np.float64, 64, 64, 64)
+    >>> found is None or found[0].startswith("tracejit_blas_")
+    True
+    """
+    from llvmlite import binding as llvm
+    dtype = np.dtype(dtype)
+    p = provider()
+    if isinstance(p, AutoBLAS):
+        p = p.provider_for(dtype, shape_class(m, n, k))
+    fn = getattr(p, "fns", {}).get(dtype)
+    if fn is None or max(m, n, k) >= p.limit:
+        return None
+    symbol = f"tracejit_blas_{p.name}_{_PREFIX[dtype]}gemm"
+    llvm.add_symbol(symbol, ctypes.cast(fn, ctypes.c_void_p).value)
+    return symbol, p.limit > 2 ** 31
+
+
 def report() -> list:
     """The measured table: one row per provider, dtype and shape class, with what serves it now.
 

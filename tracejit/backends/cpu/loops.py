@@ -32,11 +32,12 @@ import numpy as np
 from llvmlite import ir
 
 from tracejit.compiler.memory import last_reads
-from tracejit.compiler.plan import CONTROL_FLOW, NumpyStep, WindowStep, base_buffer
+from tracejit.compiler.plan import CONTROL_FLOW, DotStep, NumpyStep, WindowStep, base_buffer
 from tracejit.compiler.kernel_ir import Kernel
 from tracejit.backends.cpu import llvm_engine, mathlib, parallel
 from tracejit.backends.cpu import object_cache as persistent_cache
 from tracejit.backends.cpu import lowering as L
+from tracejit.backends.cpu import native_blas
 from tracejit.backends.cpu.native import native_emitter, native_steps, vector_bytes
 from tracejit.backends.cpu.runtime import data_address, num_threads, openmp_min_work, team_granule
 from tracejit.backends.cpu.window import copy_bytes, counted_loop
@@ -71,8 +72,8 @@ class _SubPlan:
         for s in plan.steps:
             if isinstance(s, NumpyStep) and s.eqn.primitive.name not in CONTROL_FLOW:
                 raise NotImplementedError(f"body needs a NumPy step ({s.eqn.primitive.name})")
-            if not isinstance(s, (Kernel, WindowStep, NumpyStep)):
-                raise NotImplementedError(f"body needs a BLAS product ({s.describe()})")
+            if not isinstance(s, (Kernel, WindowStep, NumpyStep, DotStep)):
+                raise NotImplementedError(f"body needs a step native code cannot run ({s.describe()})")
         if program.const_vars:
             raise NotImplementedError("body has constant arrays")
         if any(not isinstance(o, int) for o in plan.outputs):
@@ -126,13 +127,15 @@ class _SubPlan:
                         self.out_offsets[b] = top
                         top += _round_up(bufs[b].nbytes)
         self.out_bytes = top
-        # ("kernel", emitter, (name, team granule or None)) | ("nested", step, construct), in plan order;
-        # a kernel with a granule forks the OpenMP team from native code.
+        # ("kernel", emitter, (name, team granule or None)) | ("nested", step, construct)
+        # | ("blas", step, GemmCall), in plan order; a kernel with a granule forks the OpenMP team.
         self.items = []
         native = iter(native_steps(plan))
         for i, s in enumerate(plan.steps):
             if isinstance(s, NumpyStep):
                 self.items.append(("nested", s, _construct(s, module, vector_bytes)))
+            elif isinstance(s, DotStep):
+                self.items.append(("blas", s, native_blas.gemm_call(s, bufs)))
             else:
                 step = next(native)
                 em = native_emitter(module, step, bufs, vector_bytes)
@@ -267,6 +270,13 @@ class _Frame:
                 operands = [self.address(b) if isinstance(b, int) else drv.literal(b[1], a.aval.dtype)
                             for b, a in zip(step.inputs, step.eqn.inputs)]
                 construct.emit(drv, operands, [self.address(b) for b in step.outputs])
+                continue
+            if kind == "blas":
+                step, call = what, how
+                out = self.address(step.out)
+                if call.accumulate_from is not None:      # out = c + alpha * (a @ b): BLAS's beta = 1 on a copy of c
+                    _memmove(builder, out, self.address(call.accumulate_from), self.sub.plan.buffers[step.out].nbytes)
+                native_blas.emit_gemm(builder, call, self.address(step.lhs), self.address(step.rhs), out)
                 continue
             em, (name, granule) = what, how
             kfn = drv.fn.module.globals[name]
@@ -532,7 +542,8 @@ def _compile_driver(module, step, name, team):
     holder = Program([], [], [a for a in eqn.inputs if isinstance(a, Var)], [eqn], eqn.outputs)
     components = {"loop": persistent_cache.program_fingerprint(holder), "vector_bytes": vector_bytes(),
                   "local_storage_bytes": LOCAL_STORAGE_BYTES, "bodies": _bodies_fingerprint(step),
-                  "openmp": team.kind if team is not None else None}
+                  "openmp": team.kind if team is not None else None,
+                  "blas": sorted(g.name for g in module.globals.values() if g.name.startswith("tracejit_blas_"))}
     return persistent_cache.compile_module(
         module, name=name, vectorize=False, components=components,
         extra_metadata=lambda: {"math": mathlib.specs_used(module)},

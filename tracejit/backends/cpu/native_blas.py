@@ -1,0 +1,101 @@
+"""Matrix products called from native code: a loop body's ``DotStep`` as one CBLAS ``?gemm`` call.
+
+A product inside a loop body used to keep the whole loop on the host (one return to Python per
+iteration). The loop's own code now calls the BLAS that the host would have used for that product
+(``blas.native_symbol``: the provider measured fastest for its dtype and shape class), when that
+provider has a C entry point and the operands are matrices in memory as they are: each operand's
+free and contracted axes must each be contiguous runs of its buffer's axes, in order, so the
+operand is an (m, k) or (k, m) row-major matrix read with a transpose flag, never copied. Batched
+products, complex dtypes and NumPy's ``matmul`` (no C entry point) keep the loop on the host.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from llvmlite import ir
+
+from tracejit.backends.cpu import blas
+from tracejit.compiler.plan import DotStep, base_buffer
+
+I32, I64, PTR, VOID = ir.IntType(32), ir.IntType(64), ir.PointerType(), ir.VoidType()
+_FLOATS = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
+
+
+@dataclass
+class GemmCall:
+    """``out = alpha * op(a) @ op(b) + beta * out`` with everything but the pointers known."""
+    symbol: str
+    int64: bool
+    dtype: np.dtype
+    m: int
+    n: int
+    k: int
+    trans_a: int
+    lda: int
+    trans_b: int
+    ldb: int
+    alpha: float
+    beta: float
+    accumulate_from: int | None     # buffer copied into ``out`` first (beta = 1), unless it is ``out``
+
+
+def _matrix(shape, perm, contracted):
+    """``(trans flag, rows, cols, leading dim)`` of an operand whose view is ``transpose(buffer, perm)``
+    and whose ``contracted`` view dims are summed over: the matrix is (free, contracted) when the free
+    axes come first in memory, (contracted, free) read transposed when they come last."""
+    free = [d for d in range(len(perm)) if d not in contracted]
+    free_axes, con_axes = [perm[d] for d in free], [perm[d] for d in contracted]
+    view = [shape[p] for p in perm]
+    rows, cols = math.prod(view[d] for d in free), math.prod(view[d] for d in contracted)
+    nf = len(free)
+    if free_axes == list(range(nf)) and con_axes == list(range(nf, len(perm))):
+        return blas.NO_TRANS, rows, cols, cols
+    if con_axes == list(range(len(contracted))) and free_axes == list(range(len(contracted), len(perm))):
+        return blas.TRANS, rows, cols, rows
+    raise NotImplementedError("body needs a BLAS product of operands that are not matrices in memory")
+
+
+def gemm_call(step: DotStep, bufs) -> GemmCall:
+    """How native code calls BLAS for ``step``; raises NotImplementedError (the loop's host reason)."""
+    (lc, rc), (lb, rb) = step.dimension_numbers
+    out = bufs[step.out]
+    dtype = out.dtype
+    if lb or rb:
+        raise NotImplementedError("body needs a batched BLAS product")
+    if dtype not in _FLOATS or bufs[step.lhs].dtype != dtype or bufs[step.rhs].dtype != dtype:
+        raise NotImplementedError(f"body needs a BLAS product of {dtype.name}")
+    ta, m, k, lda = _matrix(bufs[step.lhs].shape, step.lhs_perm, list(lc))
+    # The right operand's matrix is (k, n): its contracted dims are its rows.
+    tb_t, n, k2, ldb = _matrix(bufs[step.rhs].shape, step.rhs_perm, list(rc))
+    tb = blas.TRANS if tb_t == blas.NO_TRANS else blas.NO_TRANS
+    if k != k2 or 0 in (m, n, k):
+        raise NotImplementedError("body needs a BLAS product with an empty dimension")
+    found = blas.native_symbol(dtype, m, n, k)
+    if found is None:
+        raise NotImplementedError("body needs a BLAS product whose provider has no C entry point (NumPy)")
+    symbol, int64 = found
+    alpha, beta, source = 1.0, 0.0, None
+    if step.accumulate is not None:
+        c, alpha = step.accumulate
+        beta = 1.0
+        if base_buffer(bufs, c) != base_buffer(bufs, step.out):
+            source = c
+    return GemmCall(symbol, int64, dtype, m, n, k, ta, lda, tb, ldb, float(alpha), beta, source)
+
+
+def emit_gemm(b: ir.IRBuilder, call: GemmCall, a, b_ptr, out) -> None:
+    """Emit the call (``out`` already holds the accumulated value when ``beta`` is 1)."""
+    module = b.module
+    it = I64 if call.int64 else I32
+    ft = _FLOATS[call.dtype]
+    fn = module.globals.get(call.symbol)
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(VOID, [I32, I32, I32, it, it, it, ft, PTR, it, PTR, it, ft, PTR, it]),
+                         name=call.symbol)
+    ints = [ir.Constant(I32, v) for v in (blas.ROW_MAJOR, call.trans_a, call.trans_b)]
+    b.call(fn, ints + [ir.Constant(it, call.m), ir.Constant(it, call.n), ir.Constant(it, call.k),
+                       ir.Constant(ft, call.alpha), a, ir.Constant(it, max(call.lda, 1)), b_ptr,
+                       ir.Constant(it, max(call.ldb, 1)), ir.Constant(ft, call.beta), out,
+                       ir.Constant(it, max(call.n, 1))])
