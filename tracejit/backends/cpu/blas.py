@@ -747,7 +747,9 @@ def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float = 1.0, beta
 def native_symbol(dtype, m: int, n: int, k: int):
     """``(symbol, int64)``: the CBLAS ``?gemm`` that serves an ``(m, k) @ (k, n)`` product of ``dtype``,
     registered under ``symbol`` for native code (a loop body) to call, and whether its integers are
-    64-bit; None when that product's provider has no C entry point (NumPy's ``matmul``).
+    64-bit; None when that product's provider has no C entry point. (Where NumPy's ``matmul`` serves
+    it, that is the OpenBLAS NumPy bundles, called directly; it cannot when that library does not
+    load, or when ``TRACEJIT_BLAS=numpy`` forces ``matmul`` itself.)
 
     Examples
     --------
@@ -760,6 +762,9 @@ def native_symbol(dtype, m: int, n: int, k: int):
     p = provider()
     if isinstance(p, AutoBLAS):
         p = p.provider_for(dtype, shape_class(m, n, k))
+        if isinstance(p, NumpyBLAS):
+            # NumPy's matmul runs the OpenBLAS it bundles: native code calls that library directly.
+            p = _instance("openblas") or p
     fn = getattr(p, "fns", {}).get(dtype)
     if fn is None or max(m, n, k) >= p.limit:
         return None
