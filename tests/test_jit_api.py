@@ -331,3 +331,25 @@ def test_tracing_in_one_thread_does_not_leak_into_another():
     release.set()
     t.join()
     assert_same(seen["out"], np.full(2, 2.0))
+
+
+@pytest.mark.parametrize("scalar", [np.float64(1.5), np.float32(-2.0), np.int64(7), np.uint8(200), np.bool_(True),
+                                    np.complex64(1 - 2j), np.float16(0.5)])
+def test_numpy_scalar_arguments_take_the_fast_path(scalar):
+    traces = []
+
+    def f(x, y):
+        traces.append(1)
+        return x * 2 + y
+    j = tracejit.jit(f)
+    y = np.ones(3, np.float32)
+    want = f(scalar, y)
+    for _ in range(3):
+        got = j(scalar, y)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype
+    assert len(traces) == 2        # once eagerly above, once under jit
+    assert any(type(scalar) in key for key in j._fast_cache)       # the later calls hit the fast cache
+    # A 0-d array of the scalar's dtype is the same signature: the same executable, no new trace.
+    np.testing.assert_array_equal(j(np.asarray(scalar), y), want)
+    assert len(traces) == 2

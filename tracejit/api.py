@@ -258,14 +258,19 @@ class Jitted:
 
     # ------------------------------------------------------------------ calling
     def _fast_key(self, args, kwargs):
-        # Plain ndarray positional arguments: a key without building avals or pytrees.
+        # Plain ndarray (or NumPy scalar: a strong 0-d value) positional arguments: a key without
+        # building avals or pytrees. A scalar's key has the type, so a hit knows to wrap it.
         if kwargs or self._static_argnums:
             return None
         key = [config.compile_key()]
         for a in args:
-            if type(a) is not np.ndarray and type(a) is not Array:
+            t = type(a)
+            if t is np.ndarray or t is Array:
+                key.append(a.shape)
+            elif isinstance(a, np.generic):
+                key.append(t)
+            else:
                 return None
-            key.append(a.shape)
             key.append(a.dtype)
         return tuple(key)
 
@@ -282,7 +287,8 @@ class Jitted:
             hit = self._fast_cache.get(fast)
             if hit is not None:
                 hit.used = True
-                outs = hit.executable(*args)
+                outs = hit.executable(*(a if type(a) is np.ndarray or type(a) is Array else np.asarray(a)
+                                        for a in args))
                 if hit.out_tree is LEAF:
                     return as_array_result(outs[0])
                 return tree_unflatten(hit.out_tree, [as_array_result(o) for o in outs])
