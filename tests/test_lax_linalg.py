@@ -64,6 +64,37 @@ def test_cholesky(dtype):
     _close(L.cholesky(np.full((1, 1), 4.0, dtype)), [[2.0]], dtype)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cholesky_of_a_matrix_that_is_not_positive_definite_is_nan(dtype):
+    # As JAX's: NaN (nan+nanj for complex) in the failed factor's lower triangle, zeros above; the
+    # other matrices of the batch are factored (jnp.linalg.cholesky keeps NumPy's LinAlgError).
+    good = _spd(3, dtype, ())
+    bad = np.array([[1.0, 2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 1.0]]).astype(dtype)
+    a = np.stack([bad, good, -good])
+    nan = complex(np.nan, np.nan) if np.dtype(dtype).kind == "c" else np.nan
+    want_bad = np.where(np.tril(np.ones((3, 3), bool)), np.asarray(nan, dtype), np.zeros((), dtype))
+    for out in _modes(L.cholesky, a) + [tracejit.vmap(L.cholesky)(a), tracejit.jit(tracejit.vmap(L.cholesky))(a)]:
+        out = np.asarray(out)
+        np.testing.assert_array_equal(out[0], want_bad)
+        np.testing.assert_array_equal(out[2], want_bad)
+        _close(out[1], np.linalg.cholesky(good), dtype, 10)
+    with pytest.raises(np.linalg.LinAlgError):
+        tracejit.jit(jnp.linalg.cholesky)(a)
+
+
+def test_cholesky_nans_match_jax():
+    jax = pytest.importorskip("jax")
+    x64 = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        a = np.array([[[1.0, 2.0], [2.0, 1.0]], [[2.0, 0.5], [0.5, 1.0]]])
+        for dtype in (np.float64, np.complex128):
+            np.testing.assert_array_equal(np.asarray(L.cholesky(a.astype(dtype))),
+                                          np.asarray(jax.lax.linalg.cholesky(a.astype(dtype))))
+    finally:
+        jax.config.update("jax_enable_x64", x64)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_cholesky_update(dtype):
     a = _spd(5, dtype, (3,))

@@ -10,8 +10,8 @@ wherever JAX's do (and a few where JAX's do not). Householder reductions follow 
 conventions (``xLARFG``: ``beta = -sign(alpha) * norm``; ``xGEHRD``, ``xSYTRD``/``xHETRD``,
 ``xGEQP3`` storage), so their outputs match JAX's up to rounding.
 
-Differences from JAX: a Cholesky factorization of a matrix that is not positive definite raises
-``LinAlgError`` (JAX returns NaNs); ``eigh``/``cholesky`` differentiate along the Hermitian part
+Differences from JAX: ``tracejit.numpy.linalg.cholesky`` of a matrix that is not positive definite
+raises NumPy's ``LinAlgError`` (``lax.linalg.cholesky`` gives NaNs, as JAX's); ``eigh``/``cholesky`` differentiate along the Hermitian part
 of the direction also with ``symmetrize_input=False``; triangular and tridiagonal solves use the
 general LU solver on the masked / assembled matrix (same result, O(n^3)). ``eig`` and ``schur`` are
 not provided: tracejit has no nonsymmetric eigensolver or Schur primitive to build them from.
@@ -37,6 +37,7 @@ from tracejit.ops import control_flow_functions as control_flow
 from tracejit.lax._linalg_kernels import (_H, _is_complex, _mT, apply_reflectors, hessenberg_core, lu_kernel, mask,
                                           qdwh_iterate, qr_pivoted, swap)
 from tracejit.numpy._util import aval, is_tracer, to_operand
+from tracejit.ops.linalg import cholesky_p
 from tracejit.scipy.linalg import solve_triangular
 
 __all__ = ["EighImplementation", "SvdAlgorithm", "cholesky", "cholesky_update", "eigh", "hessenberg",
@@ -112,8 +113,8 @@ def cholesky(x, *, symmetrize_input=True):
 
     Returns
     -------
-    Array, shape (..., n, n). A matrix that is not positive definite raises ``LinAlgError``
-    (JAX returns NaNs).
+    Array, shape (..., n, n). A matrix that is not positive definite gives NaN in its factor's lower
+    triangle (zeros above), as JAX's; the other matrices of a batch are factored normally.
 
     Examples
     --------
@@ -124,7 +125,10 @@ def cholesky(x, *, symmetrize_input=True):
            [1., 2.]])
     """
     x = _operand(x, "cholesky", square=True)
-    return jnp.linalg.cholesky(_symmetrize(x) if symmetrize_input else x)
+    x = _symmetrize(x) if symmetrize_input else x
+    if aval(x).dtype == np.float16:
+        raise TypeError("cholesky does not accept dtype float16 (LAPACK has no half-precision factorization)")
+    return cholesky_p.bind(x, upper=False, nan_on_failure=True)
 
 
 @eager_results

@@ -117,10 +117,10 @@ def _inv_rules(inv_p, prims):
 def _cholesky_rules(chol_p, prims):
     solve_p = prims["solve"]
 
-    def jvp(primals, tangents, *, upper):
+    def jvp(primals, tangents, *, upper, nan_on_failure=False):
         # L' = L phi(L^-1 S L^-H), phi = lower triangle with the diagonal halved (JAX's rule).
         (a,), (t,) = primals, tangents
-        out = chol_p.bind(a, upper=upper)
+        out = chol_p.bind(a, upper=upper, nan_on_failure=nan_on_failure)
         low = _H(out) if upper else out
         n = aval_of(a).shape[-1]
         x = solve_p.bind(low, _H(solve_p.bind(low, _symmetrized(t))))

@@ -90,8 +90,31 @@ def _solve_shapes(a, b):
 
 solve_p = _library_primitive("solve", lambda a, b: [np.linalg.solve(a, b)], _solve_shapes)
 inv_p = _library_primitive("inv", lambda a: [np.linalg.inv(a)], lambda a: [_square("inv", a)])
-cholesky_p = _library_primitive("cholesky", lambda a, *, upper: [np.linalg.cholesky(a, upper=upper)],
-                                lambda a, *, upper: [_square("cholesky", a)])
+def _cholesky(a, *, upper, nan_on_failure=False):
+    """NumPy's factor. A matrix that is not positive definite raises ``LinAlgError`` (NumPy), or with
+    ``nan_on_failure`` (``jax.lax.linalg.cholesky``) gives NaN in its factor's triangle and zeros in
+    the other, as JAX's LAPACK call does; the other matrices of a batch factor normally."""
+    try:
+        return [np.linalg.cholesky(a, upper=upper)]
+    except np.linalg.LinAlgError:
+        if not nan_on_failure:
+            raise
+    n = a.shape[-1]
+    flat = a.reshape((-1, n, n))
+    out = np.empty(flat.shape, np.linalg.cholesky(np.eye(1, dtype=a.dtype)).dtype)
+    nan = complex(np.nan, np.nan) if out.dtype.kind == "c" else np.nan       # JAX's complex NaN: nan+nanj
+    triangle = np.triu(np.ones((n, n), bool)) if upper else np.tril(np.ones((n, n), bool))
+    failed = np.where(triangle, np.asarray(nan, out.dtype), np.zeros((), out.dtype))
+    for i, m in enumerate(flat):
+        try:
+            out[i] = np.linalg.cholesky(m, upper=upper)
+        except np.linalg.LinAlgError:
+            out[i] = failed
+    return [out.reshape(a.shape)]
+
+
+cholesky_p = _library_primitive("cholesky", _cholesky,
+                                lambda a, *, upper, nan_on_failure=False: [_square("cholesky", a)])
 det_p = _library_primitive("det", lambda a: [np.linalg.det(a)], lambda a: [_square("det", a)[:-2]])
 slogdet_p = _library_primitive("slogdet", lambda a: list(np.linalg.slogdet(a)),
                                lambda a: [_square("slogdet", a)[:-2]] * 2, multiple=True)
