@@ -17,16 +17,7 @@ import pytest
 import tracejit
 from tracejit.backends.cpu import blas
 
-LOADED = [name for name in blas.PROVIDERS if blas._instance(name) is not None]
-DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
-
-
-def _rand(shape, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    v = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        v = v + 1j * rng.standard_normal(shape)
-    return v.astype(dtype)
+from test_blas import DTYPES, PROVIDERS as LOADED, _rand
 
 
 def _wide(x):

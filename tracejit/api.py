@@ -258,21 +258,26 @@ class Jitted:
 
     # ------------------------------------------------------------------ calling
     def _fast_key(self, args, kwargs):
-        # Plain ndarray (or NumPy scalar: a strong 0-d value) positional arguments: a key without
-        # building avals or pytrees. A scalar's key has the type, so a hit knows to wrap it.
+        """``(key, arrays)`` for plain ndarray (or NumPy scalar: a strong 0-d value) positional
+        arguments -- a key without building avals or pytrees, and the arguments with scalars as 0-d
+        arrays (``args`` itself when there are none) -- else ``(None, args)``."""
         if kwargs or self._static_argnums:
-            return None
+            return None, args
         key = [config.compile_key()]
+        scalars = False
         for a in args:
             t = type(a)
             if t is np.ndarray or t is Array:
                 key.append(a.shape)
             elif isinstance(a, np.generic):
                 key.append(t)
+                scalars = True
             else:
-                return None
+                return None, args
             key.append(a.dtype)
-        return tuple(key)
+        if scalars:
+            args = tuple(np.asarray(a) if isinstance(a, np.generic) else a for a in args)
+        return tuple(key), args
 
     def __call__(self, *args, **kwargs):
         if config._jit_hooks:   # disable_jit, debug_nans/infs, no_execution: tracejit/config_flags.py
@@ -282,13 +287,12 @@ class Jitted:
     def _call(self, args, kwargs):
         if current_trace() is not EVAL_TRACE:
             return self._call_traced(args, kwargs)
-        fast = self._fast_key(args, kwargs)
+        fast, arrays = self._fast_key(args, kwargs)
         if fast is not None:
             hit = self._fast_cache.get(fast)
             if hit is not None:
                 hit.used = True
-                outs = hit.executable(*(a if type(a) is np.ndarray or type(a) is Array else np.asarray(a)
-                                        for a in args))
+                outs = hit.executable(*arrays)
                 if hit.out_tree is LEAF:
                     return as_array_result(outs[0])
                 return tree_unflatten(hit.out_tree, [as_array_result(o) for o in outs])

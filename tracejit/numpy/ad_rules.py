@@ -2,7 +2,8 @@
 
 The primitives are defined in ``tracejit/ops`` and their other rules in ``tracejit/transforms``;
 these rules build their derivatives from NumPy-level functions (``matmul``, ``take_along_axis``,
-``cumprod``...), so they sit above ``tracejit.numpy`` and are registered when it is imported.
+``cumprod``...), so they sit above ``tracejit.numpy``; importing it adds them to
+``ad_rules_extra``'s makers, registered when differentiation is first used.
 Being made of traceable operations, they are themselves differentiable.
 """
 from __future__ import annotations
@@ -10,26 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 import tracejit.numpy as jnp
-from tracejit.transforms.ad import aval_of, def_jvp, def_simple_vjp, instantiate, zeros
-from tracejit.transforms.ad_rules_extra import primitives_by_name
+from tracejit.transforms.ad import aval_of, def_jvp, def_simple_vjp, zeros
+from tracejit.transforms.ad_rules_extra import instantiate_like, rules_for
 from tracejit.ops.binders import add, binary, c, convert, mul, neg, sub
 
-_RULE_MAKERS: dict = {}
-
-
-def _rules_for(*names):
-    def deco(fn):
-        for n in names:
-            _RULE_MAKERS[n] = fn
-        return fn
-    return deco
-
-
-def _inst(t, x):
-    return instantiate(t, aval_of(x).strip_weak())
-
-
-@_rules_for("sort")
+@rules_for("sort")
 def _sort_rules(sort_p, prims):
     iota_p = prims["iota"]
 
@@ -80,14 +66,14 @@ def _right_solve(a, b, solve_p):
     return _mT(solve_p.bind(_mT(a), _mT(b)))
 
 
-@_rules_for("solve")
+@rules_for("solve")
 def _solve_rules(solve_p, prims):
     def jvp(primals, tangents):
         (a, b), (ta, tb) = primals, tangents
         x = solve_p.bind(a, b)
         rhs = tb
         if ta is not None:
-            rhs = sub(_inst(tb, b), _matmul(ta, x))
+            rhs = sub(instantiate_like(tb, b), _matmul(ta, x))
         return [x], [solve_p.bind(a, rhs)]
 
     def bwd(ct, needed, ins, outs):
@@ -99,7 +85,7 @@ def _solve_rules(solve_p, prims):
     def_simple_vjp(solve_p, bwd)
 
 
-@_rules_for("inv")
+@rules_for("inv")
 def _inv_rules(inv_p, prims):
     def jvp(primals, tangents):
         (a,), (t,) = primals, tangents
@@ -113,7 +99,7 @@ def _inv_rules(inv_p, prims):
     def_simple_vjp(inv_p, bwd)
 
 
-@_rules_for("cholesky")
+@rules_for("cholesky")
 def _cholesky_rules(chol_p, prims):
     solve_p = prims["solve"]
 
@@ -143,7 +129,7 @@ def _adjugate(a, det_p, svd_p):
     return jnp.expand_dims(phase, (-2, -1)) * _matmul(_H(vh) * jnp.expand_dims(others, -2), _H(u))
 
 
-@_rules_for("det")
+@rules_for("det")
 def _det_rules(det_p, prims):
     svd_p = prims["svd"]
 
@@ -157,7 +143,7 @@ def _det_rules(det_p, prims):
     def_jvp(det_p, jvp)
 
 
-@_rules_for("slogdet")
+@rules_for("slogdet")
 def _slogdet_rules(slogdet_p, prims):
     solve_p = prims["solve"]
 
@@ -172,7 +158,7 @@ def _slogdet_rules(slogdet_p, prims):
     def_jvp(slogdet_p, jvp)
 
 
-@_rules_for("eigh")
+@rules_for("eigh")
 def _eigh_rules(eigh_p, prims):
     def jvp(primals, tangents, *, UPLO, compute_v):
         (a,), (t,) = primals, tangents
@@ -189,7 +175,7 @@ def _eigh_rules(eigh_p, prims):
     def_jvp(eigh_p, jvp)
 
 
-@_rules_for("qr")
+@rules_for("qr")
 def _qr_rules(qr_p, prims):
     solve_p = prims["solve"]
 
@@ -215,7 +201,7 @@ def _qr_rules(qr_p, prims):
     def_jvp(qr_p, jvp)
 
 
-@_rules_for("svd")
+@rules_for("svd")
 def _svd_rules(svd_p, prims):
     def jvp(primals, tangents, *, full_matrices, compute_uv, hermitian):
         # JAX's rule (jax/_src/lax/linalg.py, _svd_jvp_rule).
@@ -276,7 +262,7 @@ def _pinv_tangent(a, a_dot, p):
     return out
 
 
-@_rules_for("pinv")
+@rules_for("pinv")
 def _pinv_rules(pinv_p, prims):
     def jvp(primals, tangents, *, rcond, hermitian):
         (a,), (t,) = primals, tangents
@@ -288,7 +274,7 @@ def _pinv_rules(pinv_p, prims):
     def_jvp(pinv_p, jvp)
 
 
-@_rules_for("lstsq")
+@rules_for("lstsq")
 def _lstsq_rules(lstsq_p, prims):
     pinv_p, svd_p = prims["pinv"], prims["svd"]
 
@@ -303,7 +289,7 @@ def _lstsq_rules(lstsq_p, prims):
         if rcond is not None and rcond < 0:
             cut = float(np.finfo(aval_of(s).dtype).eps)
         p = pinv_p.bind(a, rcond=cut, hermitian=False)
-        ta, tb = _inst(ta, a), _inst(tb, b)
+        ta, tb = instantiate_like(ta, a), instantiate_like(tb, b)
         dx = add(_matmul(_pinv_tangent(a, ta, p), b), _matmul(p, tb))
         r = sub(b, _matmul(a, x))
         dr = sub(sub(tb, _matmul(ta, x)), _matmul(a, dx))
@@ -317,7 +303,3 @@ def _svd_ds(svd_p, a, t):
     u, s, vt = svd_p.bind(a, full_matrices=False, compute_uv=True, hermitian=False)
     return jnp.real(jnp.diagonal(_matmul(_matmul(_H(u), t), _H(vt)), axis1=-2, axis2=-1))
 
-
-_PRIMITIVES = primitives_by_name()
-for _name, _make in _RULE_MAKERS.items():
-    _make(_PRIMITIVES[_name], _PRIMITIVES)

@@ -20,7 +20,7 @@ from tracejit.ops.binders import add, binary, c, convert, div, mul, select
 
 _registered: set = set()
 RULE_MAKERS: dict = {}
-_seen_count = [-1]
+_seen = [None]      # (primitives, rule makers) when the rules were last registered
 
 
 def primitives_by_name() -> dict:
@@ -29,9 +29,11 @@ def primitives_by_name() -> dict:
 
 def register_available() -> None:
     """Register the rules whose primitive exists now (cheap once done)."""
-    if len(_registered) == len(RULE_MAKERS) or _seen_count[0] == len(abstract_eval_rules):
+    # Makers may be added later too (tracejit/numpy/ad_rules.py, when tracejit.numpy is imported).
+    seen = (len(abstract_eval_rules), len(RULE_MAKERS))
+    if len(_registered) == len(RULE_MAKERS) or _seen[0] == seen:
         return
-    _seen_count[0] = len(abstract_eval_rules)
+    _seen[0] = seen
     prims = primitives_by_name()
     for name, make in RULE_MAKERS.items():
         if name not in _registered and name in prims:
@@ -39,7 +41,8 @@ def register_available() -> None:
             _registered.add(name)
 
 
-def _rules_for(*names):
+def rules_for(*names):
+    """Decorator: ``fn(prim, prims)`` registers the rules of the primitives named ``names`` once they exist."""
     def deco(fn):
         for n in names:
             RULE_MAKERS[n] = fn
@@ -58,7 +61,8 @@ def _scatter_positions(seq, positions, n):
     return out
 
 
-def _inst(t, x):
+def instantiate_like(t, x):
+    """Tangent ``t`` (None: zeros) as an array of ``x``'s type, strong."""
     return instantiate(t, aval_of(x).strip_weak())
 
 
@@ -68,7 +72,7 @@ _GATHER_MODE_FOR_SCATTER = {"clip": "clip", "drop": "fill"}
 _SCATTER_MODE_FOR_GATHER = {"clip": "clip", "fill": "drop"}
 
 
-@_rules_for("gather")
+@rules_for("gather")
 def _gather_rules(gather_p, prims):
     scatter_p = prims["scatter"]
 
@@ -86,7 +90,7 @@ def _gather_rules(gather_p, prims):
     def_simple_vjp(gather_p, bwd)
 
 
-@_rules_for("scatter")
+@rules_for("scatter")
 def _scatter_rules(scatter_p, prims):
     gather_p = prims["gather"]
 
@@ -110,10 +114,10 @@ def _scatter_rules(scatter_p, prims):
         (x, idx, u), (tx, _, tu) = primals, tangents
         out = scatter_p.bind(x, idx, u, kind=kind, mode=mode)
         if kind in ("set", "add"):
-            return [out], [scatter_p.bind(_inst(tx, x), idx, _inst(tu, u), kind=kind, mode=mode)]
+            return [out], [scatter_p.bind(instantiate_like(tx, x), idx, instantiate_like(tu, u), kind=kind, mode=mode)]
         if kind in ("min", "max"):
             at_x, at_u, counts = extremum_parts(x, idx, u, out, mode)
-            num = scatter_p.bind(mul(_inst(tx, x), at_x), idx, mul(_inst(tu, u), at_u), kind="add", mode=mode)
+            num = scatter_p.bind(mul(instantiate_like(tx, x), at_x), idx, mul(instantiate_like(tu, u), at_u), kind="add", mode=mode)
             return [out], [div(num, counts)]
         if tu is not None:
             raise NotImplementedError("differentiating scatter-multiply (x.at[i].multiply(u)) with respect to "
@@ -141,7 +145,7 @@ def _scatter_rules(scatter_p, prims):
     def_simple_vjp(scatter_p, bwd)
 
 
-@_rules_for("scatter_apply")
+@rules_for("scatter_apply")
 def _scatter_apply_rules(prim, prims):
     def no(*args, **params):
         raise NotImplementedError("x.at[i].apply(f) is not differentiable (as in JAX); write the update with "
@@ -150,7 +154,7 @@ def _scatter_apply_rules(prim, prims):
     def_vjp(prim, no)
 
 
-@_rules_for("dynamic_slice")
+@rules_for("dynamic_slice")
 def _dynamic_slice_rules(ds_p, prims):
     dus_p = prims["dynamic_update_slice"]
 
@@ -167,14 +171,14 @@ def _dynamic_slice_rules(ds_p, prims):
     def_simple_vjp(ds_p, bwd)
 
 
-@_rules_for("dynamic_update_slice")
+@rules_for("dynamic_update_slice")
 def _dynamic_update_slice_rules(dus_p, prims):
     ds_p = prims["dynamic_slice"]
 
     def jvp(primals, tangents):
         x, u, *starts = primals
         out = dus_p.bind(x, u, *starts)
-        return [out], [dus_p.bind(_inst(tangents[0], x), _inst(tangents[1], u), *starts)]
+        return [out], [dus_p.bind(instantiate_like(tangents[0], x), instantiate_like(tangents[1], u), *starts)]
 
     def bwd(ct, needed, ins, outs):
         x, u, *starts = ins
@@ -190,7 +194,7 @@ def _dynamic_update_slice_rules(dus_p, prims):
 
 # --------------------------------------------------------------------------- control flow
 
-@_rules_for("cond")
+@rules_for("cond")
 def _cond_rules(cond_p, prims):
 
     def jvp(primals, tangents, *, branches):
@@ -202,7 +206,7 @@ def _cond_rules(cond_p, prims):
             def f(*args):
                 ts = _scatter_positions(args[n:], nz, n)
                 outs, touts = jvp_program(branch, [], list(args[:n]), None, ts)
-                return list(outs) + [_inst(t, o) for t, o in zip(touts, outs) if is_differentiable(aval_of(o).dtype)]
+                return list(outs) + [instantiate_like(t, o) for t, o in zip(touts, outs) if is_differentiable(aval_of(o).dtype)]
             return f
         res = switch(index, [make(b) for b in branches], *ops, *[tangents[1 + i] for i in nz])
         n_out = len(branches[0].outputs)
@@ -224,7 +228,7 @@ def _cond_rules(cond_p, prims):
                     xs, cs = list(args[:n]), _scatter_positions(args[n:], nzc, len(cts))
                     _, _, inner = vjp_program(branch, [], xs, None, list(needed[1:]))
                     in_cts = inner(cs)[1]
-                    return [_inst(in_cts[i], xs[i]) for i in need]
+                    return [instantiate_like(in_cts[i], xs[i]) for i in need]
                 return f
             res = switch(index, [make(b) for b in branches], *ops, *[cts[k] for k in nzc])
             return [None] + _scatter_positions(list(res), need, n)
@@ -237,7 +241,7 @@ def _split3(seq, a, b):
     return list(seq[:a]), list(seq[a:a + b]), list(seq[a + b:])
 
 
-@_rules_for("scan")
+@rules_for("scan")
 def _scan_rules(scan_p, prims):
 
     def jvp(primals, tangents, *, program, length, reverse, num_consts, num_carry, unroll=1):
@@ -245,7 +249,7 @@ def _scan_rules(scan_p, prims):
         t_consts, t_carry, t_xs = _split3(tangents, num_consts, num_carry)
         diff_carry = [i for i, v in enumerate(carry) if is_differentiable(aval_of(v).dtype)]
         # Every differentiable carry gets a tangent: the body may make a zero one nonzero.
-        carry_t0 = [_inst(t_carry[i], carry[i]) for i in diff_carry]
+        carry_t0 = [instantiate_like(t_carry[i], carry[i]) for i in diff_carry]
         nz_x = _nz(t_xs)
         n_out = len(program.outputs)
 
@@ -255,9 +259,9 @@ def _scan_rules(scan_p, prims):
             tangents_in = (t_consts + _scatter_positions(ts, diff_carry, num_carry)
                            + _scatter_positions(x_ts, nz_x, len(xs)))
             outs, touts = jvp_program(program, [], consts + list(vals) + list(x_vals), None, tangents_in)
-            new_t = [_inst(touts[i], outs[i]) for i in diff_carry]
+            new_t = [instantiate_like(touts[i], outs[i]) for i in diff_carry]
             ys = outs[num_carry:]
-            y_t = [_inst(touts[num_carry + j], y) for j, y in enumerate(ys) if is_differentiable(aval_of(y).dtype)]
+            y_t = [instantiate_like(touts[num_carry + j], y) for j, y in enumerate(ys) if is_differentiable(aval_of(y).dtype)]
             return (list(outs[:num_carry]), new_t), (list(ys), y_t)
         (carry_out, carry_t), (ys, ys_t) = scan(body, (list(carry), carry_t0), (list(xs), [t_xs[i] for i in nz_x]),
                                                     length=length, reverse=reverse, unroll=unroll)
@@ -285,7 +289,7 @@ def _scan_rules(scan_p, prims):
                   + [bool(needed[num_consts + num_carry + i]) for i in range(len(xs))])
 
         def bwd(cts):
-            ct_carry0 = [_inst(cts[i], carry[i]) for i in diff_carry]
+            ct_carry0 = [instantiate_like(cts[i], carry[i]) for i in diff_carry]
             ct_ys = cts[num_carry:]
             nz_y = _nz(ct_ys)
             acc0 = [zeros(aval_of(consts[i]).strip_weak()) for i in need_consts]
@@ -298,8 +302,8 @@ def _scan_rules(scan_p, prims):
                                + _scatter_positions(ct_y, nz_y, len(ct_ys)))[1]
                 c_cts, k_cts, x_cts = _split3(in_cts, num_consts, num_carry)
                 new_acc = [add_any(a, c_cts[i]) for a, i in zip(acc, need_consts)]
-                return ([_inst(k_cts[i], carry_in[i]) for i in diff_carry], new_acc), \
-                    [_inst(x_cts[i], x_vals[i]) for i in need_xs]
+                return ([instantiate_like(k_cts[i], carry_in[i]) for i in diff_carry], new_acc), \
+                    [instantiate_like(x_cts[i], x_vals[i]) for i in need_xs]
             (ct_carry, ct_consts), ct_xs = scan(body, (ct_carry0, acc0), (list(saved), list(xs),
                                                                              [ct_ys[k] for k in nz_y]),
                                                     length=length, reverse=not reverse, unroll=unroll)
@@ -312,7 +316,7 @@ def _scan_rules(scan_p, prims):
     def_vjp(scan_p, vjp)
 
 
-@_rules_for("while")
+@rules_for("while")
 def _while_rules(while_p, prims):
 
     def jvp(primals, tangents, *, cond_program, body_program, cond_nconsts, body_nconsts):
@@ -328,8 +332,8 @@ def _while_rules(while_p, prims):
             vals, ts = c
             outs, touts = jvp_program(body_program, [], bc + list(vals), None,
                                       t_bc + _scatter_positions(ts, diff, n))
-            return list(outs), [_inst(touts[i], outs[i]) for i in diff]
-        vals, ts = while_loop(cond_fun, body_fun, (list(carry), [_inst(t_carry[i], carry[i]) for i in diff]))
+            return list(outs), [instantiate_like(touts[i], outs[i]) for i in diff]
+        vals, ts = while_loop(cond_fun, body_fun, (list(carry), [instantiate_like(t_carry[i], carry[i]) for i in diff]))
         return list(vals), _scatter_positions(ts, diff, n)
 
     def vjp(needed, *ins, **params):
