@@ -37,7 +37,7 @@ from tracejit.ops import control_flow_functions as control_flow
 from tracejit.lax._linalg_kernels import (_H, _is_complex, _mT, apply_reflectors, hessenberg_core, lu_kernel, mask,
                                           qdwh_iterate, qr_pivoted, swap)
 from tracejit.numpy._util import aval, is_tracer, to_operand
-from tracejit.ops.linalg import cholesky_p
+from tracejit.ops.linalg import cholesky_p as _cholesky_p
 from tracejit.scipy.linalg import solve_triangular
 
 __all__ = ["EighImplementation", "SvdAlgorithm", "cholesky", "cholesky_update", "eigh", "hessenberg",
@@ -128,7 +128,7 @@ def cholesky(x, *, symmetrize_input=True):
     x = _symmetrize(x) if symmetrize_input else x
     if aval(x).dtype == np.float16:
         raise TypeError("cholesky does not accept dtype float16 (LAPACK has no half-precision factorization)")
-    return cholesky_p.bind(x, upper=False, nan_on_failure=True)
+    return _cholesky_p.bind(x, upper=False, nan_on_failure=True)
 
 
 @eager_results
