@@ -67,6 +67,7 @@ def test_compare_rules():
 FIXED_CAMPAIGN_SEEDS = {
     9602661: "LLVM's signed-zero select fold after constant folding (minimum(zeros(int64), x))",
     9663149: "complex x.at[i].mul: NumPy's ufunc.at loop and its vector loop differ by an ULP",
+    9934809: "NumPy raises only through its scalars (np.True_ ** 2 is int64): the array-rules oracle decides",
 }
 
 
