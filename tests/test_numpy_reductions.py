@@ -179,3 +179,22 @@ def test_reductions_over_size_one_axes(dtype, shape, axis, keepdims):
     check_against_numpy(lambda xp, a: tuple(getattr(xp, n)(a, axis=axis, keepdims=keepdims) for n in names), x)
     # Fused after elementwise ops, too.
     check_against_numpy(lambda xp, a: xp.sum(a * 2 + 1, axis=axis, keepdims=keepdims), x)
+
+
+@pytest.mark.filterwarnings("ignore:.*compiled .* distinct signatures")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_row_sums_every_chain_split(dtype):
+    # A float sum over a row of several vectors runs 2 or 4 independent vector accumulators,
+    # then single vectors, then a masked tail: row lengths next to every multiple of 8 (float64
+    # lanes) up to five times 4 chains of 16 float32 lanes cross each of those splits.
+    f = tracejit.jit(lambda a, m: (jnp.sum(a, axis=-1), jnp.sum(jnp.where(m, a, 0.0) * a, axis=-1)))
+    for n in sorted({1, 2, 3, 5, 7} | {k * 8 + r for k in range(1, 41) for r in (-1, 0, 1)}):
+        a = sample((3, n), dtype, seed=n, low=-1, high=1)
+        m = np.arange(n) % 3 != 1
+        s, sm = f(a, m)
+        want = np.array([sum(map(float, r)) for r in a.astype(np.float64)])
+        want_m = np.array([sum(float(v) * float(v) for v, k in zip(r, m) if k) for r in a.astype(np.float64)])
+        tol = 8 * n * np.finfo(dtype).eps
+        np.testing.assert_allclose(s, want, rtol=0, atol=tol, err_msg=f"n={n}")
+        np.testing.assert_allclose(sm, want_m, rtol=0, atol=tol, err_msg=f"n={n}")
+        assert s.dtype == dtype

@@ -13,7 +13,7 @@ from tracejit.compiler.plan import CONTROL_FLOW, NumpyStep, WindowStep, DotStep,
 from tracejit.compiler.kernel_ir import Kernel, walk
 from tracejit.backends import register_backend
 from tracejit.config import env_flag
-from tracejit.backends.cpu import llvm_engine, loops, mathlib, parallel, warmup
+from tracejit.backends.cpu import entry, llvm_engine, loops, mathlib, parallel, warmup
 from tracejit.backends.cpu import object_cache as persistent_cache
 from tracejit.backends.cpu.host_loops import HostLoop
 from tracejit.backends.cpu.native import (can_lower, can_reduce, native_emitter, native_steps,  # noqa: F401
@@ -61,12 +61,18 @@ class CPUBackend:
         modules = spread_over_modules([em for _, em, _ in emitters], module, name)
         codegen_ms = [0.0]
         team = parallel.runtime()      # loaded (and its symbols registered) before any object code
+        entry_layout, entry_reason = entry.entry_or_reason(
+            plan, optimized.offsets or {}, optimized.arena_bytes, {id(k): em for k, em, _ in emitters},
+            optimized.donated_outputs, pools, len(modules) if emitters else 1)
 
         def build():
             # Runs only when the persistent cache has no object code for this program.
             t = time.perf_counter()
             for _, em, fn_name in emitters:
                 em.emit(fn_name)
+            if entry_layout is not None:
+                entry.emit_entry(module, plan, optimized.offsets or {}, entry_layout,
+                                 {id(k): em for k, em, _ in emitters}, {id(k): n for k, _, n in emitters})
             if team is not None and any(isinstance(k, Kernel) for k, _, _ in emitters):
                 parallel.emit_trampoline(module, team)
             for m in modules:
@@ -79,13 +85,14 @@ class CPUBackend:
         compiled = None
         compile_ms = {}
         outcome = "no kernels"
-        if emitters:
+        if emitters or entry_layout is not None:
             from tracejit.ops.callback import holds_callbacks
             # A program calling back into Python is never stored or loaded: no key identifies a function.
             cacheable = not holds_callbacks(program)
             components = {"program": persistent_cache.program_fingerprint(program, plan), "name": name,
                           "vector_bytes": vb, "openmp": team.kind if team is not None else None,
-                          "modules": [modules.index(em.module) for _, em, _ in emitters]}
+                          "modules": [modules.index(em.module) for _, em, _ in emitters],
+                          "entry": entry_layout is not None}
             compiled, outcome = persistent_cache.compile_module(
                 build, name=name, vectorize=False, speed_level=llvm_engine.LIGHT, components=components,
                 extra_metadata=lambda: {"math": [spec for m in modules for spec in mathlib.specs_used(m)]},
@@ -102,6 +109,11 @@ class CPUBackend:
                 launch.module = compiled  # the code lives as long as a launch refers to it
                 launch.team = (team, trampoline) if trampoline else None
                 launches.append(launch)
+        native_entry = None
+        if entry_layout is not None:
+            native_entry = entry.NativeEntry(compiled.address(entry.ENTRY), entry_layout, plan,
+                                             program.const_values)
+            native_entry.module = compiled
         t3 = time.perf_counter()
         timings = {"warmup_wait_ms": warmup_ms, "llvm_modules": len(modules) if emitters else 0,
                    "loops_ms": loops_ms, "codegen_ms": codegen_ms[0],
@@ -109,7 +121,7 @@ class CPUBackend:
                    **{f"llvm_{k}_ms": v for k, v in compile_ms.items() if isinstance(v, (int, float))}}
         return CPUExecutable(program, plan, launches, optimized.offsets, optimized.arena_bytes, timings, compiled,
                              donated=optimized.donated, donated_outputs=optimized.donated_outputs, pools=pools,
-                             name=name)
+                             name=name, native_entry=native_entry, entry_reason=entry_reason)
 
 
 def _address_or_none(compiled, symbol):

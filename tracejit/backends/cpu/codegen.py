@@ -27,6 +27,9 @@ PTR = ir.PointerType()
 VOID = ir.VoidType()
 # How far ahead vector loops prefetch their streamed inputs (see KernelEmitter._prefetch).
 PREFETCH_BYTES = 2048
+# Buffers up to this size are left to the hardware prefetchers: they sit in L2 when a loop body
+# rereads them, where a prefetch per vector load only takes load slots (Cholesky's row dots).
+PREFETCH_MIN_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,15 @@ def _walk(e):
     return walk([e])
 
 
+def _sum_chains(op, d, lanes, n) -> int:
+    """Vector accumulators a float sum over a row of ``n`` uses: 4 (or 2) when the row holds that
+    many vectors, else 1. Only real float sums: products and min/max keep one chain (their
+    lane order decides signed zeros and NaN payloads the tests pin), integer adds are 1-cycle."""
+    if lanes == 1 or op != "sum" or d.kind != "f":
+        return 1
+    return 4 if n >= 4 * lanes else 2 if n >= 2 * lanes else 1
+
+
 def _lane_bytes(d) -> int:
     """Bytes of one vector lane: a complex value's parts live in two vectors of its part dtype."""
     return d.itemsize // 2 if d.kind == "c" else d.itemsize
@@ -221,8 +233,8 @@ class KernelEmitter:
         if lanes == 1:
             v = self.b.load(ptr, typ=mt)
         else:
-            if self.lane_dim < 0:     # lanes along the inner loop: the stream runs ahead in memory
-                self._prefetch(ptr)
+            if self.lane_dim < 0 and self.buffers[bid].nbytes > PREFETCH_MIN_BYTES:
+                self._prefetch(ptr)   # lanes along the inner loop: the stream runs ahead in memory
             v = self.b.load(ptr, typ=ir.VectorType(mt, lanes))
             v.align = d.itemsize
         if d == dtypes.bool_:
@@ -547,6 +559,8 @@ class KernelEmitter:
         lanes = self.lanes if self._vectorizable(nodes, []) else 1
         sacc = self._accumulator(op, d, 1, "acc")
         vacc = self._accumulator(op, d, lanes, "vacc") if lanes > 1 else None
+        chains = [vacc] + [self._accumulator(op, d, lanes, f"vacc{k}")
+                           for k in range(1, _sum_chains(op, d, lanes, row_shape[-1]))]
 
         def inner(prefix):
             self._set_row_bases(nodes, prefix)
@@ -555,7 +569,17 @@ class KernelEmitter:
             b.store(ir.Constant(I64, 0), cursor)
             stop = ir.Constant(I64, row_shape[-1])
             if lanes > 1:
-                with self._loop(ir.Constant(I64, 0), stop, lanes, "rv") as j:
+                start = ir.Constant(I64, 0)
+                if len(chains) > 1:
+                    # Independent chains hide the add's latency (one chain: a row dot product waits
+                    # on every vector add in turn); chain k takes vectors k, k + K, k + 2K, ...
+                    with self._loop(start, stop, lanes * len(chains), "ru") as j:
+                        for k, acc in enumerate(chains):
+                            jk = b.add(j, ir.Constant(I64, k * lanes)) if k else j
+                            v = self._eval(phase.exprs[0], lanes, jk, dict(hoisted))
+                            self._set_acc(acc, self._combine(op, self._get_acc(acc), v, d))
+                    start = b.load(self.last_counter)
+                with self._loop(start, stop, lanes, "rv") as j:
                     v = self._eval(phase.exprs[0], lanes, j, dict(hoisted))
                     self._set_acc(vacc, self._combine(op, self._get_acc(vacc), v, d))
                 j = b.load(self.last_counter)
@@ -573,7 +597,10 @@ class KernelEmitter:
         self._nest(row_shape[:-1], prefix_outer, inner)
         result = self._get_acc(sacc)
         if lanes > 1:
-            v = self._get_acc(vacc)
+            parts = [self._get_acc(acc) for acc in chains]
+            while len(parts) > 1:       # pairwise: ((c0 + c1) + (c2 + c3))
+                parts = [self._combine(op, parts[i], parts[i + 1], d) for i in range(0, len(parts), 2)]
+            v = parts[0]
             total = L.extract_lane(b, v, 0)
             for k in range(1, lanes):
                 total = self._combine(op, total, L.extract_lane(b, v, k), d)

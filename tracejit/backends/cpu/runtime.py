@@ -382,8 +382,12 @@ class CPUExecutable:
     backend = "cpu"
 
     def __init__(self, program, plan, launches, offsets, arena_bytes, timings, module_ir, kernel_asm=None,
-                 donated=(), donated_outputs=None, pools=None, name: str = "function"):
+                 donated=(), donated_outputs=None, pools=None, name: str = "function", native_entry=None,
+                 entry_reason=None):
         self.program = program
+        # Every step in one native call (backends/cpu/entry.py), or why the steps run one by one.
+        self.native_entry = native_entry
+        self.entry_reason = entry_reason
         self.name = name
         self.plan = plan
         self.launches = launches
@@ -461,6 +465,8 @@ class CPUExecutable:
             for a in args:
                 if id(a) in _donated:
                     _check_not_donated(args)
+        if self.native_entry is not None:
+            return self._call_entry(args)
         if not self.offsets:
             # Nothing lives in an arena: skip the pool.
             env = [None] * self._n_buffers
@@ -509,6 +515,22 @@ class CPUExecutable:
             if arena is not None:
                 self._arenas.append(arena)
 
+    def _call_entry(self, args):
+        entry = self.native_entry
+        ins = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in args]
+        outs = [np.empty(shape, dtype) for shape, dtype in entry.out_specs]
+        try:
+            arena = self._arenas.pop()
+        except IndexError:
+            arena = (np.empty(max(entry.arena_bytes, 1), np.uint8),)
+        try:
+            io = entry.io_type(*[data_address(a) for a in ins], *[data_address(o) for o in outs],
+                               *[data_address(c) for c in self.const_arrays])
+            entry.fn(io, entry.loop_table_address, data_address(arena[0]))
+        finally:
+            self._arenas.append(arena)
+        return outs
+
     def _collect(self, env, args):
         outs = []
         seen = set()
@@ -526,6 +548,8 @@ class CPUExecutable:
     # ------------------------------------------------------------- inspection
     def as_text(self, llvm_ir: bool = False) -> str:
         text = "\n".join(step.describe() for step in self.plan.steps)
+        if self.native_entry is not None:
+            text += "\nnative entry: the steps above run in one native call"
         if llvm_ir:
             module = self.llvm_ir
             ir_text = getattr(module, "llvm_ir", module)
