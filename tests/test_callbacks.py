@@ -10,6 +10,7 @@ import pytest
 import tracejit
 import tracejit.numpy as jnp
 from tracejit import lax
+from tracejit.experimental import io_callback
 from tracejit.ops.callback import debug_callback_p, pure_callback_p
 
 F64 = tracejit.ShapeDtypeStruct((), np.float64)
@@ -487,11 +488,83 @@ def test_persistent_cache_skips_callback_programs(tmp_path):
         tracejit.config.update("compilation_cache_dir", old)
 
 
+# --------------------------------------------------------------------------- io_callback
+
+class Counter:
+    """An impure callback: counts its calls and returns the running total of what it saw."""
+
+    def __init__(self):
+        self.calls, self.total = [], 0.0
+
+    def __call__(self, x):
+        self.calls.append(np.array(x))
+        self.total += float(np.sum(x))
+        return np.float64(self.total)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_io_callback_runs_once_per_call_even_when_unused(jit):
+    c = Counter()
+
+    def f(x):
+        io_callback(c, F64, x)                     # result unused: still runs
+        t1 = io_callback(c, F64, x * 2)
+        t2 = io_callback(c, F64, x * 2)            # equal to the one above: not merged
+        return t1, t2
+    g = tracejit.jit(f) if jit else f
+    t1, t2 = g(np.arange(3.0))
+    assert [a.tolist() for a in c.calls] == [[0, 1, 2], [0, 2, 4], [0, 2, 4]]
+    assert (float(t1), float(t2)) == (9.0, 15.0)
+    g(np.ones(3))
+    assert len(c.calls) == 6
+
+
+def test_io_callback_in_loops_runs_every_iteration_in_order():
+    c = Counter()
+    f = tracejit.jit(lambda x: lax.fori_loop(0, 4, lambda i, v: v + io_callback(c, F64, v), x))
+    assert float(f(np.float64(1.0))) == 1 + 1 + 3 + 8 + 21
+    assert [float(a) for a in c.calls] == [1.0, 2.0, 5.0, 13.0]
+
+
+@pytest.mark.parametrize("bad, message", [(lambda x: np.zeros(4), "Incorrect output shape"),
+                                          (lambda x: np.zeros(3, np.float32), "Incorrect output dtype")])
+def test_io_callback_result_errors(bad, message):
+    spec = tracejit.ShapeDtypeStruct((3,), np.float64)
+    with pytest.raises(tracejit.errors.JaxRuntimeError, match=message + ".*io_callback"):
+        tracejit.jit(lambda x: io_callback(bad, spec, x))(np.arange(3.0))
+    with pytest.raises(TypeError, match="io_callback: result_shape_dtypes leaf 0"):
+        io_callback(np.sin, [3], np.ones(3))
+
+
+def test_io_callback_transforms():
+    with pytest.raises(ValueError, match="IO callbacks do not support JVP"):
+        tracejit.grad(lambda x: io_callback(np.sin, F64, x))(1.0)
+    with pytest.raises(ValueError, match="IO callbacks do not support JVP"):
+        tracejit.jvp(lambda x: io_callback(np.sin, F64, x), (1.0,), (1.0,))
+    with pytest.raises(ValueError, match="Cannot `vmap` ordered IO callback"):
+        tracejit.vmap(lambda x: io_callback(np.sin, F64, x, ordered=True))(np.ones(2))
+    for g in (tracejit.vmap, lambda h: tracejit.jit(tracejit.vmap(h))):
+        c = Counter()
+        out = g(lambda x: io_callback(lambda v: np.float64(v * 10), F64, x) + io_callback(c, F64, x))(
+            np.array([1.0, 2.0, 3.0]))
+        assert [float(a) for a in c.calls] == [1.0, 2.0, 3.0]     # once per example, in order
+        assert out.shape == (3,) and out[0] == 11.0
+
+
+def test_io_callback_is_an_effect():
+    from tracejit.core.primitive import EFFECTFUL
+    from tracejit.ops.callback import io_callback_p
+    assert io_callback_p in EFFECTFUL
+    p = tracejit.make_jaxpr(lambda x: (io_callback(np.sin, F64, x), x + 1)[1])(1.0)
+    assert "io_callback" in str(p)
+
+
 def test_doctests():
     import doctest
     import tracejit.api_callback
+    import tracejit.experimental
     import tracejit.ops.callback
-    for mod in (tracejit.debug, tracejit.api_callback, tracejit.ops.callback):
+    for mod in (tracejit.debug, tracejit.api_callback, tracejit.ops.callback, tracejit.experimental):
         assert doctest.testmod(mod).failed == 0, mod.__name__
 
 
@@ -601,3 +674,16 @@ def test_pure_callback_errors_match_jax(jax):
         with pytest.raises(type(want.value)) as got:
             getattr(tracejit, transform)(lambda v: tracejit.pure_callback(np.sin, F64, v))(x)
         assert str(got.value) == str(want.value)
+
+
+def test_io_callback_matches_jax(jax):
+    from jax.experimental import io_callback as jax_io_callback
+    results = []
+    for lib, cb, np_ in ((tracejit, io_callback, jnp), (jax, jax_io_callback, jax.numpy)):
+        c = Counter()
+        f = lib.jit(lambda x: lib.lax.fori_loop(
+            0, 3, lambda i, v: v * 0.5 + cb(c, lib.ShapeDtypeStruct((), np.float64), v, ordered=True), x))
+        out = f(np.float64(2.0))
+        jax.effects_barrier()
+        results.append((float(out), [float(a) for a in c.calls]))
+    assert results[0] == results[1]

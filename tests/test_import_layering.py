@@ -35,6 +35,7 @@ LAYERS = [
     ["buckets"],
     ["device_api"],
     ["api_misc", "api_callback", "debug"],
+    ["experimental"],
     ["diagnostics"],
     ["tree_util"],
     ["tree", "dtypes", "errors", "typing"],

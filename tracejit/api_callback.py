@@ -1,4 +1,5 @@
-"""``tracejit.pure_callback``: call a pure Python function from traced code (``jax.pure_callback``).
+"""``tracejit.pure_callback`` and ``tracejit.experimental.io_callback``: call a Python function from
+traced code (``jax.pure_callback``, ``jax.experimental.io_callback``).
 
 The primitive and its rules are in :mod:`tracejit.ops.callback`; ``tracejit.debug`` has the
 effectful callbacks (``debug.callback``, ``debug.print``).
@@ -10,17 +11,22 @@ import numpy as np
 from tracejit.array import eager_values
 from tracejit.core.avals import ShapedArray
 from tracejit.core.pytree import tree_flatten, tree_unflatten
-from tracejit.ops.callback import VMAP_METHODS, FlatCallback, pure_callback_p, split_callback_args
+from tracejit.ops.callback import VMAP_METHODS, FlatCallback, io_callback_p, pure_callback_p, split_callback_args
 
-__all__ = ["pure_callback"]
+__all__ = ["pure_callback", "io_callback"]
 
 
-def _result_aval(leaf, i) -> ShapedArray:
+def _result_aval(leaf, i, kind="pure_callback") -> ShapedArray:
     try:
         return ShapedArray(tuple(leaf.shape), np.dtype(leaf.dtype))
     except (AttributeError, TypeError) as e:
-        raise TypeError(f"pure_callback: result_shape_dtypes leaf {i} must have `shape` and `dtype` attributes "
+        raise TypeError(f"{kind}: result_shape_dtypes leaf {i} must have `shape` and `dtype` attributes "
                         f"(e.g. a ShapeDtypeStruct), got {type(leaf).__name__}: {e}") from None
+
+
+def _result_avals(result_shape_dtypes, kind):
+    result_leaves, out_tree = tree_flatten(result_shape_dtypes)
+    return tuple(_result_aval(leaf, i, kind) for i, leaf in enumerate(result_leaves)), out_tree
 
 
 def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_method=None, **kwargs):
@@ -73,8 +79,57 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
     if not callable(callback):
         raise TypeError(f"pure_callback: callback must be callable, got {type(callback).__name__}")
     in_tree, dynamic, static = split_callback_args(args, kwargs)
-    result_leaves, out_tree = tree_flatten(result_shape_dtypes)
-    result_avals = tuple(_result_aval(leaf, i) for i, leaf in enumerate(result_leaves))
+    result_avals, out_tree = _result_avals(result_shape_dtypes, "pure_callback")
     outs = pure_callback_p.bind(*dynamic, callback=FlatCallback(callback, in_tree, static),
                                 result_avals=result_avals, vmap_method=vmap_method, sharding=sharding)
+    return eager_values(tree_unflatten(out_tree, outs))
+
+
+def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=False, **kwargs):
+    """Call an impure Python function on the host, also from ``jit`` code (``jax.experimental.io_callback``).
+
+    Like :func:`pure_callback`, ``callback(*args, **kwargs)`` receives NumPy copies of the array
+    leaves and must return arrays matching ``result_shape_dtypes``. Unlike it, the call is an
+    effect: it runs exactly once per call written, in program order, even when its results are
+    unused, and two equal calls are never merged (use it for I/O, counters, random state held in
+    Python). It has no derivative (``grad``/``jvp`` raise ``ValueError``, as in JAX). Under
+    ``vmap`` an unordered callback runs once per example, in order; an ordered one raises.
+
+    Parameters
+    ----------
+    callback : callable
+        Returns a pytree of arrays.
+    result_shape_dtypes : pytree
+        Leaves with ``shape`` and ``dtype`` (``tracejit.ShapeDtypeStruct``, arrays).
+    *args, **kwargs
+        Arguments of ``callback`` (pytrees).
+    sharding : optional
+        Accepted for JAX compatibility; there is one CPU device.
+    ordered : bool
+        Whether calls must keep their order with other ordered effects (always true here: every
+        effect runs in program order); ``vmap`` refuses an ordered callback, as JAX does.
+
+    Returns
+    -------
+    pytree of arrays
+        Structured like ``result_shape_dtypes``.
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit
+    >>> from tracejit.experimental import io_callback
+    >>> seen = []
+    >>> def log(x):
+    ...     seen.append(float(x.sum()))
+    ...     return np.float64(len(seen))
+    >>> f = tracejit.jit(lambda x: io_callback(log, tracejit.ShapeDtypeStruct((), np.float64), x) + x)
+    >>> f(np.ones(2)), seen
+    (Array([2., 2.]), [2.0])
+    """
+    if not callable(callback):
+        raise TypeError(f"io_callback: callback must be callable, got {type(callback).__name__}")
+    in_tree, dynamic, static = split_callback_args(args, kwargs)
+    result_avals, out_tree = _result_avals(result_shape_dtypes, "io_callback")
+    outs = io_callback_p.bind(*dynamic, callback=FlatCallback(callback, in_tree, static),
+                              result_avals=result_avals, ordered=bool(ordered), sharding=sharding)
     return eager_values(tree_unflatten(out_tree, outs))

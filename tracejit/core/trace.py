@@ -230,9 +230,11 @@ class StagingTrace(Trace):
                 return EVAL_TRACE.process_primitive(prim, args, params)
             if prim in EFFECTFUL and self.effects_now:
                 # A side effect (a debug callback) on known values runs now, once, as in JAX's eager
-                # transformations; not recorded, so the derivative never runs it again.
+                # transformations; not recorded, so the derivative never runs it again. One with
+                # results (io_callback) is recorded: its derivative rule raises, as JAX's does.
                 values = [concrete_value(a) for a in args]
-                if not any(v is NO_VALUE for v in values):
+                if not any(v is NO_VALUE for v in values) and not abstract_eval_rules[prim](
+                        *[aval_of_value(v) for v in values], **params):
                     return EVAL_TRACE.process_primitive(prim, values, params)
         atoms = [self.to_atom(a) for a in args]
         out_avals = abstract_eval_rules[prim](*[a.aval for a in atoms], **params)

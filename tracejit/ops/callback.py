@@ -7,6 +7,10 @@ run at its place in program order; a loop whose body holds one runs as a host lo
 * ``pure_callback[callback, result_avals, vmap_method, sharding]`` returns arrays of
   ``result_avals`` (checked at run time). It is pure: ``dce`` may drop it when its results
   are unused and ``cse`` may merge two equal ones.
+* ``io_callback[callback, result_avals, ordered, sharding]`` returns arrays like a pure callback
+  but is in ``EFFECTFUL`` (below): it runs exactly as often as the program says, in order. It
+  has no derivative (JVP and transpose raise, as in JAX); ``vmap`` calls it once per example,
+  and refuses an ordered one.
 * ``debug_callback[callback, ordered, partitioned]`` returns nothing. It is in
   ``EFFECTFUL``: never dropped, merged or moved, and a loop or ``cond`` holding one is kept
   (``core.ir.has_effects``). Its JVP applies it to the primals only and its transpose does
@@ -112,10 +116,15 @@ def _pure_callback_abstract_eval(*in_avals, callback, result_avals, vmap_method,
 
 
 def _pure_callback_impl(*args, callback, result_avals, vmap_method, sharding):
+    return _call_checked("pure_callback", args, callback, result_avals)
+
+
+def _call_checked(kind, args, callback, result_avals):
+    """Call ``callback`` on copies of ``args``; its result leaves, checked against ``result_avals``."""
     with set_current_trace(EVAL_TRACE):     # the callback may use tracejit eagerly
         out = callback(*[_host_value(a) for a in args])
     leaves = tree_leaves(out)
-    where = f"pure_callback of {callback.name!r}"
+    where = f"{kind} of {callback.name!r}"
     if len(leaves) != len(result_avals):
         raise JaxRuntimeError(f"Mismatched number of outputs from callback. Expected: {len(result_avals)}, "
                               f"Actual: {len(leaves)} ({where})")
@@ -150,6 +159,33 @@ jvp_rules[pure_callback_p] = pure_callback_jvp
 transpose_rules[pure_callback_p] = _pure_callback_transpose
 
 
+# --------------------------------------------------------------------------- io_callback
+
+def _io_callback_abstract_eval(*in_avals, callback, result_avals, ordered, sharding):
+    return list(result_avals)
+
+
+def _io_callback_impl(*args, callback, result_avals, ordered, sharding):
+    return _call_checked("io_callback", args, callback, result_avals)
+
+
+io_callback_p = def_rules(Primitive("io_callback", multiple_results=True),
+                          abstract_eval=_io_callback_abstract_eval, impl=_io_callback_impl, cost=_cost)
+EFFECTFUL.add(io_callback_p)
+
+
+def io_callback_jvp(primals, tangents, **params):
+    raise ValueError("IO callbacks do not support JVP.")
+
+
+def _io_callback_transpose(cts, *args, **params):
+    raise ValueError("IO callbacks do not support transpose.")
+
+
+jvp_rules[io_callback_p] = io_callback_jvp
+transpose_rules[io_callback_p] = _io_callback_transpose
+
+
 # --------------------------------------------------------------------------- debug_callback
 
 def _debug_callback_abstract_eval(*in_avals, callback, ordered, partitioned):
@@ -179,7 +215,7 @@ def _debug_callback_transpose(cts, *args, **params):
 jvp_rules[debug_callback_p] = _debug_callback_jvp
 transpose_rules[debug_callback_p] = _debug_callback_transpose
 
-CALLBACK_PRIMITIVES = frozenset({pure_callback_p, debug_callback_p})
+CALLBACK_PRIMITIVES = frozenset({pure_callback_p, io_callback_p, debug_callback_p})
 
 
 def holds_callbacks(program: Program) -> bool:
