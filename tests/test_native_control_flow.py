@@ -195,17 +195,50 @@ def jax_leaves(x):
     return [np.asarray(v) for v in tracejit.tree_util.tree_leaves(x)]
 
 
-def test_batched_products_keep_the_loop_on_the_host(blas_choice):
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.complex64])
+def test_batched_and_complex_products_call_blas_from_native_code(blas_choice, dtype):
     if not _c_providers():
         pytest.skip("no BLAS with a C entry point loads here")
     blas_choice(_c_providers()[0])
-    a = np.random.default_rng(0).standard_normal((4, 64, 64)) / 8
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 64, 64)) / 8
+    z = rng.standard_normal((72, 72)) / 9
+    if np.dtype(dtype).kind == "c":
+        a, z = a + 1j * rng.standard_normal(a.shape) / 8, z - 1j * rng.standard_normal(z.shape) / 9
+    a, z = a.astype(dtype), z.astype(dtype)
+
+    def f(a, z):
+        batched = lax.fori_loop(0, 2, lambda i, c: jnp.einsum("bij,bjk->bik", c, a), a)
+        # c + alpha * (c @ z^T): BLAS's beta = 1 with a transposed operand
+        plain = lax.fori_loop(0, 3, lambda i, c: c + 0.5 * (c @ z.T), z)
+        return batched, plain
+    lines = _loop_lines(f, a, z)
+    assert len(lines) == 2 and all(line.startswith("native loop scan") for line in lines), lines
+    loops_ = helpers.control_flow_steps(tracejit.jit(f).lower(a, z).compile())
+    assert all("blas" in [kind for kind, _, _ in s.loop.construct.body.items] for s in loops_)
+    got = tracejit.jit(f)(a, z)
+    want_plain = z.astype(np.complex128)
+    for _ in range(3):
+        want_plain = want_plain + 0.5 * (want_plain @ z.T.astype(np.complex128))
+    tol = dict(rtol=2e-5, atol=2e-5) if dtype in (np.float32, np.complex64) else dict(rtol=1e-12)
+    np.testing.assert_allclose(got[0], a.astype(np.complex128) @ a @ a, **tol)
+    np.testing.assert_allclose(got[1], want_plain, **tol)
+    assert got[0].dtype == dtype and got[1].dtype == dtype
+
+
+def test_batched_products_whose_batch_does_not_lead_memory_stay_on_the_host(blas_choice):
+    if not _c_providers():
+        pytest.skip("no BLAS with a C entry point loads here")
+    blas_choice(_c_providers()[0])
+    a = np.random.default_rng(0).standard_normal((64, 4, 64)) / 8     # batch is axis 1 in memory
 
     def f(a):
-        return lax.fori_loop(0, 2, lambda i, c: jnp.einsum("bij,bjk->bik", c, a), a)
+        return lax.fori_loop(0, 2, lambda i, c: jnp.einsum("ibj,bjk->bik", a, c),
+                             jnp.zeros((4, 64, 64)) + jnp.eye(64))
     lines = _loop_lines(f, a)
-    assert lines[0].startswith("host loop") and "batched BLAS product" in lines[0]
-    np.testing.assert_allclose(tracejit.jit(f)(a), a @ a @ a, rtol=1e-12)
+    assert lines[0].startswith("host loop") and "batch axes do not lead in memory" in lines[0], lines
+    b = np.transpose(a, (1, 0, 2))
+    np.testing.assert_allclose(tracejit.jit(f)(a), b @ b, rtol=1e-12)
 
 
 def test_a_compiled_function_never_compiles_when_called(monkeypatch, blas_choice):

@@ -5,8 +5,11 @@ iteration). The loop's own code now calls the BLAS that the host would have used
 (``blas.native_symbol``: the provider measured fastest for its dtype and shape class), when that
 provider has a C entry point and the operands are matrices in memory as they are: each operand's
 free and contracted axes must each be contiguous runs of its buffer's axes, in order, so the
-operand is an (m, k) or (k, m) row-major matrix read with a transpose flag, never copied. Batched
-products, complex dtypes and NumPy's ``matmul`` (no C entry point) keep the loop on the host.
+operand is an (m, k) or (k, m) row-major matrix read with a transpose flag, never copied. A
+batched product (``einsum('bij,bjk->bik')``) whose batch axes lead both operands in memory is one
+call per matrix of the batch, in a native loop; complex products pass alpha and beta by address,
+as CBLAS takes them. NumPy's ``matmul`` forced (``TRACEJIT_BLAS=numpy``: no C entry point) keeps
+the loop on the host.
 """
 from __future__ import annotations
 
@@ -17,10 +20,12 @@ import numpy as np
 from llvmlite import ir
 
 from tracejit.backends.cpu import blas
+from tracejit.backends.cpu.window import counted_loop
 from tracejit.compiler.plan import DotStep, base_buffer
 
 I32, I64, PTR, VOID = ir.IntType(32), ir.IntType(64), ir.PointerType(), ir.VoidType()
 _FLOATS = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
+_COMPLEX_PART = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
 
 
 @dataclass
@@ -39,6 +44,9 @@ class GemmCall:
     alpha: float
     beta: float
     accumulate_from: int | None     # buffer copied into ``out`` first (beta = 1), unless it is ``out``
+    batch: int = 1                  # matrices in the batch (one call each)
+    stride_a: int = 0               # elements between consecutive matrices of each operand
+    stride_b: int = 0
 
 
 def _matrix(shape, perm, contracted):
@@ -57,20 +65,30 @@ def _matrix(shape, perm, contracted):
     raise NotImplementedError("body needs a BLAS product of operands that are not matrices in memory")
 
 
+def _batched_matrix(shape, perm, batch, contracted):
+    """``_matrix`` of one matrix of a batch, plus the batch's size and stride (elements): the batch
+    axes must be the buffer's leading axes, in order."""
+    nb = len(batch)
+    if [perm[d] for d in batch] != list(range(nb)):
+        raise NotImplementedError("body needs a batched BLAS product whose batch axes do not lead in memory")
+    rest = [d for d in range(len(perm)) if d not in batch]
+    matrix = _matrix(shape[nb:], [perm[d] - nb for d in rest], [rest.index(d) for d in contracted])
+    return matrix, math.prod(shape[:nb]), math.prod(shape[nb:])
+
+
 def gemm_call(step: DotStep, bufs) -> GemmCall:
     """How native code calls BLAS for ``step``; raises NotImplementedError (the loop's host reason)."""
     (lc, rc), (lb, rb) = step.dimension_numbers
     out = bufs[step.out]
     dtype = out.dtype
-    if lb or rb:
-        raise NotImplementedError("body needs a batched BLAS product")
-    if dtype not in _FLOATS or bufs[step.lhs].dtype != dtype or bufs[step.rhs].dtype != dtype:
+    if (dtype not in _FLOATS and dtype not in _COMPLEX_PART) or bufs[step.lhs].dtype != dtype \
+            or bufs[step.rhs].dtype != dtype:
         raise NotImplementedError(f"body needs a BLAS product of {dtype.name}")
-    ta, m, k, lda = _matrix(bufs[step.lhs].shape, step.lhs_perm, list(lc))
+    (ta, m, k, lda), batch, stride_a = _batched_matrix(bufs[step.lhs].shape, step.lhs_perm, list(lb), list(lc))
     # The right operand's matrix is (k, n): its contracted dims are its rows.
-    tb_t, n, k2, ldb = _matrix(bufs[step.rhs].shape, step.rhs_perm, list(rc))
+    (tb_t, n, k2, ldb), _, stride_b = _batched_matrix(bufs[step.rhs].shape, step.rhs_perm, list(rb), list(rc))
     tb = blas.TRANS if tb_t == blas.NO_TRANS else blas.NO_TRANS
-    if k != k2 or 0 in (m, n, k):
+    if k != k2 or 0 in (m, n, k, batch):
         raise NotImplementedError("body needs a BLAS product with an empty dimension")
     found = blas.native_symbol(dtype, m, n, k)
     if found is None:
@@ -82,20 +100,52 @@ def gemm_call(step: DotStep, bufs) -> GemmCall:
         beta = 1.0
         if base_buffer(bufs, c) != base_buffer(bufs, step.out):
             source = c
-    return GemmCall(symbol, int64, dtype, m, n, k, ta, lda, tb, ldb, float(alpha), beta, source)
+    return GemmCall(symbol, int64, dtype, m, n, k, ta, lda, tb, ldb, float(alpha), beta, source,
+                    batch, stride_a, stride_b)
 
 
 def emit_gemm(b: ir.IRBuilder, call: GemmCall, a, b_ptr, out) -> None:
-    """Emit the call (``out`` already holds the accumulated value when ``beta`` is 1)."""
+    """Emit the call, one per matrix of a batch (``out`` already holds the accumulated value when
+    ``beta`` is 1)."""
     module = b.module
     it = I64 if call.int64 else I32
-    ft = _FLOATS[call.dtype]
+    if call.dtype in _FLOATS:
+        scalar_type = _FLOATS[call.dtype]
+        alpha, beta = ir.Constant(scalar_type, call.alpha), ir.Constant(scalar_type, call.beta)
+    else:                   # complex: CBLAS takes alpha and beta by address
+        scalar_type = PTR
+        alpha, beta = (_complex_constant(module, v, call.dtype) for v in (call.alpha, call.beta))
     fn = module.globals.get(call.symbol)
     if fn is None:
-        fn = ir.Function(module, ir.FunctionType(VOID, [I32, I32, I32, it, it, it, ft, PTR, it, PTR, it, ft, PTR, it]),
-                         name=call.symbol)
+        fn = ir.Function(module, ir.FunctionType(VOID, [I32, I32, I32, it, it, it, scalar_type, PTR, it, PTR, it,
+                                                         scalar_type, PTR, it]), name=call.symbol)
     ints = [ir.Constant(I32, v) for v in (blas.ROW_MAJOR, call.trans_a, call.trans_b)]
-    b.call(fn, ints + [ir.Constant(it, call.m), ir.Constant(it, call.n), ir.Constant(it, call.k),
-                       ir.Constant(ft, call.alpha), a, ir.Constant(it, max(call.lda, 1)), b_ptr,
-                       ir.Constant(it, max(call.ldb, 1)), ir.Constant(ft, call.beta), out,
-                       ir.Constant(it, max(call.n, 1))])
+    item = call.dtype.itemsize
+
+    def one(a_i, b_i, out_i):
+        b.call(fn, ints + [ir.Constant(it, call.m), ir.Constant(it, call.n), ir.Constant(it, call.k),
+                           alpha, a_i, ir.Constant(it, max(call.lda, 1)), b_i,
+                           ir.Constant(it, max(call.ldb, 1)), beta, out_i, ir.Constant(it, max(call.n, 1))])
+
+    if call.batch == 1:
+        one(a, b_ptr, out)
+        return
+
+    def at(ptr, i, stride):
+        return b.gep(ptr, [b.mul(i, ir.Constant(I64, stride * item))], source_etype=ir.IntType(8))
+    counted_loop(b, call.batch, lambda i: one(at(a, i, call.stride_a), at(b_ptr, i, call.stride_b),
+                                              at(out, i, call.m * call.n)), "gemm_batch")
+
+
+def _complex_constant(module, value: float, dtype):
+    """A private global ``{value, 0}`` of ``dtype``'s part type (CBLAS's complex alpha/beta)."""
+    part = _FLOATS[_COMPLEX_PART[dtype]]
+    name = f"tracejit_blas_{dtype.name}_{value!r}".replace(".", "_").replace("-", "m")
+    g = module.globals.get(name)
+    if g is None:
+        t = ir.ArrayType(part, 2)
+        g = ir.GlobalVariable(module, t, name=name)
+        g.initializer = ir.Constant(t, [ir.Constant(part, value), ir.Constant(part, 0.0)])
+        g.global_constant = True
+        g.linkage = "private"
+    return g
