@@ -16,7 +16,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "tracejit"
 
 # Lowest first; a node imports only nodes of earlier layers (the README's layout table).
 LAYERS = [
-    ["core", "config", "version"],
+    ["config", "version"],
+    ["core"],
     ["ops"],
     ["device_types"],
     ["array"],

@@ -15,7 +15,7 @@ from tracejit.backends import get_backend
 from tracejit.compile_log import record_compile
 from tracejit.compiler import driver
 from tracejit.config import config
-from tracejit.core import errors
+from tracejit.core import dtypes, errors
 from tracejit.core.avals import ShapedArray
 from tracejit.core.check import check_program
 from tracejit.core.interpret import eval_program
@@ -301,7 +301,7 @@ class Jitted:
             if isinstance(leaf, Tracer):
                 raise errors.UnexpectedTracerError(errors.escaped_tracer_message(leaf))
         entry = self._entry_for(sig)
-        if fast is not None:
+        if fast is not None and not dtypes.x64_off():   # (x64 off: 64-bit arguments are converted)
             self._fast_cache[fast] = entry
         if entry.program.python_int_ranges:
             _check_python_ints(entry.program.python_int_ranges, leaves)

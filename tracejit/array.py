@@ -46,6 +46,8 @@ import weakref
 
 import numpy as np
 
+from tracejit.config import config
+from tracejit.core import dtypes
 from tracejit.core.pytree import tree_map
 from tracejit.core.trace import EVAL_TRACE, current_trace
 from tracejit.core.tracer import Tracer
@@ -250,6 +252,8 @@ def as_array_result(x):
         a = _view_as(np.asarray(x), Array)
     else:
         return x
+    if config._x64_maybe_off and dtypes.narrow(a.dtype) != a.dtype:
+        a = _view_as(a.astype(dtypes.narrow(a.dtype)), Array)    # enable_x64 off: 32-bit results
     a.setflags(write=False)
     return a
 

@@ -64,7 +64,9 @@ class Config:
         "debug_infs": lambda: env_flag("JAX_DEBUG_INFS"),
         "no_tracing": lambda: False,
         "no_execution": lambda: False,
-        "enable_x64": lambda: True,               # tracejit's dtype rules are JAX's x64 mode
+        # JAX's x64 switch: True (default) keeps NumPy 2's dtypes (JAX's x64 mode); False is JAX's
+        # default 32-bit mode, the porting switch (tracejit/core/dtypes.py: narrow).
+        "enable_x64": lambda: env_flag("JAX_ENABLE_X64", True),
         "numpy_dtype_promotion": lambda: "standard",
         "numpy_rank_promotion": lambda: "allow",
         "check_tracer_leaks": lambda: False,
@@ -86,6 +88,7 @@ class Config:
         object.__setattr__(self, "_version", 0)
         object.__setattr__(self, "_local", threading.local())   # .overrides: {name: value} of this thread
         object.__setattr__(self, "_n_local_hooks", 0)           # active thread-local overrides of _JIT_HOOKS
+        object.__setattr__(self, "_n_local_x64", 0)             # active thread-local overrides of enable_x64
         object.__setattr__(self, "_jit_hooks", False)           # Jitted.__call__ must look at the flags
         object.__setattr__(self, "_user_contexts", [])          # make_user_context objects (jit cache key)
         for k, f in self._defaults.items():
@@ -109,12 +112,15 @@ class Config:
 
     @property
     def x64_enabled(self) -> bool:
-        """JAX's ``config.x64_enabled``: always True (tracejit's dtypes are JAX's x64 mode)."""
-        return True
+        """JAX's ``config.x64_enabled``: ``enable_x64`` in effect in this thread."""
+        return self.enable_x64
 
     def _refresh_hooks(self) -> None:
         hooks = self._n_local_hooks > 0 or any(self._values[k] for k in self._JIT_HOOKS)
         object.__setattr__(self, "_jit_hooks", hooks)
+        # Whether enable_x64 may be off anywhere (globally or in some thread's context manager):
+        # where not, dtypes.narrow and the call paths skip the lookup.
+        object.__setattr__(self, "_x64_maybe_off", not self._values["enable_x64"] or self._n_local_x64 > 0)
 
     def _canonical_name(self, name: str) -> str:
         if name.startswith("jax_"):
@@ -132,9 +138,12 @@ class Config:
             overrides = self._local.overrides = {}
         prev = overrides.get(name, _UNSET)
         overrides[name] = value
-        if name in self._JIT_HOOKS:
+        if name in self._JIT_HOOKS or name == "enable_x64":
             with self._lock:
-                object.__setattr__(self, "_n_local_hooks", self._n_local_hooks + 1)
+                if name == "enable_x64":
+                    object.__setattr__(self, "_n_local_x64", self._n_local_x64 + 1)
+                else:
+                    object.__setattr__(self, "_n_local_hooks", self._n_local_hooks + 1)
                 self._refresh_hooks()
         return name, prev
 
@@ -145,9 +154,12 @@ class Config:
             overrides.pop(name, None)
         else:
             overrides[name] = prev
-        if name in self._JIT_HOOKS:
+        if name in self._JIT_HOOKS or name == "enable_x64":
             with self._lock:
-                object.__setattr__(self, "_n_local_hooks", self._n_local_hooks - 1)
+                if name == "enable_x64":
+                    object.__setattr__(self, "_n_local_x64", self._n_local_x64 - 1)
+                else:
+                    object.__setattr__(self, "_n_local_hooks", self._n_local_hooks - 1)
                 self._refresh_hooks()
 
     def __setattr__(self, name, value):
@@ -164,7 +176,8 @@ class Config:
 
     def compile_key(self) -> tuple:
         """Options that change generated programs, part of every cache key."""
-        key = (self._values["backend"], self._values["num_threads"] == 1)
+        key = (self._values["backend"], self._values["num_threads"] == 1,
+               self.enable_x64 if self._x64_maybe_off else True)
         if self._user_contexts:     # tracejit.make_user_context values select programs too
             key += tuple(u.value for u in self._user_contexts)
         return key
@@ -187,12 +200,6 @@ _BOOLS = ("disable_jit", "debug_nans", "debug_infs", "no_tracing", "no_execution
 def _validate(name: str, value):
     """Check (and normalize) a value of one of JAX's flags; other options pass through."""
     if name in _BOOLS:
-        if name == "enable_x64" and not value:
-            raise NotImplementedError(
-                "enable_x64(False) / config.update('jax_enable_x64', False) is not implemented: tracejit "
-                "always computes with JAX's x64 dtype rules (float64/int64 defaults, NumPy 2 promotion); "
-                "the x64 switch of issue 14 is not implemented yet. Pass dtype=np.float32 or float32 "
-                "inputs to keep float32 numerics.")
         return bool(value)
     if name in _ENUMS:
         value = getattr(value, "value", value)      # JAX's StrEnum members

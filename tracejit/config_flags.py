@@ -19,7 +19,7 @@ arrays are NumPy arrays):
 ``no_tracing``                    implemented: a jit trace raises RuntimeError
 ``no_execution``                  implemented: running a jitted executable raises RuntimeError
 ``debug_key_reuse``               implemented: ``config.key_reuse`` reads ``'error'`` while on
-``enable_x64``                    ``True`` is tracejit's only mode; ``False`` raises NotImplementedError
+``enable_x64``                    implemented: ``False`` is JAX's 32-bit mode (docs/porting.md, "Dtypes")
 ``numpy_dtype_promotion``         ``'standard'`` only; ``'strict'`` raises NotImplementedError
 ``default_prng_impl``             ``'threefry2x32'`` only; the others raise NotImplementedError
 ``numpy_rank_promotion``          stored, no check: tracejit always broadcasts as NumPy (``'allow'``)
@@ -174,23 +174,23 @@ def _flag(option: str, doc: str, is_bool: bool = True) -> State:
     return State("jax_" + option, doc, True if is_bool else no_default)
 
 
-enable_x64 = _flag("enable_x64", """Context manager for ``jax_enable_x64``: 64-bit types (tracejit: always on).
+enable_x64 = _flag("enable_x64", """Context manager for ``jax_enable_x64``: 64-bit types (default on).
 
-tracejit's dtype rules are NumPy 2's, which are JAX's with x64 enabled (float64 and
-int64 defaults), so ``enable_x64(True)`` changes nothing. ``enable_x64(False)`` raises
-NotImplementedError: the x64 switch of issue 14 (float32/int32 defaults) is not
-implemented yet, and tracejit never ignores it silently.
+On (the default), tracejit's dtypes are NumPy 2's, which are JAX's with x64 enabled (float64 and
+int64 defaults). Off is JAX's default 32-bit mode, the porting switch: results are 32-bit
+(float64 -> float32, int64 -> int32, uint64 -> uint32, complex128 -> complex64), ``jit`` takes
+64-bit arguments as 32-bit, and ``tracejit.random`` draws JAX's 32-bit streams. Inside a program
+operations follow NumPy's rules on the values they get, so results agree with JAX's to float32
+rounding (docs/porting.md, "Dtypes"). The context manager sets it for this thread.
 
 Examples
 --------
 >>> import tracejit, tracejit.numpy as jnp
->>> with tracejit.enable_x64(True):
-...     jnp.ones(2).dtype
+>>> with tracejit.enable_x64(False):
+...     jnp.ones(2).dtype, jnp.arange(3).dtype
+(dtype('float32'), dtype('int32'))
+>>> jnp.ones(2).dtype
 dtype('float64')
->>> tracejit.enable_x64(False)
-Traceback (most recent call last):
-    ...
-NotImplementedError: enable_x64(False) / config.update('jax_enable_x64', False) is not implemented: ...
 """)
 numpy_dtype_promotion = _flag("numpy_dtype_promotion", """Context manager for ``jax_numpy_dtype_promotion``.
 

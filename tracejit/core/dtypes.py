@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracejit.config import config
+
 bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
@@ -26,6 +28,33 @@ _SHORT_NAMES = {bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i
                 uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64",
                 float16: "f16", float32: "f32", float64: "f64",
                 complex64: "c64", complex128: "c128"}
+
+
+# JAX's 32-bit mode (``enable_x64`` off): each 64-bit type is its 32-bit one.
+_NARROW = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+
+
+def narrow(dtype: np.dtype) -> np.dtype:
+    """``dtype`` as JAX's default 32-bit mode has it when ``enable_x64`` is off in this thread
+    (int64 -> int32, uint64 -> uint32, float64 -> float32, complex128 -> complex64); else itself.
+
+    Examples
+    --------
+    >>> import tracejit
+    >>> narrow(float64)
+    dtype('float64')
+    >>> with tracejit.enable_x64(False):
+    ...     narrow(float64), narrow(int8)
+    (dtype('float32'), dtype('int8'))
+    """
+    if config._x64_maybe_off and dtype in _NARROW and not config.enable_x64:
+        return _NARROW[dtype]
+    return dtype
+
+
+def x64_off() -> bool:
+    """Whether ``enable_x64`` is off in this thread (values are narrowed to 32 bits)."""
+    return config._x64_maybe_off and not config.enable_x64
 
 
 def short_name(dtype: np.dtype) -> str:

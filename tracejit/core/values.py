@@ -73,18 +73,19 @@ def leaf_aval(leaf, where: str) -> ShapedArray:
     """
     if isinstance(leaf, Tracer):
         return leaf.aval
+    # (with enable_x64 off, 64-bit arguments are taken as their 32-bit types, as in JAX)
     if isinstance(leaf, np.ndarray):
-        return ShapedArray(leaf.shape, leaf.dtype)
+        return ShapedArray(leaf.shape, dtypes.narrow(leaf.dtype))
     if isinstance(leaf, (ShapeDtypeStruct, ShapedArray)):
-        return ShapedArray(leaf.shape, leaf.dtype, getattr(leaf, "weak_type", False))
+        return ShapedArray(leaf.shape, dtypes.narrow(np.dtype(leaf.dtype)), getattr(leaf, "weak_type", False))
     if dtypes.is_python_scalar(leaf):
         return ShapedArray((), dtypes.python_scalar_dtype(leaf), weak_type=True)
     if isinstance(leaf, np.generic):
-        return ShapedArray((), leaf.dtype)
+        return ShapedArray((), dtypes.narrow(leaf.dtype))
     if isinstance(leaf, (list, tuple)) or hasattr(leaf, "__array__"):
         arr = np.asarray(leaf)
         if arr.dtype != object:
-            return ShapedArray(arr.shape, arr.dtype)
+            return ShapedArray(arr.shape, dtypes.narrow(arr.dtype))
     raise TypeError(f"{where} is a {type(leaf).__name__}, which is not a valid array argument. "
                     "Pass arrays or scalars, or mark the argument static with static_argnums / "
                     "static_argnames if it configures the computation.")

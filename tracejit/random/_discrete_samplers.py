@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from tracejit.core import dtypes
-from tracejit.numpy._util import aval, broadcast_shapes, convert, to_operand
+from tracejit.numpy._util import aval, broadcast_shapes, convert
+from tracejit.random._operands import to_operand
 from tracejit.random._keys import canonical_shape, check_key, split_key
 from tracejit.random._more_samplers import _inexact_dtype, _param_shape, _rademacher
 from tracejit.random._samplers import _c, _check_shape, _shape_of, _uniform
@@ -19,7 +20,7 @@ import tracejit.numpy as jnp
 
 
 def _int_dtype(name, dtype):
-    dt = dtypes.int64 if dtype is None else dtypes.canonical(dtype)
+    dt = dtypes.narrow(dtypes.int64 if dtype is None else dtypes.canonical(dtype))
     if not dtypes.is_integer(dt):
         raise ValueError(f"dtype argument to `{name}` must be an int dtype, got {dt}")
     return dt
@@ -48,7 +49,7 @@ def rademacher(key, shape=(), dtype=None):
     [-1, 1]
     """
     k = check_key("rademacher", key)
-    dt = dtypes.int64 if dtype is None else dtypes.canonical(dtype)
+    dt = dtypes.narrow(dtypes.int64 if dtype is None else dtypes.canonical(dtype))
     return _rademacher(k, canonical_shape(shape), dt)
 
 
@@ -262,7 +263,7 @@ def binomial(key, n, p, shape=None, dtype=None):
     (dtype('float64'), True)
     """
     k = check_key("binomial", key)
-    dtype = dtypes.float64 if dtype is None else dtypes.canonical(dtype)
+    dtype = dtypes.narrow(dtypes.float64 if dtype is None else dtypes.canonical(dtype))
     if not dtypes.is_float(dtype):
         raise ValueError(f"dtype argument to `binomial` must be a float dtype, got {dtype}")
     if shape is None:
@@ -308,7 +309,7 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
     """
     from tracejit import lax
     k = check_key("multinomial", key)
-    dtype = dtypes.float64 if dtype is None else dtypes.canonical(dtype)
+    dtype = dtypes.narrow(dtypes.float64 if dtype is None else dtypes.canonical(dtype))
     if not dtypes.is_float(dtype):
         raise ValueError(f"dtype argument to `multinomial` must be a float dtype, got {dtype}")
     n, p = to_operand(n), to_operand(p)

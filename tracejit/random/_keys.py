@@ -332,7 +332,7 @@ def bits(key, shape=(), dtype=None):
     dtype('uint32')
     """
     k = check_key("bits", key)
-    dt = _U64 if dtype is None else dtypes.canonical(dtype)
+    dt = dtypes.narrow(_U64 if dtype is None else dtypes.canonical(dtype))
     if dt.kind != "u":
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dt}")
     return random_bits(k, dt.itemsize * 8, canonical_shape(shape))

@@ -15,7 +15,8 @@ import numpy as np
 
 from tracejit.core import dtypes
 from tracejit.core.tracer import Tracer
-from tracejit.numpy._util import aval, broadcast_shapes, convert, to_operand
+from tracejit.numpy._util import aval, broadcast_shapes, convert
+from tracejit.random._operands import to_operand
 from tracejit.random._keys import canonical_shape, check_key
 from tracejit.random._samplers import (_c, _check_shape, _exponential, _float_dtype, _gamma, _normal,
                                        _shape_of, _split2, _uniform)
@@ -71,7 +72,7 @@ def _param(x, dtype, shape=None):
 def _inexact_dtype(x):
     """JAX's ``promote_dtypes_inexact`` for one operand: floats keep their dtype, others float64."""
     dt = aval(to_operand(x)).dtype
-    return dt if dtypes.is_float(dt) or dtypes.is_complex(dt) else dtypes.float64
+    return dt if dtypes.is_float(dt) or dtypes.is_complex(dt) else dtypes.narrow(dtypes.float64)
 
 
 def _static_int(x, fname, what):

@@ -13,7 +13,8 @@ import numpy as np
 
 from tracejit.core import dtypes
 from tracejit.core.tracer import Tracer
-from tracejit.numpy._util import aval, broadcast_shapes, canonicalize_axis, convert, to_operand
+from tracejit.numpy._util import aval, broadcast_shapes, canonicalize_axis, convert
+from tracejit.random._operands import to_operand
 from tracejit.ops.elementwise import unary_prims
 from tracejit.ops.random_bits import erf_inv_p, random_gamma_p, random_poisson_p, sort_key_val_p
 from tracejit.random._keys import canonical_shape, check_key, random_bits, split_key
@@ -26,7 +27,7 @@ _SQRT2 = math.sqrt(2.0)
 # ----------------------------------------------------------------------------- helpers
 
 def _float_dtype(name, dtype, kinds="f"):
-    dt = dtypes.float64 if dtype is None else dtypes.canonical(dtype)
+    dt = dtypes.narrow(dtypes.float64 if dtype is None else dtypes.canonical(dtype))
     if dt.kind not in kinds:
         raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dt}")
     return dt
@@ -379,7 +380,7 @@ def randint(key, shape, minval, maxval, dtype=None):
     (dtype('int64'), True)
     """
     k = check_key("randint", key)
-    dtype = dtypes.int64 if dtype is None else dtypes.canonical(dtype)
+    dtype = dtypes.narrow(dtypes.int64 if dtype is None else dtypes.canonical(dtype))
     if not dtypes.is_integer(dtype):
         raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
     shape = canonical_shape(shape)
@@ -497,7 +498,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
                          "when 'replace=False'")
     if p is None:
         if replace:
-            ind = _randint(k, shape, 0, n_inputs, dtypes.int64)
+            ind = _randint(k, shape, 0, n_inputs, dtypes.narrow(dtypes.int64))
             result = ind if arr.ndim == 0 else _take(arr, ind, axis, "choice")
         else:
             perm = _permutation(k, n_inputs if arr.ndim == 0 else arr, axis)
@@ -505,7 +506,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
     else:
         p_arr = to_operand(p)
         if not dtypes.is_float(aval(p_arr).dtype):
-            p_arr = convert(p_arr, dtypes.float64)
+            p_arr = convert(p_arr, dtypes.narrow(dtypes.float64))
         if _shape_of(p_arr) != (n_inputs,):
             raise ValueError("p must be None or a 1D vector with the same size as a.shape[axis]. "
                              f"p has shape {_shape_of(p_arr)} and a.shape[axis] is {n_inputs}.")
@@ -514,10 +515,10 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
             p_cuml = jnp.cumsum(p_arr)
             r = jnp.multiply(p_cuml[-1], jnp.subtract(_c(1, pdt), _uniform(k, shape, pdt)))
             # searchsorted(p_cuml, r, 'left') == count of p_cuml < r (p_cuml is sorted).
-            ind = jnp.sum(jnp.less(p_cuml, jnp.expand_dims(r, -1)), axis=-1, dtype=dtypes.int64)
+            ind = jnp.sum(jnp.less(p_cuml, jnp.expand_dims(r, -1)), axis=-1, dtype=dtypes.narrow(dtypes.int64))
         else:
             g = jnp.add(_gumbel(k, (n_inputs,), pdt, _gumbel_mode(mode)), jnp.log(p_arr))
-            ind = convert(_top_k_indices(g, n_draws), dtypes.int64)
+            ind = convert(_top_k_indices(g, n_draws), dtypes.narrow(dtypes.int64))
         result = ind if arr.ndim == 0 else _take(arr, ind, axis, "choice")
     out_shape = shape if arr.ndim == 0 else arr.shape[:axis] + shape + arr.shape[axis + 1:]
     return jnp.reshape(result, out_shape)
@@ -662,7 +663,7 @@ def poisson(key, lam, shape=None, dtype=None):
     dtype('int64')
     """
     k = check_key("poisson", key)
-    dtype = dtypes.int64 if dtype is None else dtypes.canonical(dtype)
+    dtype = dtypes.narrow(dtypes.int64 if dtype is None else dtypes.canonical(dtype))
     if not dtypes.is_integer(dtype):
         raise TypeError(f"poisson dtype must be an integer dtype, got {dtype}")
     lam = to_operand(lam)
