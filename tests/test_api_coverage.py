@@ -217,12 +217,6 @@ NOT_YET = {
     "jax.scipy.stats.poisson": [
         "entropy"
     ],
-    "jax.scipy.linalg": [
-        "circulant", "companion", "convolution_matrix", "dft", "eigh_tridiagonal",
-        "expm_frechet", "fiedler", "fiedler_companion", "funm", "hadamard", "hankel",
-        "helmert", "hessenberg", "hilbert", "invhilbert", "invpascal", "leslie", "pascal",
-        "polar", "qr_multiply", "rsf2csf", "solve_sylvester"
-    ],
     "jax.scipy.signal": [
         "csd", "detrend", "fftconvolve", "istft", "stft", "welch"
     ],

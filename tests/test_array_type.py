@@ -303,3 +303,39 @@ def test_same_behaviour_as_jax_arrays():
     for arr in (ours, theirs):
         with pytest.raises(TypeError, match="immutable"):
             arr[0] = 1.0
+
+
+def test_jnp_results_inside_transformations_are_arrays_with_at():
+    # A value computed from constants inside grad / vmap / jit is a concrete Array there too, so
+    # JAX's `jnp.zeros(n).at[idx].add(v)` works inside any transformation.
+    def f(x):
+        z = jnp.zeros(3)
+        assert isinstance(z, tracejit.Array) or isinstance(z, tracejit.core.tracer.Tracer)
+        return jnp.sum(z.at[np.array([0, 1])].add(x[:2]) * 2)
+    np.testing.assert_array_equal(tracejit.grad(f)(np.ones(3)), [2.0, 2.0, 0.0])
+    np.testing.assert_array_equal(tracejit.jit(tracejit.grad(f))(np.ones(3)), [2.0, 2.0, 0.0])
+    np.testing.assert_array_equal(tracejit.vmap(lambda x: jnp.zeros(3).at[0].set(x))(np.array([1.0, 2.0])),
+                                  [[1.0, 0, 0], [2.0, 0, 0]])
+
+
+def test_concrete_array_indexed_by_traced_indices():
+    table = jnp.arange(6.0) * 3
+    np.testing.assert_array_equal(tracejit.jit(lambda i: table[i])(np.array([4, 0, 5])), [12.0, 0.0, 15.0])
+    np.testing.assert_array_equal(tracejit.jit(lambda i: table.reshape(2, 3)[1, i])(np.int64(2)), 15.0)
+    np.testing.assert_array_equal(tracejit.grad(lambda x: jnp.sum(table[jnp.argsort(x)] * x))(np.array([2.0, 1.0])),
+                                  table[[1, 0]])
+
+
+def test_traced_operators_defer_to_objects_that_claim_priority():
+    class Right:
+        __array_priority__ = 50
+
+        def __rmatmul__(self, other):
+            return ("rmatmul", other.shape)
+
+        def __rmul__(self, other):
+            return ("rmul", other.shape)
+    got = tracejit.jit(lambda x: (x @ Right(), x * Right())[0][1])(np.ones(3))     # shape is static
+    assert got == (3,)
+    with pytest.raises(TypeError):
+        tracejit.jit(lambda x: x @ object())(np.ones(3))

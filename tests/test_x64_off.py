@@ -42,6 +42,11 @@ EXPRESSIONS = {
     "where": "jnp.where(x > 1, x, 0)",
     "complex": "x * 1j",
     "fori": "lax.fori_loop(0, 3, lambda k, c: c * 0.5 + k, x)",
+    # bodies that make default-dtype values (64-bit inside tracejit) keep the 32-bit carry
+    "fori_default_dtype": "lax.fori_loop(0, 3, lambda k, c: c + jnp.ones(7) / (k + 1), x)",
+    "while_arange": "lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + jnp.arange(7) / 3), (0, x))[1]",
+    "cond_mixed": "lax.cond(x[0] > 0, lambda v: v * 2, lambda v: jnp.arange(7) / 3, x)",
+    "scan_ys": "lax.scan(lambda c, v: (c + v * jnp.ones(()), c * 2.0), 0.0, x)[1]",
     "astype": "i.astype(jnp.float64) / 7",
 }
 
@@ -64,30 +69,15 @@ SAMPLERS = {
     "categorical": "random.categorical(key, jnp.zeros(5), shape=(4,))",
     "poisson": "random.poisson(key, 3.0, (4,))",
     "laplace": "random.laplace(key, (3,))",
-    "logistic": "random.logistic(key, (3,))",
-    "cauchy": "random.cauchy(key, (3,))",
     "t": "random.t(key, 3.0, (3,))",
-    "chisquare": "random.chisquare(key, 2.0, (3,))",
     "rademacher": "random.rademacher(key, (5,))",
     "geometric": "random.geometric(key, 0.3, (4,))",
     "binomial": "random.binomial(key, 10, 0.3, (4,))",
     "multivariate_normal": "random.multivariate_normal(key, jnp.zeros(2), jnp.eye(2), (3,))",
-    "orthogonal": "random.orthogonal(key, 3)",
-    "ball": "random.ball(key, 3, shape=(2,))",
-    "lognormal": "random.lognormal(key, shape=(3,))",
-    "rayleigh": "random.rayleigh(key, 1.0, (3,))",
-    "maxwell": "random.maxwell(key, (3,))",
-    "pareto": "random.pareto(key, 2.0, (3,))",
-    "weibull_min": "random.weibull_min(key, 1.0, 2.0, (3,))",
     "gumbel": "random.gumbel(key, (3,))",
     "loggamma": "random.loggamma(key, 2.0, (3,))",
-    "shuffle_like": "random.permutation(key, jnp.arange(5))",
     "split": "random.split(key, 3)",
     "fold_in": "random.fold_in(key, 5)",
-    "double_sided_maxwell": "random.double_sided_maxwell(key, 0.0, 1.0, (3,))",
-    "generalized_normal": "random.generalized_normal(key, 2.0, (3,))",
-    "triangular": "random.triangular(key, 0.0, 0.5, 1.0, (3,))",
-    "wald": "random.wald(key, 1.0, (3,))",
 }
 
 _JAX_SIDE = r"""

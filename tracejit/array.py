@@ -359,7 +359,8 @@ class _ResultsAsArrays:
 def eager_results(fn, post=None):
     """Wrap ``fn`` so that, called outside any trace, its NumPy results come back as Arrays.
 
-    Under ``jit``/``grad``/``vmap`` the wrapper returns ``fn``'s tracers unchanged. ``post``, when
+    Under ``jit``/``grad``/``vmap`` the wrapper returns ``fn``'s tracers unchanged (and its NumPy
+    results, computed from constants, as Arrays too). ``post``, when
     given, is applied to every result first (``tracejit.numpy`` makes weakly typed scalars strong).
 
     Examples
@@ -374,7 +375,9 @@ def eager_results(fn, post=None):
         out = fn(*args, **kwargs)
         if post is not None:
             out = post(out)
-        return arrays_in(out) if current_trace() is EVAL_TRACE else out
+        # Under a trace too: a value computed from constants there (jnp.zeros(3) inside grad) is a
+        # concrete Array, with .at and the rest of JAX's array API; tracers pass through.
+        return arrays_in(out)
     wrapper.__tracejit_eager_results__ = True
     return wrapper
 

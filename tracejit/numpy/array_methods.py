@@ -15,6 +15,8 @@ the public ``tracejit.numpy`` function of the same name.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from tracejit import numpy as jnp   # the public functions (strong results; Arrays outside a trace)
 from tracejit.array import Array, _ResultsAsArrays, _plain, as_array_result
 from tracejit.core.tracer import Tracer
@@ -48,10 +50,22 @@ def _unary(ufunc_name):
     return method
 
 
+def _defers(other) -> bool:
+    """Whether a binary operator leaves ``other`` to its reflected method: an object that is no
+    array but claims priority over arrays (``__array_priority__``, as a sparse BCOO does), so that
+    ``traced_x @ bcoo`` is ``bcoo.__rmatmul__(traced_x)`` as in JAX."""
+    if isinstance(other, (Tracer, np.ndarray, np.generic)):
+        return False
+    priority = getattr(type(other), "__array_priority__", 0)
+    return isinstance(priority, (int, float)) and priority > 0
+
+
 def _binary(ufunc_name):
     op = UFUNCS[ufunc_name]._operator
 
     def method(self, other):
+        if _defers(other):
+            return NotImplemented
         return op(self, other)
     return method
 
@@ -88,6 +102,8 @@ def _rpow(self, other):
 
 
 def _matmul(self, other):
+    if _defers(other):
+        return NotImplemented
     return jnp.matmul(self, other)
 
 
@@ -221,6 +237,17 @@ def _array_at(self):
     return _ResultsAsArrays(IndexUpdateHelper(_plain(self)))
 
 
+_ARRAY_GETITEM = Array.__getitem__
+
+
+def _array_getitem(self, index):
+    # A concrete Array indexed with traced indices (a constant table gathered under jit) is a
+    # traced gather, as in JAX; other indices keep NumPy's indexing.
+    if isinstance(index, Tracer) or (isinstance(index, (tuple, list)) and any(isinstance(i, Tracer) for i in index)):
+        return getitem(_plain(self), index)
+    return _ARRAY_GETITEM(self, index)
+
+
 # ----------------------------------------------------------------------------------- attaching
 def _attach_tracer_methods() -> None:
     for name, ufunc_name in _UNARY_OPERATORS.items():
@@ -249,6 +276,7 @@ def _attach_tracer_methods() -> None:
 
 
 def _attach_array_methods() -> None:
+    _attach(Array, "__getitem__", _array_getitem, "``self[index]``: NumPy's indexing; traced indices gather.")
     _attach(Array, "sort", _array_sort, "A sorted copy (``jax.Array.sort``; NumPy's ``ndarray.sort`` sorts in place).")
     _attach(Array, "at", property(_array_at, doc="Functional updates: ``x.at[idx].set(v)``, ``.add``, "
                                                  "``.multiply``, ``.min``, ``.max``, ``.get``, ..."))

@@ -16,7 +16,8 @@ from tracejit.numpy.shape import _shape_arg
 
 
 def _dtype_or(dtype, default):
-    return dtypes.canonical(dtype) if dtype is not None else default
+    # (enable_x64 off: a traced creation makes JAX's 32-bit type; eager results narrow on the way out)
+    return dtypes.narrow(dtypes.canonical(dtype) if dtype is not None else default)
 
 
 def full(shape, fill_value, dtype=None, *, order="C"):
@@ -107,7 +108,7 @@ def arange(start, stop=None, step=None, dtype=None):
     if stride == 0:
         raise ValueError("arange: step must not be zero")
     n = max(0, int(np.ceil((end - begin) / stride)))
-    d = dtypes.canonical(dtype) if dtype is not None else np.arange(begin, begin + stride, stride).dtype
+    d = _dtype_or(dtype, np.arange(begin, begin + stride, stride).dtype)
     if dtypes.is_bool(d):
         return np.arange(start, stop, step, dtype=d)  # at most two elements; a constant
     # As NumPy: the first two values are cast to the dtype, the rest are first + i * (second - first)
@@ -139,7 +140,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     # As NumPy, compute in result_type(start, stop, float) -- a Python float is weak (NEP 50), so
     # float32 bounds compute in float32 -- and only then cast to ``dtype``.
     comp = np.result_type(1.0, *(aval(v).dtype for v in (start, stop) if not aval(v).weak_type))
-    out_dtype = dtypes.canonical(dtype) if dtype is not None else comp
+    comp = dtypes.narrow(comp)
+    out_dtype = _dtype_or(dtype, comp)
     start, stop = convert(start, comp), convert(stop, comp)
     div = (num - 1) if endpoint else num
     idx = iota_p.bind(dtype=comp, shape=(num,), dimension=0)
@@ -185,7 +187,7 @@ def eye(N, M=None, k=0, dtype=float, *, order="C"):
     rows = iota_p.bind(dtype=dtypes.int64, shape=(N, M), dimension=0)
     cols = iota_p.bind(dtype=dtypes.int64, shape=(N, M), dimension=1)
     from tracejit.numpy import ufuncs as U
-    return convert(U.equal(U.add(rows, k), cols), dtypes.canonical(dtype))
+    return convert(U.equal(U.add(rows, k), cols), _dtype_or(dtype, None))
 
 
 def identity(n, dtype=None):

@@ -108,6 +108,8 @@ def _check_tree(what_a, tree_a, what_b, tree_b):
 def _join_output(k, labelled_avals):
     """The common type of output leaf ``k`` across branches (weak values adapt)."""
     (name0, a0) = labelled_avals[0]
+    if dtypes.x64_off():      # JAX's 32-bit mode: a 64-bit branch output joins its 32-bit type
+        labelled_avals = [(n, a.update(dtype=dtypes.narrow(a.dtype))) for n, a in labelled_avals]
     for name, a in labelled_avals[1:]:
         if a.shape != a0.shape:
             raise TypeError(f"{name} output {_aval_text(a)} does not match {name0} output "
@@ -282,6 +284,8 @@ def _trace_loop(fun_name, trace_fn, carry_leaves, carry_tree):
     for attempt in range(2):
         traced, out_avals, out_tree = trace_fn(carry_avals)
         _check_tree(f"{fun_name} output carry", out_tree, "the input carry", carry_tree)
+        if dtypes.x64_off():
+            out_avals = _narrowed_carries(traced, carry_avals, out_avals)
         # Promote weak carries once; after that any difference is an error.
         new = _carry_types(fun_name, carry_avals, out_avals, allow_weak=attempt == 0)
         if new is None:
@@ -290,6 +294,17 @@ def _trace_loop(fun_name, trace_fn, carry_leaves, carry_tree):
                         for x, a, b in zip(carry_leaves, carry_avals, new)]
         carry_avals = new
     raise AssertionError("unreachable")
+
+
+def _narrowed_carries(traced, carry_avals, out_avals):
+    """JAX's 32-bit mode: a body result that is the 64-bit type of its 32-bit carry (a float64 made
+    inside the body from a default dtype) is converted to the carry's type, as JAX's body would
+    have computed it in 32 bits. Returns the carry outputs' avals after that."""
+    narrowed = [a if (b.shape == a.shape and b.dtype != a.dtype and dtypes.narrow(b.dtype) == a.dtype) else b
+                for a, b in zip(carry_avals, out_avals)]
+    if narrowed != list(out_avals):
+        traced.program = _cast_outputs(traced.program, narrowed + list(traced.out_avals[len(narrowed):]))
+    return narrowed
 
 
 def while_loop(cond_fun, body_fun, init_val):

@@ -27,7 +27,11 @@ from tracejit.ops.control_flow_functions import fori_loop
 from tracejit.numpy._util import convert, to_operand
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv", "lu", "lu_factor",
-           "lu_solve", "qr", "solve", "solve_triangular", "sqrtm", "svd", "toeplitz", "schur"]
+           "lu_solve", "qr", "solve", "solve_triangular", "sqrtm", "svd", "toeplitz", "schur",
+           # defined in linalg_special.py (imported at the end of this module)
+           "circulant", "companion", "convolution_matrix", "dft", "eigh_tridiagonal", "expm_frechet", "fiedler",
+           "fiedler_companion", "funm", "hadamard", "hankel", "helmert", "hessenberg", "hilbert", "invhilbert",
+           "invpascal", "leslie", "pascal", "polar", "qr_multiply", "rsf2csf", "solve_sylvester"]
 
 
 def _inexact(*args):
@@ -524,3 +528,15 @@ def toeplitz(c, r=None):
     vals = jnp.concatenate([jnp.flip(c, axis=-1), r[..., 1:]], axis=-1)   # vals[m-1-i+j]
     idx = (m - 1) - np.arange(m)[:, None] + np.arange(n)[None, :]
     return jnp.take(vals, idx, axis=-1)
+
+
+# --------------------------------------------------------------------------- further functions
+
+# Imported last: linalg_special uses this module's helpers and factorizations (as ``_la.<name>``).
+from tracejit.scipy.linalg_special import (circulant, companion, convolution_matrix, dft,  # noqa: E402
+                                           eigh_tridiagonal, expm_frechet, fiedler, fiedler_companion, funm,
+                                           hadamard, hankel, helmert, hessenberg, hilbert, invhilbert, invpascal,
+                                           leslie, pascal, polar, qr_multiply, rsf2csf, solve_sylvester)
+
+# ``doctest.testmod`` on this module also runs the examples of the functions defined there.
+__test__ = {name: globals()[name] for name in __all__ if globals()[name].__module__ != __name__}
