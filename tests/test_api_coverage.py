@@ -89,8 +89,6 @@ DELIBERATE_OMISSIONS = {
         "export": ("StableHLO serialization; tracejit compiles to LLVM and has lower().compile() and "
                    "a persistent compile cache instead"),
         "ffi": "XLA custom calls (foreign functions registered with XLA)",
-        "experimental": ("unstable JAX APIs (Pallas, jax2tf, sparse, mesh utils, ...) are not ported "
-                         "as a whole"),
         "profiler": "XLA / TensorBoard profiler; tracejit has tracejit.report and config.log_compiles",
         "monitoring": "JAX's internal event listeners; tracejit's diagnostics are in docs/diagnostics.md",
     },
@@ -124,10 +122,10 @@ DELIBERATE_OMISSIONS = {
             "sqrt_p", "square_p", "squeeze_p", "stack_p", "stage_p", "stop_gradient_p", "sub_p",
             "tan_p", "tanh_p", "tile_p", "top_k_p", "transpose_p", "unstack_p", "while_p",
             "xor_p", "zeta_p"], PRIM),
-        # Collectives and sharding (issue 17).
+        # Collectives over devices and sharding (issue 17); psum, pmean, pmax, pmin, all_gather,
+        # psum_scatter, ppermute, pshuffle, axis_index and axis_size work under vmap(axis_name=...).
         **dict.fromkeys([
-            "all_gather", "all_to_all", "axis_index", "axis_size", "pbroadcast", "pcast", "pmax",
-            "pmean", "pmin", "ppermute", "precv", "psend", "pshuffle", "psum", "psum_scatter",
+            "all_to_all", "pbroadcast", "pcast", "precv", "psend",
             "pswapaxes", "ragged_all_to_all", "with_sharding_constraint"], SPMD),
         # Accelerator-only or XLA-specific.
         "DotAlgorithm": "GPU/TPU dot algorithm selection (bf16x3, tf32, ...)",

@@ -264,8 +264,8 @@ def test_errors_name_the_problem():
         tracejit.vmap(lambda a: a, out_axes=None)(x)
     with pytest.raises(ValueError, match="len\\(in_axes\\)=2"):
         tracejit.vmap(lambda a: a, in_axes=(0, 0))(x)
-    with pytest.raises(NotImplementedError, match="named axes"):
-        tracejit.vmap(lambda a: a, axis_name="batch")
+    with pytest.raises(NotImplementedError, match="spmd_axis_name"):
+        tracejit.vmap(lambda a: a, spmd_axis_name="batch")     # (axis_name works: test_collectives_vmap.py)
     with pytest.raises(TypeError, match="in_axes must be"):
         tracejit.vmap(lambda a: a, in_axes="0")(x)
     np.testing.assert_allclose(tracejit.vmap(lambda: jnp.arange(2.0), in_axes=(), axis_size=3)(),

@@ -58,6 +58,9 @@ ELEMENTWISE: set[Primitive] = set()
 # Primitives with side effects (debug callbacks): never removed when unused, merged or reordered
 # (dce, cse); an equation whose sub-programs hold one counts too (core.ir.has_effects).
 EFFECTFUL: set[Primitive] = set()
+# Collectives over named axes (ops/collectives.py): their value depends on the vmap that binds the
+# name, so they are never computed early on concrete operands (eager autodiff's shortcut).
+NAMED_AXIS: set[Primitive] = set()
 
 
 def def_rules(prim: Primitive, *, abstract_eval=None, impl=None, cost=None) -> Primitive:

@@ -25,7 +25,7 @@ import numpy as np
 from tracejit.core import dtypes, errors
 from tracejit.core.avals import ShapedArray, aval_of_value
 from tracejit.core.ir import Eqn, Literal, Program, Var
-from tracejit.core.primitive import EFFECTFUL, Primitive, abstract_eval_rules, impl_rules
+from tracejit.core.primitive import EFFECTFUL, NAMED_AXIS, Primitive, abstract_eval_rules, impl_rules
 from tracejit.core.tracer import NO_VALUE, Tracer
 
 
@@ -221,7 +221,7 @@ class StagingTrace(Trace):
         if self.finished:
             raise errors.UnexpectedTracerError(
                 f"primitive {prim.name} was applied on a finished trace of {self.name!r}")
-        if self.concrete:
+        if self.concrete and prim not in NAMED_AXIS:
             for a in args:
                 if isinstance(a, Tracer):
                     break

@@ -51,4 +51,8 @@ from tracejit.lax.implicit import *  # noqa: E402,F401,F403
 from tracejit.lax.implicit import __all__ as _implicit_all  # noqa: E402
 
 __all__ += list(_implicit_all)
+from tracejit.lax.parallel import *  # noqa: E402,F401,F403
+from tracejit.lax.parallel import __all__ as _parallel_all  # noqa: E402
+
+__all__ += list(_parallel_all)
 from tracejit.lax import linalg  # noqa: E402,F401  (jax.lax.linalg, a submodule)

@@ -11,7 +11,8 @@ from tracejit.core.pytree import broadcast_prefix, tree_flatten, tree_unflatten
 from tracejit.core.trace import NO_VALUE, current_trace, is_concrete_context, trace_flat
 from tracejit.core.tracer import Tracer
 from tracejit.core.values import leaf_aval
-from tracejit.transforms import batching, callback_rules  # noqa: F401  (callback_rules: registers those rules)
+from tracejit.core.named_axes import axis_frame
+from tracejit.transforms import batching, callback_rules, collective_rules  # noqa: F401  (register rules)
 from tracejit.transforms.ad import aval_of
 
 __all__ = ["vmap"]
@@ -43,8 +44,12 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     out_axes : int, None or pytree, optional
         Where the mapped axis goes in each result (None: the result must not
         depend on the example).
-    axis_name, spmd_axis_name : None
-        Named axes (collectives) are not supported.
+    axis_name : hashable, optional
+        A name for the mapped axis: collectives in ``fun`` (``lax.psum(x, axis_name)``, ``pmean``,
+        ``pmax``, ``pmin``, ``all_gather``, ``psum_scatter``, ``ppermute``, ``axis_index``) compute
+        over the batch, as over devices in JAX.
+    spmd_axis_name : None
+        Not supported (one device).
     axis_size : int, optional
         The batch size, required when no argument is mapped.
 
@@ -60,9 +65,9 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     >>> tracejit.vmap(dot, in_axes=(0, None))(np.arange(6.0).reshape(2, 3), np.ones(3))
     Array([ 3., 12.])
     """
-    if axis_name is not None or spmd_axis_name is not None:
-        raise NotImplementedError("vmap: named axes (axis_name / spmd_axis_name, for collectives such as psum) "
-                                  "are not supported")
+    if spmd_axis_name is not None:
+        raise NotImplementedError("vmap: spmd_axis_name (sharding the mapped axis over devices) is not "
+                                  "supported: there is one CPU device")
     if not callable(fun):
         raise TypeError(f"vmap requires a callable, got {type(fun).__name__}")
     if isinstance(in_axes, list):
@@ -93,8 +98,11 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         # values of an enclosing eager grad stay concrete. The arguments themselves are
         # abstract (see tracejit.core.trace.trace_flat).
         eager_args = [NO_VALUE] * len(example_avals) if is_concrete_context(current_trace()) else None
-        program = trace_flat(flat_fun, example_avals, getattr(fun, "__name__", "function"), eager_args)
-        outs, out_dims = batching.batch_program(program, program.const_values, values, dims, size)
+        # The axis name is bound while f is traced (collectives check it) and batched (they are
+        # computed over this batch): core/named_axes.py, transforms/collective_rules.py.
+        with axis_frame(axis_name, size):
+            program = trace_flat(flat_fun, example_avals, getattr(fun, "__name__", "function"), eager_args)
+            outs, out_dims = batching.batch_program(program, program.const_values, values, dims, size)
         out_tree = box["out_tree"]
         out_axes_flat = broadcast_prefix(out_axes, tree_unflatten(out_tree, outs), is_leaf=_is_axis)
         return tree_unflatten(out_tree, [_place(o, d, a, size) for o, d, a in zip(outs, out_dims, out_axes_flat)])

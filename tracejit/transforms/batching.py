@@ -22,6 +22,7 @@ import numpy as np
 
 from tracejit.core.avals import ShapedArray
 from tracejit.core.ir import Literal, Program, Var
+from tracejit.core.named_axes import axis_names, innermost
 from tracejit.core.primitive import ELEMENTWISE, abstract_eval_rules, batching_rules
 from tracejit.core.trace import bind, trace_flat
 from tracejit.ops.control_flow import closure_convert, cond_p, scan_p, while_p
@@ -36,6 +37,11 @@ from tracejit.ops.structural import (broadcast_in_dim_p, concatenate_p, pad_p, r
                                      squeeze_p, transpose_p)
 from tracejit.ops import binders as ops
 from tracejit.transforms.ad import aval_of
+
+
+# Collectives over a named axis, computed over the batch of the vmap that names it:
+# {primitive: rule(args, dims, size, **params) -> (outs, out_dims)} (transforms/collective_rules.py).
+named_axis_rules: dict = {}
 
 
 def batch_program(program: Program, const_values, args, dims, size: int):
@@ -62,10 +68,16 @@ def batch_program(program: Program, const_values, args, dims, size: int):
         env[v] = val
         if d is not None:
             denv[v] = d
+    frame = innermost()
     for eqn in program.eqns:
         ins = [read(a) for a in eqn.inputs]
         ds = [None if type(a) is Literal else denv.get(a) for a in eqn.inputs]
-        if all(d is None for d in ds):
+        named = named_axis_rules.get(eqn.primitive)
+        if named is not None and frame is not None and frame.name is not None \
+                and frame.name in axis_names(eqn.params["axis_name"]):
+            # A collective over this vmap's own axis: computed over the batch (collective_rules.py).
+            outs, out_dims = named(ins, ds, size, **eqn.params)
+        elif all(d is None for d in ds):
             outs, out_dims = bind(eqn.primitive, ins, eqn.params), [None] * len(eqn.outputs)
         else:
             rule = batching_rules.get(eqn.primitive)

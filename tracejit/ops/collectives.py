@@ -1,0 +1,90 @@
+"""Collectives over named axes: ``psum``, ``pmax``, ``pmin``, ``all_gather``, ``psum_scatter``,
+``ppermute``, ``axis_index`` (JAX's ``lax`` parallel operators).
+
+Each names one or more axes (``axis_name``); a ``vmap(..., axis_name=...)`` in scope binds the name
+(``core/named_axes.py``) and its batching interpreter computes the collective over the batch
+(``transforms/collective_rules.py``): ``psum(x, 'i')`` under ``vmap`` over ``i`` is every example's
+sum over the batch. Outside such a ``vmap`` a name is unbound and binding raises JAX's
+``NameError``. The abstract values are those of one example (per-"device" shapes, as in JAX).
+"""
+from __future__ import annotations
+
+from tracejit.core import dtypes
+from tracejit.core.avals import ShapedArray
+from tracejit.core.named_axes import axis_names, bound_axis_size
+from tracejit.core.primitive import NAMED_AXIS, Primitive, def_rules
+
+
+def _check_bound(axis_name) -> int:
+    """The product of the named axes' sizes (NameError for an unbound name)."""
+    size = 1
+    for name in axis_names(axis_name):
+        size *= bound_axis_size(name)
+    return size
+
+
+def _unbound_impl(*args, axis_name, **params):
+    for name in axis_names(axis_name):
+        bound_axis_size(name)           # raises: nothing binds a name outside vmap's interpreter
+    raise NameError(f"unbound axis name: {axis_name}")
+
+
+def _same_aval(x, *, axis_name, **params):
+    _check_bound(axis_name)
+    return [x.strip_weak()]
+
+
+def _collective(name, abstract_eval=_same_aval):
+    return def_rules(Primitive(name), abstract_eval=abstract_eval, impl=_unbound_impl)
+
+
+psum_p = _collective("psum")
+pmax_p = _collective("pmax")
+pmin_p = _collective("pmin")
+ppermute_p = _collective("ppermute")
+
+
+def _all_gather_abstract(x, *, axis_name, axis, tiled):
+    n = _check_bound(axis_name)
+    if not 0 <= axis <= x.ndim - (1 if tiled else 0):
+        raise ValueError(f"all_gather: axis {axis} is out of bounds for an operand of rank {x.ndim}")
+    if tiled:
+        shape = x.shape[:axis] + (x.shape[axis] * n,) + x.shape[axis + 1:]
+    else:
+        shape = x.shape[:axis] + (n,) + x.shape[axis:]
+    return [ShapedArray(shape, x.dtype)]
+
+
+all_gather_p = _collective("all_gather", _all_gather_abstract)
+
+
+def _psum_scatter_abstract(x, *, axis_name, scatter_dimension, tiled):
+    n = _check_bound(axis_name)
+    d = scatter_dimension
+    if not 0 <= d < x.ndim:
+        raise ValueError(f"psum_scatter: scatter_dimension {d} is out of bounds for rank {x.ndim}")
+    if tiled:
+        if x.shape[d] % n:
+            raise ValueError(f"psum_scatter: the scattered dimension ({x.shape[d]}) must be a multiple of "
+                             f"the axis size ({n})")
+        shape = x.shape[:d] + (x.shape[d] // n,) + x.shape[d + 1:]
+    else:
+        if x.shape[d] != n:
+            raise ValueError(f"psum_scatter: the scattered dimension ({x.shape[d]}) must equal the axis "
+                             f"size ({n}) unless tiled=True")
+        shape = x.shape[:d] + x.shape[d + 1:]
+    return [ShapedArray(shape, x.dtype)]
+
+
+psum_scatter_p = _collective("psum_scatter", _psum_scatter_abstract)
+
+
+def _axis_index_abstract(*, axis_name):
+    _check_bound(axis_name)
+    return [ShapedArray((), dtypes.int32)]
+
+
+axis_index_p = _collective("axis_index", _axis_index_abstract)
+
+COLLECTIVES = frozenset({psum_p, pmax_p, pmin_p, ppermute_p, all_gather_p, psum_scatter_p, axis_index_p})
+NAMED_AXIS.update(COLLECTIVES)

@@ -1,0 +1,122 @@
+"""Batching and derivative rules of the collectives (``tracejit/ops/collectives.py``).
+
+The batching interpreter of ``vmap(f, axis_name=name)`` (``batching.batch_program``) hands a
+collective that names ``name`` to :data:`batching.named_axis_rules`: the collective is computed over
+the batch axis (``psum`` sums the examples, ``all_gather`` stacks them, ``axis_index`` is an iota...),
+whether or not its operand is batched; other names in the same collective stay for an enclosing
+``vmap``. A collective over another name, on a batched operand, is bound again with the batch axis
+carried along (its ordinary batching rule). Derivatives follow JAX: ``psum``, ``all_gather``,
+``psum_scatter`` and ``ppermute`` are linear, transposing to ``psum``, ``psum_scatter``,
+``all_gather`` and the inverse permutation.
+"""
+from __future__ import annotations
+
+from tracejit.core import dtypes
+from tracejit.core.named_axes import axis_names, innermost
+from tracejit.core.primitive import batching_rules
+from tracejit.core.trace import bind
+from tracejit.ops import binders as ops
+from tracejit.ops.collectives import (all_gather_p, axis_index_p, pmax_p, pmin_p, ppermute_p, psum_p,
+                                      psum_scatter_p)
+from tracejit.ops.elementwise import iota_p
+from tracejit.ops.reductions import reduce_prims
+from tracejit.transforms import batching
+from tracejit.transforms.ad import aval_of
+from tracejit.transforms.ad_rules_structural import _def_linear
+
+
+def _rest(axis_name, name):
+    """The names of ``axis_name`` other than ``name`` (None when none are left)."""
+    rest = tuple(n for n in axis_names(axis_name) if n != name)
+    return None if not rest else rest if len(rest) > 1 else rest[0]
+
+
+def _only(axis_name, what):
+    if len(axis_names(axis_name)) != 1:
+        raise NotImplementedError(f"{what} over several named axes at once is not implemented")
+
+
+def _reduction(prim, reduce_name):
+    def rule(args, dims, size, *, axis_name, **params):
+        x, d = args[0], dims[0]
+        if d is None:
+            out = ops.mul(x, ops.c(size, x)) if prim is psum_p else x
+        else:
+            out = reduce_prims[reduce_name].bind(x, axes=(d,))
+        rest = _rest(axis_name, innermost().name)
+        return [out if rest is None else prim.bind(out, axis_name=rest, **params)], [None]
+    return rule
+
+
+def _all_gather(args, dims, size, *, axis_name, axis, tiled):
+    _only(axis_name, "all_gather")
+    x = batching.with_batch(args[0], dims[0], size)          # (n, *example)
+    stacked = batching.move_axis(x, 0, axis)
+    if tiled:
+        shape = aval_of(stacked).shape
+        stacked = ops.reshape(stacked, shape[:axis] + (shape[axis] * shape[axis + 1],) + shape[axis + 2:])
+    return [stacked], [None]
+
+
+def _psum_scatter(args, dims, size, *, axis_name, scatter_dimension, tiled):
+    _only(axis_name, "psum_scatter")
+    x, d = args[0], dims[0]
+    total = ops.mul(x, ops.c(size, x)) if d is None else reduce_prims["reduce_sum"].bind(x, axes=(d,))
+    sd = scatter_dimension
+    if tiled:
+        shape = aval_of(total).shape
+        total = ops.reshape(total, shape[:sd] + (size, shape[sd] // size) + shape[sd + 1:])
+    return [batching.move_axis(total, sd, 0)], [0]
+
+
+def _ppermute(args, dims, size, *, axis_name, perm):
+    _only(axis_name, "ppermute")
+    x = batching.with_batch(args[0], dims[0], size)
+    example = batching.example_aval(aval_of(x), 0)
+    source = {int(dst): int(src) for src, dst in perm}
+    rows = [batching._example(x, 0, source[i]) if i in source else ops.broadcast_to(ops.c(0, x), example.shape)
+            for i in range(size)]
+    return [batching._stack(rows, example)], [0]
+
+
+def _axis_index(args, dims, size, *, axis_name):
+    return [iota_p.bind(dtype=dtypes.int32, shape=(size,), dimension=0)], [0]
+
+
+batching.named_axis_rules.update({
+    psum_p: _reduction(psum_p, "reduce_sum"),
+    pmax_p: _reduction(pmax_p, "reduce_max"),
+    pmin_p: _reduction(pmin_p, "reduce_min"),
+    all_gather_p: _all_gather,
+    psum_scatter_p: _psum_scatter,
+    ppermute_p: _ppermute,
+    axis_index_p: _axis_index,
+})
+
+
+# A collective over an enclosing vmap's axis, on a value batched by this one: the batch axis is
+# carried along (in front, where the collective's own axis parameters shift by one).
+def _carry_batch(prim, axis_param=None):
+    def rule(args, dims, size, **params):
+        x = batching.to_front(args[0], dims[0])
+        if axis_param is not None:
+            params = dict(params, **{axis_param: params[axis_param] + 1})
+        return bind(prim, [x], params), [0]
+    return rule
+
+
+for _prim in (psum_p, pmax_p, pmin_p, ppermute_p):
+    batching_rules[_prim] = _carry_batch(_prim)
+batching_rules[all_gather_p] = _carry_batch(all_gather_p, "axis")
+batching_rules[psum_scatter_p] = _carry_batch(psum_scatter_p, "scatter_dimension")
+
+
+# --------------------------------------------------------------------------- derivatives
+
+_def_linear(psum_p, lambda ct, x, **params: psum_p.bind(ct, **params))
+_def_linear(all_gather_p, lambda ct, x, *, axis_name, axis, tiled: psum_scatter_p.bind(
+    ct, axis_name=axis_name, scatter_dimension=axis, tiled=tiled))
+_def_linear(psum_scatter_p, lambda ct, x, *, axis_name, scatter_dimension, tiled: all_gather_p.bind(
+    ct, axis_name=axis_name, axis=scatter_dimension, tiled=tiled))
+_def_linear(ppermute_p, lambda ct, x, *, axis_name, perm: ppermute_p.bind(
+    ct, axis_name=axis_name, perm=tuple((dst, src) for src, dst in perm)))
