@@ -202,22 +202,6 @@ NOT_YET = {
     "jax.random": [
         "key_dtype",
     ],
-    "jax.scipy.special": [
-        "bessel_jn", "boxcox", "boxcox1p", "dawsn", "erfcx", "fresnel", "hyp2f1",
-        "loggamma", "owens_t", "sici", "wofz"
-    ],
-    "jax.scipy.stats": [
-        "gaussian_kde", "mode", "rankdata", "sem"
-    ],
-    "jax.scipy.stats.pareto": [
-        "cdf", "logcdf", "logsf", "ppf", "sf"
-    ],
-    "jax.scipy.stats.poisson": [
-        "entropy"
-    ],
-    "jax.scipy.signal": [
-        "csd", "detrend", "fftconvolve", "istft", "stft", "welch"
-    ],
     "jax.tree": [
         "static"
     ],

@@ -63,8 +63,9 @@ from tracejit.scipy import linalg as _sp_linalg, signal as _sp_signal, special a
 # Public functions called outside a trace return tracejit.Arrays (jax.numpy is wrapped in its own package).
 # Functions defined with custom_jvp/custom_vjp (jax.nn.relu, ...) are wrapped too; those types are
 # named here, above tracejit.transforms, since tracejit.array is below it.
-_wrap_package_faces([lax, random, nn, nn.initializers, _jnp_fft, _jnp_linalg, _sp_linalg, _sp_signal, _sp_special]
-                    + [getattr(_sp_stats, _name) for _name in _sp_stats.__all__],
+_wrap_package_faces([lax, random, nn, nn.initializers, _jnp_fft, _jnp_linalg, _sp_linalg, _sp_signal, _sp_special,
+                     _sp_stats] + [getattr(_sp_stats, _name) for _name in _sp_stats.__all__
+                                   if isinstance(getattr(_sp_stats, _name), type(_sp_stats))],
                     extra_types=(custom_jvp, custom_vjp))
 
 from tracejit.version import __version__, __version_info__  # noqa: E402

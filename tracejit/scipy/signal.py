@@ -17,7 +17,8 @@ import tracejit.numpy as jnp
 from tracejit.ops.convolution import conv_general_dilated
 from tracejit.numpy._util import promote, to_operand
 
-__all__ = ["convolve", "correlate", "convolve2d", "correlate2d"]
+__all__ = ["convolve", "correlate", "convolve2d", "correlate2d", "csd", "detrend", "fftconvolve", "istft", "stft",
+           "welch"]
 
 
 def _operands(in1, in2, name):
@@ -149,3 +150,6 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=N
     if jnp.ndim(in1) != 2 or jnp.ndim(in2) != 2:
         raise ValueError("correlate2d only supports 2-D inputs")
     return correlate(in1, in2, mode)
+
+
+from tracejit.scipy.signal_spectral import csd, detrend, fftconvolve, istft, stft, welch  # noqa: E402,F401

@@ -1360,3 +1360,8 @@ def sph_harm_y(n, m, theta, phi, diff_n=0):
 
 
 from tracejit.scipy._incomplete import betainc, exp1, expi, expn, gammainc, gammaincc, hyp1f1  # noqa: E402,F401
+from tracejit.scipy.special_more import (bessel_jn, boxcox, boxcox1p, dawsn, erfcx, fresnel,  # noqa: E402,F401
+                                         hyp2f1, loggamma, owens_t, sici, wofz)
+from tracejit.scipy import special_more as _special_more  # noqa: E402
+
+__all__ = sorted(__all__ + _special_more.__all__)

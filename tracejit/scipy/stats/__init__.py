@@ -14,7 +14,11 @@ from tracejit.scipy.stats import (bernoulli, beta, betabinom, binom, cauchy, chi
                                   gamma, gennorm, geom, gumbel_l, gumbel_r, laplace, logistic, multinomial,
                                   multivariate_normal, nbinom, norm, pareto, poisson, t, truncnorm, uniform,
                                   vonmises, wrapcauchy)
+from tracejit.scipy.stats._core import mode, rankdata, sem  # noqa: F401
+from tracejit.scipy.stats.kde import gaussian_kde  # noqa: F401
 
+# The distribution modules, and the functions and class of the module itself.
 __all__ = ["bernoulli", "beta", "betabinom", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma", "gennorm",
            "geom", "gumbel_l", "gumbel_r", "laplace", "logistic", "multinomial", "multivariate_normal", "nbinom",
-           "norm", "pareto", "poisson", "t", "truncnorm", "uniform", "vonmises", "wrapcauchy"]
+           "norm", "pareto", "poisson", "t", "truncnorm", "uniform", "vonmises", "wrapcauchy",
+           "mode", "rankdata", "sem", "gaussian_kde"]
