@@ -184,20 +184,7 @@ NOT_YET = {
         "bfloat16",
     ],
     "jax.lax": [
-        "ConvGeneralDilatedDimensionNumbers",
-        "RaggedDotDimensionNumbers",
-        "approx_max_k", "approx_min_k",
-        "conv_general_dilated_local", "conv_general_dilated_patches",
-        "fft", "igamma_grad_a",
-        "platform_dependent", "ragged_dot",
-        "ragged_dot_general", "random_gamma_grad",
-        "reduce_precision",
-        "stage"
-    ],
-    "jax.lax.linalg": [
-        # No nonsymmetric eigensolver or Schur primitive to compose them from (tracejit's
-        # jnp.linalg.eig is eager only: its output dtype depends on the data).
-        "EigImplementation", "eig", "schur",
+        "conv_general_dilated_local", "igamma_grad_a", "random_gamma_grad", "stage"
     ],
     "jax.random": [
         "key_dtype",

@@ -398,7 +398,6 @@ def test_dtype_and_rank_errors():
         L.cholesky(np.eye(3, dtype=np.int64))
     with pytest.raises(ValueError):
         L.qr(np.ones(3))
-    assert not hasattr(L, "eig") and not hasattr(L, "schur")   # see NOT_YET in test_api_coverage
 
 
 # --------------------------------------------------------------------------- derivatives

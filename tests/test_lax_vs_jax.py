@@ -319,7 +319,8 @@ COVERED = {n for c in CASES for n in c.names}
 # Names both modules export that are not elementwise (shape, reduction, control flow,
 # indexing, linear algebra, convolution helpers): checked by other test files.
 NOT_ELEMENTWISE = {
-    "DotDimensionNumbers", "PrecisionLike", "argmax", "argmin", "associative_scan", "batch_matmul", "broadcast",
+    "ConvGeneralDilatedDimensionNumbers", "DotDimensionNumbers", "PrecisionLike", "argmax", "argmin",
+    "associative_scan", "batch_matmul", "broadcast",
     "broadcast_in_dim", "broadcast_like", "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota", "collapse",
     "concatenate", "cond", "conv", "conv_dimension_numbers", "conv_general_dilated", "conv_general_permutations",
     "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose", "conv_transpose_shape_tuple",

@@ -55,4 +55,8 @@ from tracejit.lax.parallel import *  # noqa: E402,F401,F403
 from tracejit.lax.parallel import __all__ as _parallel_all  # noqa: E402
 
 __all__ += list(_parallel_all)
+from tracejit.lax.extras import *  # noqa: E402,F401,F403
+from tracejit.lax.extras import __all__ as _extras_all  # noqa: E402
+
+__all__ += list(_extras_all)
 from tracejit.lax import linalg  # noqa: E402,F401  (jax.lax.linalg, a submodule)

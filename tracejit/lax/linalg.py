@@ -13,8 +13,15 @@ conventions (``xLARFG``: ``beta = -sign(alpha) * norm``; ``xGEHRD``, ``xSYTRD``/
 Differences from JAX: ``tracejit.numpy.linalg.cholesky`` of a matrix that is not positive definite
 raises NumPy's ``LinAlgError`` (``lax.linalg.cholesky`` gives NaNs, as JAX's); ``eigh``/``cholesky`` differentiate along the Hermitian part
 of the direction also with ``symmetrize_input=False``; triangular and tridiagonal solves use the
-general LU solver on the masked / assembled matrix (same result, O(n^3)). ``eig`` and ``schur`` are
-not provided: tracejit has no nonsymmetric eigensolver or Schur primitive to build them from.
+general LU solver on the masked / assembled matrix (same result, O(n^3)).
+
+``eig`` and ``schur`` call LAPACK's ``?geev`` / ``?gees`` on the host (eagerly, and under ``jit`` as a
+host callback; ``vmap`` passes the whole batch), through SciPy's LAPACK, the library JAX's CPU
+kernels call: results match JAX's bit for bit (eigenvalue order, unit 2-norm eigenvectors with a real
+largest component). A matrix with an infinity or NaN, or on which LAPACK fails, gives NaNs, as in
+JAX. Without SciPy, ``eig`` falls back to NumPy's ``geev`` (right eigenvectors only; single
+precision computed in double, as NumPy does) and ``schur`` is unavailable. ``eig``'s derivative is
+JAX's rule (eigenvalues; eigenvectors with ``enable_eigvec_derivs=True``); ``schur`` has none.
 
 Examples
 --------
@@ -27,22 +34,35 @@ Array([1., 2.])
 from __future__ import annotations
 
 import enum
+import functools
 import operator
+import warnings
 
 import numpy as np
 
 import tracejit.numpy as jnp
 from tracejit.array import eager_results
+from tracejit.core.avals import ShapedArray
 from tracejit.ops import control_flow_functions as control_flow
 from tracejit.lax._linalg_kernels import (_H, _is_complex, _mT, apply_reflectors, hessenberg_core, lu_kernel, mask,
                                           qdwh_iterate, qr_pivoted, swap)
-from tracejit.numpy._util import aval, is_tracer, to_operand
+from tracejit.lax.ops import broadcasted_iota, complex as _complex
+from tracejit.numpy._util import aval, eager, is_tracer, to_operand
+from tracejit.ops.callback import FlatCallback, pure_callback_p, split_callback_args
 from tracejit.ops.linalg import cholesky_p as _cholesky_p
 from tracejit.scipy.linalg import solve_triangular
+from tracejit.transforms.ad_custom import custom_jvp
 
-__all__ = ["EighImplementation", "SvdAlgorithm", "cholesky", "cholesky_update", "eigh", "hessenberg",
-           "householder_product", "lu", "lu_pivots_to_permutation", "ormqr", "qdwh", "qr", "svd",
-           "symmetric_product", "triangular_solve", "tridiagonal", "tridiagonal_solve"]
+__all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "cholesky", "cholesky_update", "eig", "eigh",
+           "hessenberg", "householder_product", "lu", "lu_pivots_to_permutation", "ormqr", "qdwh", "qr", "schur",
+           "svd", "symmetric_product", "triangular_solve", "tridiagonal", "tridiagonal_solve"]
+
+
+class EigImplementation(enum.Enum):
+    """Algorithm choice for :func:`eig` (``LAPACK``, on the host, is the only one on the CPU)."""
+    CUSOLVER = "cusolver"
+    MAGMA = "magma"
+    LAPACK = "lapack"
 
 
 class EighImplementation(enum.Enum):
@@ -642,3 +662,241 @@ def qdwh(x, *, is_hermitian=False, max_iterations=None, eps=None, dynamic_shape=
     else:
         m, n = big_m, big_n
     return qdwh_iterate(x, m, n, max_iterations, eps)
+
+
+# --------------------------------------------------------------------------- eig / schur (host LAPACK)
+
+def _scipy_linalg():
+    """SciPy's ``linalg`` (its LAPACK is the one JAX's CPU kernels call), or None without SciPy."""
+    try:
+        from scipy import linalg
+    except ImportError:
+        return None
+    return linalg
+
+
+def _complex_of(dt):
+    return np.dtype(np.complex128) if np.dtype(dt) in (np.float64, np.complex128) else np.dtype(np.complex64)
+
+
+def _host_geev(a, *, left, right):
+    """LAPACK ``?geev`` of every matrix of the batch ``a``: ``[w] + [vl] + [vr]`` as requested, complex;
+    NaNs for a matrix with a non-finite entry or on which LAPACK fails (JAX's convention)."""
+    a = np.asarray(a)
+    cdt = _complex_of(a.dtype)
+    w = np.full(a.shape[:-1], np.nan, cdt)
+    vl = np.full(a.shape, np.nan, cdt)
+    vr = np.full(a.shape, np.nan, cdt)
+    sl = _scipy_linalg()
+    if sl is None and left:
+        raise NotImplementedError("lax.linalg.eig: left eigenvectors need SciPy's LAPACK (scipy is not installed)")
+    for idx in np.ndindex(*a.shape[:-2]):
+        m = a[idx]
+        if m.shape[-1] == 0 or not np.isfinite(m).all():
+            continue
+        try:
+            if sl is not None:
+                res = sl.eig(m, left=left, right=right, check_finite=False)
+            else:                               # NumPy's geev (in double precision for single)
+                res = np.linalg.eig(m) if right else np.linalg.eigvals(m)
+        except np.linalg.LinAlgError:
+            continue
+        res = list(res) if isinstance(res, tuple) else [res]
+        w[idx] = res.pop(0)
+        if left:
+            vl[idx] = res.pop(0)
+        if right:
+            vr[idx] = res.pop(0)
+    return [w] + ([vl] if left else []) + ([vr] if right else [])
+
+
+def _host_gees(a, *, vectors):
+    """LAPACK ``?gees`` (no sorting) of every matrix of the batch ``a``: ``[t] + [q]``, in ``a``'s dtype
+    (the real Schur form for real matrices); NaNs where it fails or for non-finite entries."""
+    a = np.asarray(a)
+    sl = _scipy_linalg()
+    if sl is None:
+        raise NotImplementedError("lax.linalg.schur needs SciPy's LAPACK (?gees); scipy is not installed")
+    t = np.full(a.shape, np.nan, a.dtype)
+    q = np.full(a.shape, np.nan, a.dtype)
+    for idx in np.ndindex(*a.shape[:-2]):
+        m = a[idx]
+        if m.shape[-1] == 0 or not np.isfinite(m).all():
+            continue
+        try:
+            t[idx], q[idx] = sl.schur(m, output="complex" if m.dtype.kind == "c" else "real", check_finite=False)
+        except np.linalg.LinAlgError:
+            continue
+    return [t, q] if vectors else [t]
+
+
+# One function object per static choice: equal callbacks of one program may then be merged.
+_GEEV = {(l, r): functools.partial(_host_geev, left=l, right=r) for l in (False, True) for r in (False, True)}
+_GEES = {v: functools.partial(_host_gees, vectors=v) for v in (False, True)}
+
+
+def _host_call(fun, label, x, result_avals):
+    """``fun(x)`` on the host: eagerly at once, else a ``pure_callback`` (whole batches under ``vmap``)."""
+    if eager(x):
+        return fun(np.asarray(x))
+    in_tree, dynamic, static = split_callback_args((x,), {})
+    outs = pure_callback_p.bind(*dynamic, callback=FlatCallback(fun, in_tree, static, label=label),
+                                result_avals=tuple(result_avals), vmap_method="broadcast_all", sharding=None)
+    return list(outs)
+
+
+def _geev(a, left, right):
+    shape, cdt = aval(a).shape, _complex_of(aval(a).dtype)
+    avals = [ShapedArray(shape[:-1], cdt)] + [ShapedArray(shape, cdt)] * (int(left) + int(right))
+    return _host_call(_GEEV[(left, right)], "geev", a, avals)
+
+
+def _eig_vec_jvp(w, v, da):
+    """JAX's eigenvector JVP (nondegenerate perturbation theory, differentiating through LAPACK's
+    normalization: unit 2-norm, real largest-magnitude component)."""
+    n = aval(w).shape[-1]
+    eye = np.eye(n, dtype=aval(w).dtype)
+    f = 1 / (eye + w[..., None, :] - w[..., :, None]) - eye
+    p = jnp.linalg.solve(v, da) @ v
+    dw = jnp.diagonal(p, axis1=-2, axis2=-1)
+    u = v @ (f * p)
+    k = jnp.argmax(jnp.abs(v), axis=-2)
+    sel = broadcasted_iota(np.int32, aval(v).shape, aval(v).ndim - 2) == k[..., None, :].astype(np.int32)
+    sel = sel.astype(aval(v).dtype)
+    c = _complex(-jnp.real(jnp.sum(jnp.conj(v) * u, axis=-2)),
+                 -jnp.imag(jnp.sum(sel * u, axis=-2)) / jnp.real(jnp.sum(sel * v, axis=-2)))
+    return dw, u + v * c[..., None, :]
+
+
+@functools.lru_cache(maxsize=None)
+def _eig_function(left, right, vec_derivs):
+    def eig_fn(a):
+        return _geev(a, left, right)
+
+    fn = custom_jvp(eig_fn)
+
+    def jvp(primals, tangents):
+        (a,), (da,) = primals, tangents
+        if (left or right) and not vec_derivs:
+            raise NotImplementedError(
+                "Derivatives of non-symmetric eigenvectors are only valid under assumptions on the input that "
+                "JAX cannot check (see the enable_eigvec_derivs argument to jax.lax.linalg.eig). Pass "
+                "enable_eigvec_derivs=True to jax.lax.linalg.eig to opt in. See "
+                "https://github.com/jax-ml/jax/issues/2748 for discussion.")
+        outs = _geev(a, left, True)
+        w, vr = outs[0], outs[-1]
+        da = jnp.asarray(da).astype(aval(vr).dtype)
+        if not (left or right):
+            return [w], [jnp.sum(jnp.linalg.solve(vr, da) * jnp.swapaxes(vr, -1, -2), axis=-1)]
+        dw, dvr = _eig_vec_jvp(w, vr, da)
+        primal_out, tangent_out = [w], [dw]
+        if left:
+            _, dvl = _eig_vec_jvp(jnp.conj(w), outs[1], _H(da))
+            primal_out.append(outs[1])
+            tangent_out.append(dvl)
+        if right:
+            primal_out.append(vr)
+            tangent_out.append(dvr)
+        return primal_out, tangent_out
+
+    fn.defjvp(jvp)
+    return fn
+
+
+def _general_operand(x, name):
+    x = _operand(x, name, square=True)
+    if aval(x).dtype == np.float16:
+        raise TypeError(f"{name} does not accept dtype float16 (LAPACK has no half-precision routine)")
+    return x
+
+
+@eager_results
+def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True, enable_eigvec_derivs=False,
+        implementation=None, use_magma=None):
+    """Eigendecomposition of general square matrices (``jax.lax.linalg.eig``): LAPACK ``?geev``.
+
+    Parameters
+    ----------
+    x : array, shape (..., n, n), floating or complex
+    compute_left_eigenvectors, compute_right_eigenvectors : bool
+    enable_eigvec_derivs : bool
+        Allow differentiating the eigenvectors (valid for distinct eigenvalues), as in JAX.
+    implementation : EigImplementation, optional
+        ``None`` or ``LAPACK`` (the others are GPU libraries: ValueError, as JAX on the CPU).
+    use_magma : bool, optional
+        Deprecated alias of ``implementation``.
+
+    Returns
+    -------
+    list ``[w, vl, vr]`` (the vectors only when requested), all complex (complex64 for float32 and
+    complex64 input, else complex128). ``w[..., i]`` is the eigenvalue of ``vr[..., :, i]``
+    (``x @ vr = vr * w``) and of the left eigenvector ``vl[..., :, i]`` (``vl^H @ x = w * vl^H``),
+    in LAPACK's order; each eigenvector has unit 2-norm and a real largest-magnitude component. A
+    matrix with an infinity or NaN gives NaNs. Eagerly, under ``jit`` (a host callback) and
+    ``vmap``; differentiable as JAX's (eigenvalues; eigenvectors with ``enable_eigvec_derivs``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tracejit.lax import linalg
+    >>> w, vr = linalg.eig(np.array([[2.0, 1.0], [0.0, 3.0]]), compute_left_eigenvectors=False)
+    >>> w
+    Array([2.+0.j, 3.+0.j])
+    >>> np.round(np.abs(vr), 4)
+    array([[1.    , 0.7071],
+           [0.    , 0.7071]])
+    """
+    if use_magma is not None:
+        warnings.warn("use_magma is deprecated, please use implementation=EigImplementation.MAGMA instead.",
+                      DeprecationWarning, stacklevel=2)
+        implementation = EigImplementation.MAGMA if use_magma else EigImplementation.LAPACK
+    if implementation is not None and implementation != EigImplementation.LAPACK:
+        raise ValueError("Only the lapack implementation is supported on CPU.")
+    x = _general_operand(x, "eig")
+    fn = _eig_function(bool(compute_left_eigenvectors), bool(compute_right_eigenvectors), bool(enable_eigvec_derivs))
+    return list(fn(x))
+
+
+@functools.lru_cache(maxsize=None)
+def _schur_function(vectors):
+    def schur_fn(a):
+        return _host_call(_GEES[vectors], "gees", a, [ShapedArray(aval(a).shape, aval(a).dtype)] * (1 + vectors))
+
+    fn = custom_jvp(schur_fn)
+
+    def jvp(primals, tangents):
+        raise NotImplementedError("Differentiation rule for 'schur' not implemented")
+
+    fn.defjvp(jvp)
+    return fn
+
+
+@eager_results
+def schur(x, *, compute_schur_vectors=True, sort_eig_vals=False, select_callable=None):
+    """Schur decomposition ``x = q @ t @ q^H`` (``jax.lax.linalg.schur``): LAPACK ``?gees``.
+
+    ``t`` is upper triangular (for real ``x`` the real Schur form: quasi-triangular with 2x2 blocks
+    for complex conjugate pairs), ``q`` unitary; both in ``x``'s dtype. Needs SciPy's LAPACK.
+
+    Parameters
+    ----------
+    x : array, shape (..., n, n), floating or complex
+    compute_schur_vectors : bool
+        Return ``[t, q]``; else ``[t]``.
+    sort_eig_vals : bool
+        Must be False (NotImplementedError otherwise, as in JAX).
+    select_callable : ignored
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tracejit.lax import linalg
+    >>> t, q = linalg.schur(np.array([[1.0, 2.0], [0.0, 3.0]]))
+    >>> t
+    Array([[1., 2.],
+           [0., 3.]])
+    """
+    if sort_eig_vals:
+        raise NotImplementedError("The sort feature of LAPACK's gees routine is not implemented.")
+    x = _general_operand(x, "schur")
+    return list(_schur_function(bool(compute_schur_vectors))(x))

@@ -303,3 +303,56 @@ def _svd_ds(svd_p, a, t):
     u, s, vt = svd_p.bind(a, full_matrices=False, compute_uv=True, hermitian=False)
     return jnp.real(jnp.diagonal(_matmul(_matmul(_H(u), t), _H(vt)), axis1=-2, axis2=-1))
 
+
+
+# --------------------------------------------------------------------------- fft
+#
+# Every transform is linear: the JVP is the transform of the tangent. The VJP is the transpose,
+# as JAX's (jax/_src/lax/fft.py): the DFT matrix is symmetric, so fft / ifft transpose to themselves;
+# rfft to the complex transform of the half spectrum padded with zeros, real part; irfft to the
+# conjugate of rfft(ct) with the non-redundant bins counted twice, at irfft's scale. The zero
+# padding / cropping of the input to ``lengths`` transposes to cropping / padding back.
+
+def _fft_resize(x, axes, sizes):
+    """``x`` cropped or zero-padded at the end of each axis in ``axes`` to ``sizes``."""
+    for a, m in zip(axes, sizes):
+        n = aval_of(x).shape[a]
+        if n > m:
+            x = jnp.take(x, np.arange(m), axis=a)
+        elif n < m:
+            pads = [(0, 0)] * aval_of(x).ndim
+            pads[a] = (0, m - n)
+            x = jnp.pad(x, pads)
+    return x
+
+
+@rules_for("fft")
+def _fft_rules(fft_p, prims):
+    def jvp(primals, tangents, **params):
+        (x,), (t,) = primals, tangents
+        return [fft_p.bind(x, **params)], [None if t is None else fft_p.bind(t, **params)]
+    def_jvp(fft_p, jvp)
+
+    def backward(ct, needed, ins, outs, *, kind, lengths, axes, norm):
+        (x,) = ins
+        real_in = aval_of(x).dtype.kind != "c"
+        if kind in ("fft", "ifft"):
+            g = fft_p.bind(ct, kind=kind, lengths=lengths, axes=axes, norm=norm)
+        elif kind == "rfft":
+            full = _fft_resize(ct, axes[-1:], lengths[-1:])
+            g = fft_p.bind(full, kind="fft", lengths=lengths, axes=axes, norm=norm)
+        else:
+            spec = fft_p.bind(ct, kind="rfft", lengths=lengths, axes=axes, norm="backward")
+            h = aval_of(spec).shape[axes[-1]]
+            odd = lengths[-1] % 2
+            weights = np.concatenate([[1.0], np.full(h - 2 + odd, 2.0), np.ones(1 - odd)])
+            total = float(np.prod(lengths))
+            scale = {None: 1 / total, "backward": 1 / total, "ortho": 1 / np.sqrt(total), "forward": 1.0}[norm]
+            shape = [1] * aval_of(spec).ndim
+            shape[axes[-1]] = h
+            w = (scale * weights).reshape(shape).astype(aval_of(spec).dtype)
+            g = jnp.conj(mul(spec, w))
+        if real_in:
+            g = jnp.real(g)
+        return [_fft_resize(g, axes, [aval_of(x).shape[a] for a in axes])]
+    def_simple_vjp(fft_p, backward)
