@@ -1006,6 +1006,10 @@ class Gen:
             how = "add"
         if u is not None:
             upd, deps = f"{u.name}.astype({v.name}.dtype)", [v.name, u.name]
+            if v.val.dtype == np.uint32 and u.kind in "fc":
+                # NumPy's own float -> uint32 cast is position-dependent out of range (see _u32;
+                # campaign seed 10889041: -inf became 2**31 in its vector loop, 0 as a scalar)
+                upd = f"_u32(xp, {u.name})"
             if u.err or (u.kind in "fc" and v.kind not in "fc") or (u.kind == "c" and v.kind != "c"):
                 if u.err:
                     return None
