@@ -47,9 +47,7 @@ def narrow(dtype: np.dtype) -> np.dtype:
     ...     narrow(float64), narrow(int8)
     (dtype('float32'), dtype('int8'))
     """
-    if config._x64_maybe_off and dtype in _NARROW and not config.enable_x64:
-        return _NARROW[dtype]
-    return dtype
+    return _NARROW[dtype] if x64_off() and dtype in _NARROW else dtype
 
 
 def x64_off() -> bool:

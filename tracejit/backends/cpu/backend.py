@@ -61,8 +61,9 @@ class CPUBackend:
         modules = spread_over_modules([em for _, em, _ in emitters], module, name)
         codegen_ms = [0.0]
         team = parallel.runtime()      # loaded (and its symbols registered) before any object code
+        emitter_of = {id(k): em for k, em, _ in emitters}
         entry_layout, entry_reason = entry.entry_or_reason(
-            plan, optimized.offsets or {}, optimized.arena_bytes, {id(k): em for k, em, _ in emitters},
+            plan, optimized.offsets or {}, optimized.arena_bytes, emitter_of,
             optimized.donated_outputs, pools, len(modules) if emitters else 1)
 
         def build():
@@ -72,7 +73,7 @@ class CPUBackend:
                 em.emit(fn_name)
             if entry_layout is not None:
                 entry.emit_entry(module, plan, optimized.offsets or {}, entry_layout,
-                                 {id(k): em for k, em, _ in emitters}, {id(k): n for k, _, n in emitters})
+                                 emitter_of, {id(k): n for k, _, n in emitters})
             if team is not None and any(isinstance(k, Kernel) for k, _, _ in emitters):
                 parallel.emit_trampoline(module, team)
             for m in modules:

@@ -19,13 +19,12 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass, field
 
-import numpy as np
 from llvmlite import ir
 
 from tracejit.config import env_flag
 from tracejit.compiler.kernel_ir import Kernel
 from tracejit.compiler.plan import NumpyStep, WindowStep, base_buffer
-from tracejit.backends.cpu.loops import NativeLoop
+from tracejit.backends.cpu.loops import NativeLoop, aligned_size, literal_constant
 from tracejit.backends.cpu.runtime import PARALLEL_MIN_WORK, openmp_min_work
 
 I64 = ir.IntType(64)
@@ -34,12 +33,6 @@ PTR = ir.PointerType()
 VOID = ir.VoidType()
 ENTRY = "tracejit_entry"
 ENTRY_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
-ALIGN = 64
-
-
-def _round_up(n: int) -> int:
-    return -(-max(n, 1) // ALIGN) * ALIGN
-
 
 @dataclass
 class EntryLayout:
@@ -91,7 +84,7 @@ def entry_or_reason(plan, offsets, arena_bytes, emitters, donated_outputs, pools
     for b in bufs:
         if b.kind == "const":
             layout.io[b.id] = len(plan.inputs) + len(outs) + b.index
-    top = _round_up(arena_bytes)
+    top = aligned_size(arena_bytes)
     for i, step in enumerate(plan.steps):
         if isinstance(step, (Kernel, WindowStep)):
             if isinstance(step, Kernel) and not _runs_on_caller(step, emitters[id(step)]):
@@ -105,15 +98,15 @@ def entry_or_reason(plan, offsets, arena_bytes, emitters, donated_outputs, pools
         layout.loops.append((i, loop))
         for k, nbytes in enumerate(loop._scratch.values()):
             layout.extra[(i, k)] = top
-            top += _round_up(nbytes)
+            top += aligned_size(nbytes)
         for o in step.outputs:
-            if bufs[o].kind not in ("output",) and o not in offsets:
+            if bufs[o].kind != "output" and o not in offsets:
                 layout.extra[o] = top
-                top += _round_up(bufs[o].nbytes)
+                top += aligned_size(bufs[o].nbytes)
     for b in bufs:      # temporaries without a planned place (none expected; never share memory)
         if b.kind == "temp" and b.id not in offsets and b.id not in layout.extra:
             layout.extra[b.id] = top
-            top += _round_up(b.nbytes)
+            top += aligned_size(b.nbytes)
     layout.arena_bytes = top
     return layout, None
 
@@ -172,25 +165,11 @@ def emit_entry(module, plan, offsets, layout: EntryLayout, emitters, fn_names) -
             elif isinstance(step.inputs[k], int):
                 sources.append(address(step.inputs[k]))
             else:
-                sources.append(_literal(module, step.inputs[k][1], step.eqn.inputs[k].aval.dtype))
+                sources.append(literal_constant(module, step.inputs[k][1], step.eqn.inputs[k].aval.dtype))
         p = b.gep(loop_table, [ir.Constant(I64, loop_slot[i])], source_etype=PTR)
         driver = b.load(p, typ=driver_type)
         b.call(driver, [slot_array(sources), ir.Constant(I64, 0)])
     b.ret_void()
-
-
-def _literal(module, value, dtype):
-    raw = np.asarray(value, dtype).tobytes()
-    name = f"entry_lit_{raw.hex()}_{np.dtype(dtype).str[1:]}"
-    g = module.globals.get(name)
-    if g is None:
-        t = ir.ArrayType(I8, max(len(raw), 1))
-        g = ir.GlobalVariable(module, t, name=name)
-        g.initializer = ir.Constant(t, bytearray(raw or b"\0"))
-        g.global_constant = True
-        g.linkage = "private"
-        g.align = ALIGN
-    return g
 
 
 class NativeEntry:

@@ -53,7 +53,7 @@ ALIGN = 64
 _tags = itertools.count()
 
 
-def _round_up(n: int) -> int:
+def aligned_size(n: int) -> int:
     return -(-max(n, 1) // ALIGN) * ALIGN
 
 
@@ -111,21 +111,21 @@ class _SubPlan:
         for b in bufs:
             if b.kind == "output" and b.id not in self.in_place and b.id not in self.direct_ys:
                 self.out_offsets[b.id] = top
-                top += _round_up(b.nbytes)
+                top += aligned_size(b.nbytes)
         # Outputs that pass an input through are saved here first: the carry copies
         # below would otherwise overwrite an input another output still reads.
         self.pass_offsets = {}
         for k, bid in enumerate(plan.outputs):
             if bufs[base_buffer(bufs, bid)].kind == "input" and k not in self.unchanged:
                 self.pass_offsets[k] = top
-                top += _round_up(bufs[bid].nbytes)
+                top += aligned_size(bufs[bid].nbytes)
         # Results of nested control flow get memory of their own here too.
         for s in plan.steps:
             if isinstance(s, NumpyStep):
                 for b in s.outputs:
                     if bufs[b].kind != "output":
                         self.out_offsets[b] = top
-                        top += _round_up(bufs[b].nbytes)
+                        top += aligned_size(bufs[b].nbytes)
         self.out_bytes = top
         # ("kernel", emitter, (name, team granule or None)) | ("nested", step, construct)
         # | ("blas", step, GemmCall), in plan order; a kernel with a granule forks the OpenMP team.
@@ -179,7 +179,7 @@ class _SubPlan:
     def storage_bytes(self) -> int:
         """Working memory this sub-plan asks its driver for, nested constructs included."""
         nested = sum(c.storage_bytes() for kind, _, c in self.items if kind == "nested")
-        return _round_up(self.arena_bytes) + _round_up(self.out_bytes) + nested
+        return aligned_size(self.arena_bytes) + aligned_size(self.out_bytes) + nested
 
 
 class _Driver:
@@ -213,24 +213,30 @@ class _Driver:
                 self.scratch_bytes[name] = nbytes
                 return self.arg(name, ("scratch", len(self.scratch_bytes) - 1))
             with self.b.goto_block(self.entry):
-                slot = self.b.alloca(ir.ArrayType(I8, _round_up(nbytes)), name=name)
+                slot = self.b.alloca(ir.ArrayType(I8, aligned_size(nbytes)), name=name)
                 slot.align = ALIGN
                 self.bases[name] = slot
         return self.bases[name]
 
     def literal(self, value, dtype):
         """A pointer to a constant holding ``value`` (a literal operand of a nested construct)."""
-        raw = np.asarray(value, dtype).tobytes()
-        name = f"lit_{raw.hex()}_{np.dtype(dtype).str[1:]}"
-        module = self.fn.module
-        g = module.globals.get(name)
-        if g is None:
-            t = ir.ArrayType(I8, len(raw))
-            g = ir.GlobalVariable(module, t, name=name)
-            g.initializer = ir.Constant(t, bytearray(raw))
-            g.global_constant = True
-            g.linkage = "private"
-        return g
+        return literal_constant(self.fn.module, value, dtype)
+
+
+def literal_constant(module, value, dtype):
+    """A private constant of ``module`` holding ``value`` as ``dtype`` (one per value and dtype),
+    aligned as the arena's buffers are: what a step reads for a literal operand."""
+    raw = np.asarray(value, dtype).tobytes()
+    name = f"lit_{raw.hex()}_{np.dtype(dtype).str[1:]}"
+    g = module.globals.get(name)
+    if g is None:
+        t = ir.ArrayType(I8, len(raw))
+        g = ir.GlobalVariable(module, t, name=name)
+        g.initializer = ir.Constant(t, bytearray(raw))
+        g.global_constant = True
+        g.linkage = "private"
+        g.align = ALIGN
+    return g
 
 
 class _Frame:
@@ -489,7 +495,7 @@ class NativeLoop:
         in_avals = [a.aval for a in eqn.inputs]
         out_avals = [v.aval for v in eqn.outputs]
         carries = len(c.carry_avals) if self.kind != "cond" else 0
-        local_bytes = sum(_round_up(a.nbytes) for a in out_avals[:carries]) + c.storage_bytes()
+        local_bytes = sum(aligned_size(a.nbytes) for a in out_avals[:carries]) + c.storage_bytes()
         drv = _Driver(module, local_bytes <= LOCAL_STORAGE_BYTES)
         self.local = drv.local
         operands = [drv.arg(f"in{k}", ("arg", k)) for k in range(len(in_avals))]
