@@ -40,6 +40,11 @@ def _as_kernel(eqn) -> bool:
     return macs <= SMALL_DOT_MACS or min(free_l, free_r) <= VECTOR_SIDE
 
 
+def _transposed(x, permutation):
+    # No identity transposes: fusion looks through the broadcast to the value itself.
+    return x if permutation == tuple(range(len(permutation))) else transpose_p.bind(x, permutation=permutation)
+
+
 def _rewrite(eqn, ins):
     lhs, rhs = ins
     la, ra = (a.aval for a in eqn.inputs)
@@ -50,8 +55,8 @@ def _rewrite(eqn, ins):
     # Iteration space: batch, lhs free, rhs free, contracted (summed away last).
     shape = ([la.shape[i] for i in lb] + [la.shape[i] for i in lf] + [ra.shape[i] for i in rf]
              + [la.shape[i] for i in lc])
-    l_t = transpose_p.bind(lhs, permutation=tuple(list(lb) + lf + list(lc)))
-    r_t = transpose_p.bind(rhs, permutation=tuple(list(rb) + rf + list(rc)))
+    l_t = _transposed(lhs, tuple(list(lb) + lf + list(lc)))
+    r_t = _transposed(rhs, tuple(list(rb) + rf + list(rc)))
     batch_dims = list(range(nb))
     contract_dims = list(range(nb + nl + nr, nb + nl + nr + nc))
     l_b = broadcast_in_dim_p.bind(l_t, shape=tuple(shape),
