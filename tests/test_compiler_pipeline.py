@@ -2,6 +2,7 @@
 import numpy as np
 
 import tracejit
+import tracejit.numpy as jnp
 from tracejit.compiler.driver import STAGE_NAMES, optimize_program
 from tracejit.compiler.passes import PIPELINE
 
@@ -76,3 +77,13 @@ def test_log_compiles_line(capsys, caplog):
         tracejit.config.update("log_compiles", False)
     out = capsys.readouterr().out + caplog.text
     assert "compiled g" in out and "f32[8]" in out and "LLVM" in out and "1 kernel" in out
+
+
+def test_reshaped_view_of_a_materialized_value_is_an_alias_not_a_copy():
+    # The im2col matrix of a convolution (a concatenation) gets a leading group dim before its
+    # product: the same bytes, so the plan aliases it instead of copying it with a kernel.
+    a, b = np.arange(4096.0).reshape(64, 64) / 100, np.arange(4096.0).reshape(64, 64) / 7
+    f = tracejit.jit(lambda a, b: jnp.concatenate([a, a * 2]).reshape(1, 128, 64) @ b)
+    text = f.lower(a, b).compile().as_text()
+    assert "blas" in text and ": copy" not in text, text
+    np.testing.assert_allclose(f(a, b), (np.concatenate([a, a * 2]) @ b)[None], rtol=1e-13)

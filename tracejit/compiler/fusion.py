@@ -458,9 +458,22 @@ class Planner:
                 step = WindowStep("update", out, ins[0], ins[1], ins[2:], eqn.inputs[1].aval.shape)
             self.plan.steps.append(step)
             return
+        if k == "struct" and self._same_memory_view(eqn) and id(outs[0]) in self.materialized \
+                and id(outs[0]) not in out_positions:
+            # A materialized reshape-like view of a materialized value (an im2col matrix given a
+            # leading group dim for its product) is the same bytes: an alias, not a copy kernel.
+            self._out_buffer(outs[0], out_positions, kind="alias", alias_of=self.buffer_of[id(eqn.inputs[0])])
+            return
         for v in outs:
             if id(v) in self.materialized:
                 self._build_loop(v, out_positions)
+
+    def _same_memory_view(self, eqn) -> bool:
+        """A size-keeping reshape, squeeze or broadcast (size-1 dims added) of a value that has a buffer:
+        the result's C-order elements are the operand's, in the same order."""
+        src = eqn.inputs[0]
+        return (eqn.primitive in (reshape_p, squeeze_p, broadcast_in_dim_p) and isinstance(src, Var)
+                and id(src) in self.buffer_of and src.aval.size == eqn.outputs[0].aval.size)
 
     def _build_loop(self, var, out_positions):
         out = self._out_buffer(var, out_positions)
