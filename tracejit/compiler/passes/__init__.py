@@ -11,6 +11,7 @@ from tracejit.compiler.passes.dce import dce
 from tracejit.compiler.passes.dot_layout import transpose_dots
 from tracejit.compiler.passes.inline import inline
 from tracejit.compiler.passes.loop_carries import forward_unchanged_carries
+from tracejit.compiler.passes.loop_invariants import hoist_loop_invariants
 from tracejit.compiler.passes.short_sums import short_sums_as_additions
 from tracejit.compiler.passes.simplify import simplify
 from tracejit.compiler.passes.small_dots import small_dots_as_kernels
@@ -19,6 +20,7 @@ PIPELINE = [
     ("inline", inline),        # call equations and decomposable primitives expanded
     ("simplify", simplify),    # constant folding and algebraic identities
     ("loop_carries", forward_unchanged_carries),  # results of carries a loop never changes are its operands
+    ("loop_invariants", hoist_loop_invariants),  # body work that reads only loop constants runs before the loop
     ("small_dots", small_dots_as_kernels),  # matrix-vector and tiny products as fusible sums
     ("short_sums", short_sums_as_additions),  # sums over an axis of 2-4 elements as additions (map kernels)
     ("cse", cse),              # one equation per distinct (primitive, inputs, params)
