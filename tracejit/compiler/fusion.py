@@ -253,6 +253,15 @@ class Planner:
                 m.add(id(e.inputs[0]))
             if k == "gather":
                 m.add(id(e.inputs[0]))
+        # A scatter's updates computed by an expression used nowhere else are evaluated inside the
+        # scatter loop (a CSR mat-vec's ``vals * x[cols]``): not written to memory and read back.
+        for e in prog.eqns:
+            upd = e.inputs[2] if e.primitive is scatter_p and len(e.inputs) == 3 else None
+            if (self.kinds[id(e)] == "window" and isinstance(upd, Var) and self.uses.get(id(upd)) == 1
+                    and id(upd) in self.producer
+                    and self.kinds[id(self.producer[id(upd)])] in ("ew", "struct", "gather")
+                    and upd.aval.dtype == e.outputs[0].aval.dtype and upd.aval.size > 0):
+                m.discard(id(upd))
         # Dot operands that are transposes of materialized buffers stay views (BLAS flags).
         self.dot_views: dict[int, tuple] = {}
         for e in prog.eqns:
@@ -435,7 +444,7 @@ class Planner:
             self._build_reduce(eqn, out_positions)
             return
         if k == "window":
-            ins = [("lit", a.val.item()) if isinstance(a, Literal) else self.buffer_of[id(a)] for a in eqn.inputs]
+            ins = [("lit", a.val.item()) if isinstance(a, Literal) else self.buffer_of.get(id(a)) for a in eqn.inputs]
             out = self._out_buffer(outs[0], out_positions)
             if eqn.primitive is pad_p:
                 lows = [("lit", lo) for lo, _, _ in eqn.params["padding_config"]]
@@ -445,8 +454,9 @@ class Planner:
                 offsets = np.cumsum([0] + [a.aval.shape[axis] for a in eqn.inputs[:-1]]).tolist()
                 step = WindowStep("concat", out, None, tuple(ins), offsets, (), (axis,))
             elif eqn.primitive is scatter_p:
-                step = WindowStep("scatter", out, ins[0], ins[2], [ins[1]], (),
-                                  (eqn.params["kind"], eqn.params["mode"]))
+                fused = None if id(eqn.inputs[2]) in self.materialized else self._update_kernel(eqn.inputs[2], out)
+                step = WindowStep("scatter", out, ins[0], None if fused else ins[2], [ins[1]], (),
+                                  (eqn.params["kind"], eqn.params["mode"]), fused)
             elif eqn.primitive in _NATIVE_AXIS_DTYPES:
                 par = eqn.params
                 axis, reverse = (par["axes"][0], False) if "axes" in par else (
@@ -467,6 +477,16 @@ class Planner:
         for v in outs:
             if id(v) in self.materialized:
                 self._build_loop(v, out_positions)
+
+    def _update_kernel(self, updates, out) -> Kernel:
+        """The expression of a scatter's updates as a one-phase kernel over their shape, evaluated
+        per update inside the scatter loop (``backends/cpu/window.py``)."""
+        nd = updates.aval.ndim
+        e = self.expr(updates, IndexMap.identity(nd))
+        shape = updates.aval.shape if nd else (1,)
+        return Kernel(f"k{len(self.plan.steps)}u", shape, max(len(shape) - 1, 0),
+                      [Phase(None, [e], [out], [IndexMap.identity(len(shape)) if nd else IndexMap(())])],
+                      _op_names([e]) or ["copy"])
 
     def _same_memory_view(self, eqn) -> bool:
         """A size-keeping reshape, squeeze or broadcast (size-1 dims added) of a value that has a buffer:

@@ -70,11 +70,16 @@ class WindowStep:
     window: tuple              # window shape (slice_sizes, or the update's shape); scatter: ()
     combine: tuple = ()        # scatter: (kind, mode), e.g. ("add", "drop"); concat: (axis,);
                                # axis: (cumsum|cumprod|cummax|cummin|argmax|argmin|sort, axis, reverse)
+    fused: object = None       # scatter: a one-phase Kernel over the updates' shape computing each update
+                               # inside the scatter loop (``update`` is then None: nothing materialized)
 
     def reads(self) -> list:
+        """Buffers read, the operand first (in-place rules check that nothing after it is the operand)."""
         if self.kind == "concat":
             return list(dict.fromkeys(self.update))
         ins = [self.operand] + ([self.update] if self.update is not None else [])
+        if self.fused is not None:
+            ins += list(dict.fromkeys(n.buffer for n in self.fused.loads()))
         return [b for b in ins if isinstance(b, int)] + [s for s in self.starts if isinstance(s, int)]
 
     def describe(self) -> str:
@@ -84,7 +89,8 @@ class WindowStep:
         starts = ", ".join(f"b{s}" if isinstance(s, int) else repr(s[1]) for s in self.starts)
         operand = f"b{self.operand}" if isinstance(self.operand, int) else repr(self.operand[1])
         if self.kind == "scatter":
-            return (f"window scatter[{self.combine[0]} mode={self.combine[1]}] b{self.update} into "
+            update = f"b{self.update}" if self.fused is None else f"({self.fused.phases[0].exprs[0]!r})"
+            return (f"window scatter[{self.combine[0]} mode={self.combine[1]}] {update} into "
                     f"{operand}[{starts}] -> b{self.out}")
         if self.kind == "axis":
             op, axis, reverse = self.combine

@@ -306,6 +306,8 @@ def program_fingerprint(program, plan=None) -> str:
                          f"{s.accumulate}".encode())
             elif isinstance(s, WindowStep):
                 h.update(("\n" + s.describe()).encode())
+                for n in s.fused.loads() if s.fused is not None else ():
+                    h.update(f"\nload b{n.buffer} {n.map}".encode())
             else:
                 h.update(f"\nnumpy {s.eqn.primitive.name} {s.inputs} {s.outputs}".encode())
     return h.hexdigest()

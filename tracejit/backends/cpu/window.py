@@ -23,7 +23,8 @@ from llvmlite import ir
 from tracejit.core import dtypes
 from tracejit.compiler.plan import WindowStep
 from tracejit.backends.cpu import lowering as L
-from tracejit.backends.cpu.codegen import c_strides
+from tracejit.backends.cpu.codegen import KernelEmitter, c_strides
+from tracejit.compiler.kernel_ir import walk
 
 I1, I8, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(64)
 PTR, VOID = ir.PointerType(), ir.VoidType()
@@ -71,6 +72,35 @@ def copy_bytes(builder, dst, src, nbytes: int, overlap: bool = False):
     if fn is None:
         fn = ir.Function(builder.module, ir.FunctionType(VOID, [PTR, PTR, I64, I1]), name=name)
     builder.call(fn, [dst, src, ir.Constant(I64, nbytes), ir.Constant(I1, 0)])
+
+
+class _Run:
+    """The pending element of a combining scatter: its position (-1: none) and value, in registers."""
+
+    def __init__(self, b, out_ptr, et, combine):
+        self.b, self.out_ptr, self.et, self.combine_values = b, out_ptr, et, combine
+        with b.goto_entry_block():
+            self.pos, self.value = b.alloca(I64), b.alloca(et)
+        b.store(ir.Constant(I64, -1), self.pos)
+
+    def _element(self, pos):
+        return self.b.gep(self.out_ptr, [pos], source_etype=self.et)
+
+    def flush(self):
+        b = self.b
+        pending = b.load(self.pos, typ=I64)
+        with b.if_then(b.icmp_signed(">=", pending, ir.Constant(I64, 0))):
+            b.store(b.load(self.value, typ=self.et), self._element(pending))
+
+    def combine(self, pos, new):
+        b = self.b
+        with b.if_else(b.icmp_signed("==", pos, b.load(self.pos, typ=I64))) as (same, other):
+            with same:
+                b.store(self.combine_values(b.load(self.value, typ=self.et), new), self.value)
+            with other:
+                self.flush()
+                b.store(self.combine_values(b.load(self._element(pos), typ=self.et), new), self.value)
+                b.store(pos, self.pos)
 
 
 class WindowEmitter:
@@ -187,6 +217,7 @@ class WindowEmitter:
         et = L.memory_type(d)
         it = ir.IntType(8 * idx_buf.dtype.itemsize)
         strides = c_strides(indexed)
+        fused = self._fused_updates(b, bases) if step.fused is not None else None
 
         def row(r):
             pos, valid = ir.Constant(I64, 0), None
@@ -201,20 +232,55 @@ class WindowEmitter:
 
             def element(e):
                 dst = b.gep(bases[step.out], [b.add(b.mul(pos, ir.Constant(I64, block)), e)], source_etype=et)
-                src = b.gep(bases[step.update], [b.add(b.mul(r, ir.Constant(I64, block)), e)], source_etype=et)
-                new = b.load(src, typ=et)
+                at = b.add(b.mul(r, ir.Constant(I64, block)), e)
+                new = fused(at) if fused else b.load(b.gep(bases[step.update], [at], source_etype=et), typ=et)
                 if kind != "set":
                     new = self._combine(b, kind, b.load(dst, typ=et), new, d)
                 b.store(new, dst)
 
             def block_loop():
-                counted_loop(b, block, element, "elem")
+                if run is not None:
+                    run.combine(pos, fused(r) if fused else b.load(
+                        b.gep(bases[step.update], [r], source_etype=et), typ=et))
+                else:
+                    counted_loop(b, block, element, "elem")
             if valid is None:
                 block_loop()
             else:
                 with b.if_then(valid):
                     block_loop()
+        # Scalar updates of a combining scatter keep a run of equal indices in a register (CSR rows,
+        # sorted segment ids): the element is loaded at the run's first update and stored when the run
+        # ends, the same sequence of operations as NumPy's ufunc.at without a store and reload per update.
+        run = _Run(b, bases[step.out], et, lambda old, new: self._combine(b, kind, old, new, d)) \
+            if block == 1 and kind != "set" else None
         counted_loop(b, rows, row, "row")
+        if run is not None:
+            run.flush()
+
+    def _fused_updates(self, b, bases):
+        """``update(flat index)``: the scatter's fused update expression (``step.fused``, a one-phase
+        kernel over the updates' shape) evaluated as a scalar at that update, by the kernel code
+        generator sharing this function's builder and buffer pointers."""
+        kernel = self.step.fused
+        em = KernelEmitter(self.module, kernel, self.buffers, vector_bytes=0)
+        em.b, em.entry = b, b.function.entry_basic_block
+        em.base = {bid: bases[bid] for bid in em.slots}
+        expr = kernel.phases[0].exprs[0]
+        nodes = walk([expr])
+        shape = em.layout.shape
+
+        def update(flat):
+            digits, rest = [], flat
+            for n in reversed(shape[1:]):
+                digits.append(b.urem(rest, ir.Constant(I64, n)))
+                rest = b.udiv(rest, ir.Constant(I64, n))
+            index = [rest] + digits[::-1]
+            em._set_row_bases(nodes, index[:-1])
+            value = em._eval(expr, 1, index[-1], {})
+            # As stored: a bool is a byte in memory, an i1 in expressions.
+            return b.zext(value, L.memory_type(expr.dtype)) if expr.dtype == dtypes.bool_ else value
+        return update
 
     def _axis(self, b, bases):
         """A serial loop along one axis for every other index: ``cumsum``/``cumprod``/``cummax``/
