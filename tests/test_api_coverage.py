@@ -62,11 +62,8 @@ DELIBERATE_OMISSIONS = {
     "jax": {
         # Multi-device, multi-process, sharding (issue 17).
         **dict.fromkeys([
-            "NamedSharding", "P", "Shard", "auto_pcast", "make_array_from_callback",
-            "make_array_from_process_local_data", "make_array_from_single_device_arrays",
-            "make_mesh", "pmap",
-            "remove_size_one_mesh_axis_from_type", "reshard", "set_mesh", "shard_map", "smap",
-            "distributed", "sharding"], SPMD),
+            "Shard", "auto_pcast", "make_array_from_callback", "make_array_from_single_device_arrays", "pmap",
+            "remove_size_one_mesh_axis_from_type", "reshard", "set_mesh", "smap"], SPMD),
         **dict.fromkeys(["host_count", "host_id", "host_ids"],
                         "deprecated aliases of process_count / process_index (multi-process, issue 17)"),
         # No accelerators, no device buffers.
@@ -123,9 +120,10 @@ DELIBERATE_OMISSIONS = {
             "tan_p", "tanh_p", "tile_p", "top_k_p", "transpose_p", "unstack_p", "while_p",
             "xor_p", "zeta_p"], PRIM),
         # Collectives over devices and sharding (issue 17); psum, pmean, pmax, pmin, all_gather,
-        # psum_scatter, ppermute, pshuffle, axis_index and axis_size work under vmap(axis_name=...).
+        # psum_scatter, all_to_all, ppermute, pshuffle, axis_index and axis_size work under
+        # vmap(axis_name=...) and over MPI processes under shard_map.
         **dict.fromkeys([
-            "all_to_all", "pbroadcast", "pcast", "precv", "psend",
+            "pbroadcast", "pcast", "precv", "psend",
             "pswapaxes", "ragged_all_to_all", "with_sharding_constraint"], SPMD),
         # Accelerator-only or XLA-specific.
         "DotAlgorithm": "GPU/TPU dot algorithm selection (bf16x3, tf32, ...)",

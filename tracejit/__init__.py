@@ -42,6 +42,10 @@ from tracejit.api_misc import (closure_convert, custom_gradient, effects_barrier
                                named_call, named_scope, print_environment_info, typeof)
 from tracejit.api_callback import pure_callback
 from tracejit import debug  # noqa: F401
+# issue 17: multi-process SPMD over MPI (mpi4py is imported only by initialize() and the collectives).
+from tracejit import distributed, sharding  # noqa: F401
+from tracejit.sharding import NamedSharding, P, make_array_from_process_local_data, make_mesh
+from tracejit.shard_map import shard_map
 
 import numpy as _np
 
@@ -92,4 +96,7 @@ __all__ = [
     "version",
     # host callbacks
     "pure_callback", "debug",
+    # issue 17: SPMD over MPI
+    "distributed", "sharding", "shard_map", "make_mesh", "make_array_from_process_local_data", "NamedSharding",
+    "P",
 ]

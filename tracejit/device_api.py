@@ -4,7 +4,9 @@ tracejit runs on one device, the CPU of the machine it runs on (kernels may use
 several threads: ``config.num_threads``). Its arrays (:class:`tracejit.Array`) are
 read-only NumPy arrays in host memory, so ``device_put`` returns Arrays and
 ``device_get`` hands back NumPy views of them.
-Multi-device placement and shardings are the SPMD work of issue 17.
+Under ``mpiexec`` after :func:`tracejit.distributed.initialize` there is one CPU device per
+process (``devices()`` lists them all, ``local_devices()`` this process's); ``device_put`` to a
+``tracejit.sharding.NamedSharding`` places this process's block of a global array.
 
 Examples
 --------
@@ -25,7 +27,7 @@ from tracejit.core.pytree import tree_map
 from tracejit.core.tracer import Tracer
 # The value types are defined below the array layer (Array methods build them); this module,
 # above it, re-exports them with the public functions.
-from tracejit.device_types import Device, Shard, SingleDeviceSharding, _check_placement
+from tracejit.device_types import _PROCESS, Device, Shard, SingleDeviceSharding, _check_placement
 
 __all__ = ["Device", "SingleDeviceSharding", "Shard", "devices", "local_devices", "device_count", "local_device_count", "default_backend",
            "device_put", "device_get", "process_count", "process_index", "process_indices"]
@@ -39,7 +41,7 @@ def _check_backend(backend) -> None:
 
 
 def devices(backend=None) -> list:
-    """All devices: ``[CpuDevice(id=0)]`` (``jax.devices``).
+    """All devices, one per process: ``[CpuDevice(id=0)]`` in one process (``jax.devices``).
 
     Parameters
     ----------
@@ -53,16 +55,16 @@ def devices(backend=None) -> list:
     [CpuDevice(id=0)]
     """
     _check_backend(backend)
-    return [Device()]
+    return [Device(i) for i in range(_PROCESS[1])]
 
 
 def local_devices(process_index=None, backend=None, host_id=None) -> list:
-    """The devices of this process: ``[CpuDevice(id=0)]`` (``jax.local_devices``).
+    """The devices of a process (default: this one): ``[CpuDevice(id=0)]`` in one process (``jax.local_devices``).
 
     Parameters
     ----------
     process_index : int, optional
-        None or 0 (the only process); other values raise ValueError, as JAX does.
+        None (this process) or a process index; others raise ValueError, as JAX does.
     backend : str, optional
         ``None`` or ``'cpu'``.
     host_id : int, optional
@@ -76,13 +78,15 @@ def local_devices(process_index=None, backend=None, host_id=None) -> list:
     """
     _check_backend(backend)
     index = process_index if process_index is not None else host_id
-    if index not in (None, 0):
+    if index is None:
+        return [Device()]
+    if not 0 <= index < _PROCESS[1]:
         raise ValueError(f"Unknown process_index {index}")
-    return [Device()]
+    return [Device(index)]
 
 
 def device_count(backend=None) -> int:
-    """Number of devices: 1 (``jax.device_count``).
+    """Number of devices (one per process): 1 in one process (``jax.device_count``).
 
     Examples
     --------
@@ -91,7 +95,7 @@ def device_count(backend=None) -> int:
     1
     """
     _check_backend(backend)
-    return 1
+    return _PROCESS[1]
 
 
 def local_device_count(backend=None) -> int:
@@ -120,7 +124,7 @@ def default_backend() -> str:
 
 
 def process_count(backend=None) -> int:
-    """Number of processes of the program: 1 (``jax.process_count``).
+    """Number of processes of the program: 1 without MPI (``jax.process_count``).
 
     Examples
     --------
@@ -129,11 +133,11 @@ def process_count(backend=None) -> int:
     1
     """
     _check_backend(backend)
-    return 1
+    return _PROCESS[1]
 
 
 def process_index(backend=None) -> int:
-    """Index of this process: 0 (``jax.process_index``).
+    """Index of this process (its MPI rank): 0 without MPI (``jax.process_index``).
 
     Examples
     --------
@@ -142,11 +146,11 @@ def process_index(backend=None) -> int:
     0
     """
     _check_backend(backend)
-    return 0
+    return _PROCESS[0]
 
 
 def process_indices(backend=None) -> list:
-    """Indices of all processes: ``[0]`` (``jax.process_indices``).
+    """Indices of all processes: ``[0]`` without MPI (``jax.process_indices``).
 
     Examples
     --------
@@ -155,7 +159,7 @@ def process_indices(backend=None) -> list:
     [0]
     """
     _check_backend(backend)
-    return [0]
+    return list(range(_PROCESS[1]))
 
 
 def _put_leaf(x, donate: bool, may_alias):
@@ -188,7 +192,8 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     x : pytree
         Arrays, scalars or array-likes.
     device, src : Device or 'cpu', optional
-        The target / source device; only the CPU device exists. Shardings raise TypeError.
+        The target / source device: this process's CPU device. ``device`` may be a
+        ``NamedSharding`` (each process keeps its block of the global value); other shardings raise TypeError.
     donate : bool or pytree of bool
         Whether ``x`` may be consumed (the input array is returned, not copied).
     may_alias : bool, optional
@@ -209,6 +214,11 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     >>> tracejit.device_put({"a": 1.0, "b": [2, 3]})
     {'a': Array(1.), 'b': [Array(2), Array(3)]}
     """
+    put = getattr(device, "_put_leaf", None)
+    if put is not None:
+        # A sharding (tracejit.sharding.NamedSharding) places each leaf itself; the duck-typed hook
+        # keeps this module below the sharding layer.
+        return tree_map(put, x)
     _check_placement(device, "device")
     _check_placement(src, "src")
     donate_all = donate is True

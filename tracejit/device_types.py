@@ -11,11 +11,13 @@ __all__ = ["Device", "SingleDeviceSharding", "Shard"]
 
 
 class Device:
-    """The CPU device (JAX's ``jax.Device``; tracejit has exactly one, :func:`tracejit.devices` returns it).
+    """A CPU device (JAX's ``jax.Device``): one per process (:func:`tracejit.devices` lists them).
 
-    Attributes follow JAX's CPU device: ``id`` 0, ``platform`` and ``device_kind``
-    ``'cpu'``, ``process_index``/``host_id``/``task_id``/``local_hardware_id`` 0.
-    ``client`` is None (there is no XLA client).
+    A single process has exactly one, ``CpuDevice(id=0)``. After
+    :func:`tracejit.distributed.initialize` under ``mpiexec -n N`` there is one per MPI process:
+    ``Device(k)`` is process ``k``'s, and ``Device()`` is this process's own. Attributes follow
+    JAX's CPU device: ``platform`` and ``device_kind`` ``'cpu'``, ``process_index``/``host_id``/
+    ``task_id`` the owning process, ``local_hardware_id`` 0. ``client`` is None (there is no XLA client).
 
     Examples
     --------
@@ -23,34 +25,38 @@ class Device:
     >>> d = tracejit.devices()[0]
     >>> d, str(d), d.platform, d.id, d.process_index
     (CpuDevice(id=0), 'cpu:0', 'cpu', 0, 0)
-    >>> isinstance(d, tracejit.Device)
+    >>> isinstance(d, tracejit.Device) and d is tracejit.Device()
     True
     """
 
-    __slots__ = ()
-    id = 0
+    __slots__ = ("id",)
     platform = "cpu"
     device_kind = "cpu"
-    process_index = 0
-    host_id = 0
-    task_id = 0
     local_hardware_id = 0
     client = None
 
-    def __new__(cls):
-        global _CPU
-        if _CPU is None:
-            _CPU = object.__new__(cls)
-        return _CPU
+    def __new__(cls, id=None):
+        # One object per id, so devices compare (and hash) by identity, as the singleton did.
+        key = _PROCESS[0] if id is None else int(id)
+        dev = _DEVICES.get(key)
+        if dev is None:
+            dev = object.__new__(cls)
+            dev.id = key
+            _DEVICES[key] = dev
+        return dev
+
+    # One device per process: the device's id is its process's index.
+    process_index = property(lambda self: self.id, doc="The index of the process owning the device.")
+    host_id = task_id = process_index
 
     def __repr__(self):
-        return "CpuDevice(id=0)"
+        return f"CpuDevice(id={self.id})"
 
     def __str__(self):
-        return "cpu:0"
+        return f"cpu:{self.id}"
 
     def __reduce__(self):
-        return (Device, ())
+        return (Device, (self.id,))
 
     def memory_stats(self):
         """None, as JAX's CPU device returns (no allocator statistics)."""
@@ -65,7 +71,16 @@ class Device:
         return []
 
 
-_CPU = None
+_DEVICES: dict = {}
+# (this process's index, the number of processes): (0, 1) until tracejit.distributed.initialize()
+# sets them from MPI. Kept here, below every user, so device_api and Array read it without
+# importing the distributed layer.
+_PROCESS = [0, 1]
+
+
+def _set_process(index: int, count: int) -> None:
+    """Record this process's MPI rank and the number of processes (tracejit.distributed)."""
+    _PROCESS[0], _PROCESS[1] = int(index), int(count)
 
 
 class SingleDeviceSharding:
@@ -126,7 +141,12 @@ class Shard:
 def _check_placement(where, what: str) -> None:
     """Raise TypeError unless ``where`` (the ``what`` argument of a placement call) names the CPU
     device: None, a :class:`Device`, ``'cpu'`` or any device whose ``platform`` is ``'cpu'``."""
-    if where is None or isinstance(where, Device) or where == "cpu":
+    if where is None or where == "cpu":
+        return
+    if isinstance(where, Device):
+        if where.id != _PROCESS[0]:
+            raise ValueError(f"device_put: {where} belongs to process {where.id}, not this one "
+                             f"(process {_PROCESS[0]}); a process places arrays only on its own device")
         return
     if getattr(where, "platform", None) == "cpu":      # a jax CpuDevice passed by ported code
         return

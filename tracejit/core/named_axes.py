@@ -25,6 +25,9 @@ from typing import NamedTuple
 class AxisFrame(NamedTuple):
     name: object        # a hashable name, or None for a vmap without one
     size: int
+    # "vmap": the examples of a batch (collectives compute over the batch axis); "process": the
+    # processes of a shard_map over MPI (collectives become MPI calls, tracejit/ops/mpi_collectives.py).
+    kind: str = "vmap"
 
 
 _local = threading.local()
@@ -38,10 +41,11 @@ def _frames() -> list:
 
 
 @contextlib.contextmanager
-def axis_frame(name, size: int):
-    """Make ``name`` (of ``size`` examples) the innermost named axis while the block runs."""
+def axis_frame(name, size: int, kind: str = "vmap"):
+    """Make ``name`` (of ``size`` examples, or processes when ``kind`` is ``"process"``) the innermost
+    named axis while the block runs."""
     frames = _frames()
-    frames.append(AxisFrame(name, int(size)))
+    frames.append(AxisFrame(name, int(size), kind))
     try:
         yield
     finally:
@@ -59,6 +63,14 @@ def bound_axis_size(name) -> int:
     for frame in reversed(_frames()):
         if frame.name is not None and frame.name == name:
             return frame.size
+    raise NameError(f"unbound axis name: {name}")
+
+
+def bound_frame(name) -> AxisFrame:
+    """The innermost frame called ``name``; NameError when none is in scope."""
+    for frame in reversed(_frames()):
+        if frame.name is not None and frame.name == name:
+            return frame
     raise NameError(f"unbound axis name: {name}")
 
 

@@ -5,16 +5,28 @@ Under ``vmap(f, axis_name='i')`` each example of the batch plays one device of J
 example's position, and so on (``ops/collectives.py``, ``transforms/collective_rules.py``). Outside
 a ``vmap`` binding the name they raise JAX's ``NameError: unbound axis name``. ``axis_index_groups``
 is not supported.
+
+Inside ``shard_map`` (``tracejit/shard_map.py``) the mesh axis is a *process* axis: when the innermost
+frame binding the name is one, these functions bind the MPI primitives of
+``ops/mpi_collectives.py`` instead (one MPI call each, eagerly or as a NumPy step of a jitted
+program), whose derivative and batching rules are registered at the end of this file.
 """
 from __future__ import annotations
 
-from tracejit.core.named_axes import axis_names, bound_axis_size
+from tracejit.core.named_axes import axis_names, bound_axis_size, bound_frame
+from tracejit.core.primitive import batching_rules
 from tracejit.core.pytree import tree_map
+from tracejit.core.trace import bind
+from tracejit.ops import mpi_collectives as mpi
 from tracejit.ops.collectives import (all_gather_p, axis_index_p, pmax_p, pmin_p, ppermute_p, psum_p,
                                       psum_scatter_p)
 from tracejit.ops.operands import concrete_operand
+from tracejit.ops.reductions import reduce_prims
+from tracejit.transforms import batching
+from tracejit.transforms.ad import def_jvp, def_rules_by_function
+from tracejit.transforms.ad_rules_structural import _def_linear
 
-__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "pshuffle",
+__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all", "ppermute", "pshuffle",
            "axis_index", "axis_size"]
 
 
@@ -28,6 +40,23 @@ def _name(axis_name):
     return names if len(names) > 1 else names[0]
 
 
+def _process_axis(axis_name):
+    """The process-axis size when ``axis_name`` names a shard_map's mesh axis, else None (a vmap's)."""
+    names = axis_names(axis_name)
+    frames = [bound_frame(n) for n in names]        # NameError for an unbound name, as JAX raises
+    kinds = {f.kind for f in frames}
+    if "process" not in kinds:
+        return None
+    if len(frames) > 1:
+        raise NotImplementedError(f"collectives over several axes {names} with a shard_map (process) axis "
+                                  "among them are not implemented: meshes are 1-D")
+    return frames[0].size
+
+
+def _mpi_bind(prim, v, axis_name, size, **params):
+    return prim.bind(concrete_operand(v), axis_name=_name(axis_name), size=size, **params)
+
+
 def psum(x, axis_name, *, axis_index_groups=None):
     """Sum of ``x`` (a pytree) over the named axis: every example gets the total.
 
@@ -39,6 +68,9 @@ def psum(x, axis_name, *, axis_index_groups=None):
     Array([0.25, 0.75])
     """
     _no_groups(axis_index_groups, "psum")
+    size = _process_axis(axis_name)
+    if size is not None:
+        return tree_map(lambda v: _mpi_bind(mpi.mpi_psum_p, v, axis_name, size), x)
     return tree_map(lambda v: psum_p.bind(concrete_operand(v), axis_name=_name(axis_name)), x)
 
 
@@ -60,12 +92,18 @@ def pmean(x, axis_name, *, axis_index_groups=None):
 def pmax(x, axis_name, *, axis_index_groups=None):
     """Maximum of ``x`` (a pytree) over the named axis."""
     _no_groups(axis_index_groups, "pmax")
+    size = _process_axis(axis_name)
+    if size is not None:
+        return tree_map(lambda v: _mpi_bind(mpi.mpi_pmax_p, v, axis_name, size), x)
     return tree_map(lambda v: pmax_p.bind(concrete_operand(v), axis_name=_name(axis_name)), x)
 
 
 def pmin(x, axis_name, *, axis_index_groups=None):
     """Minimum of ``x`` (a pytree) over the named axis."""
     _no_groups(axis_index_groups, "pmin")
+    size = _process_axis(axis_name)
+    if size is not None:
+        return tree_map(lambda v: _mpi_bind(mpi.mpi_pmin_p, v, axis_name, size), x)
     return tree_map(lambda v: pmin_p.bind(concrete_operand(v), axis_name=_name(axis_name)), x)
 
 
@@ -81,10 +119,14 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
            [1., 2.]])
     """
     _no_groups(axis_index_groups, "all_gather")
+    size = _process_axis(axis_name)
 
     def one(v):
         v = concrete_operand(v)
         ndim = getattr(v, "ndim", 0)
+        if size is not None:
+            return _mpi_bind(mpi.mpi_allgather_p, v, axis_name, size,
+                             axis=int(axis) % (ndim + (0 if tiled else 1)), tiled=bool(tiled))
         return all_gather_p.bind(v, axis_name=_name(axis_name), axis=int(axis) % (ndim + (0 if tiled else 1)),
                                  tiled=bool(tiled))
     return tree_map(one, x)
@@ -93,6 +135,10 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
 def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
     """The sum over the named axis, scattered: example ``i`` gets block ``i`` along ``scatter_dimension``."""
     _no_groups(axis_index_groups, "psum_scatter")
+    size = _process_axis(axis_name)
+    if size is not None:
+        return tree_map(lambda v: _mpi_bind(mpi.mpi_reduce_scatter_p, v, axis_name, size,
+                                            scatter_dimension=int(scatter_dimension), tiled=bool(tiled)), x)
     return tree_map(lambda v: psum_scatter_p.bind(concrete_operand(v), axis_name=_name(axis_name),
                                                   scatter_dimension=int(scatter_dimension), tiled=bool(tiled)), x)
 
@@ -113,6 +159,11 @@ def ppermute(x, axis_name, perm):
     srcs, dsts = [s for s, _ in perm], [d for _, d in perm]
     if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
         raise ValueError(f"ppermute sources and destinations must be unique, got perm={perm}")
+    size = _process_axis(axis_name)
+    if size is not None:
+        if any(not (0 <= i < size) for i in srcs + dsts):
+            raise ValueError(f"ppermute: perm={perm} names a position outside the axis of size {size}")
+        return tree_map(lambda v: _mpi_bind(mpi.mpi_ppermute_p, v, axis_name, size, perm=perm), x)
     return tree_map(lambda v: ppermute_p.bind(concrete_operand(v), axis_name=_name(axis_name), perm=perm), x)
 
 
@@ -131,6 +182,9 @@ def axis_index(axis_name):
     >>> tracejit.vmap(lambda v: v * lax.axis_index("i"), axis_name="i")(np.ones(3))
     Array([0., 1., 2.])
     """
+    size = _process_axis(axis_name)
+    if size is not None:
+        return mpi.mpi_axis_index_p.bind(axis_name=_name(axis_name), size=size)
     return axis_index_p.bind(axis_name=_name(axis_name))
 
 
@@ -140,3 +194,83 @@ def axis_size(axis_name):
     for name in axis_names(axis_name):
         size *= bound_axis_size(name)
     return size
+
+
+def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False):
+    """Split ``x`` (a pytree) along ``split_axis`` into one chunk per position of the named axis, send
+    chunk ``j`` to position ``j``, and concatenate the received chunks along ``concat_axis``.
+
+    Without ``tiled`` the split dimension must equal the axis size; it is removed and a new axis of
+    that size is inserted at ``concat_axis`` (JAX's shapes). Implemented over a ``shard_map`` process
+    axis only; under ``vmap(axis_name=...)`` it raises NotImplementedError (no batching rule yet).
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit
+    >>> from tracejit import lax
+    >>> from tracejit.shard_map import shard_map
+    >>> from tracejit.sharding import P, make_mesh
+    >>> mesh = make_mesh((tracejit.process_count(),), ("i",))
+    >>> f = shard_map(lambda v: lax.all_to_all(v, "i", 0, 0, tiled=True), mesh=mesh, in_specs=P(), out_specs=P())
+    >>> f(np.arange(4.0))              # one process: the identity
+    Array([0., 1., 2., 3.])
+    """
+    _no_groups(axis_index_groups, "all_to_all")
+    size = _process_axis(axis_name)
+    if size is None:
+        raise NotImplementedError("lax.all_to_all under vmap(axis_name=...) is not implemented (it has no "
+                                  "batching rule yet); it works over a shard_map process axis")
+
+    def one(v):
+        v = concrete_operand(v)
+        ndim = getattr(v, "ndim", 0)
+        return _mpi_bind(mpi.mpi_alltoall_p, v, axis_name, size, split_axis=int(split_axis) % ndim,
+                         concat_axis=int(concat_axis) % ndim, tiled=bool(tiled))
+    return tree_map(one, x)
+
+
+# --------------------------------------------------------------------------- rules of the MPI primitives
+# Derivatives follow JAX's (and this file's vmap collectives'): psum transposes to psum of the
+# cotangent, all_gather to psum_scatter and back, all_to_all to the swapped all_to_all, ppermute to
+# the inverse permutation; pmax/pmin differentiate as the max/min of an all_gather (the selected rank).
+
+_def_linear(mpi.mpi_psum_p, lambda ct, x, **params: mpi.mpi_psum_p.bind(ct, **params))
+_def_linear(mpi.mpi_allgather_p, lambda ct, x, *, axis_name, size, axis, tiled: mpi.mpi_reduce_scatter_p.bind(
+    ct, axis_name=axis_name, size=size, scatter_dimension=axis, tiled=tiled))
+_def_linear(mpi.mpi_reduce_scatter_p, lambda ct, x, *, axis_name, size, scatter_dimension, tiled:
+            mpi.mpi_allgather_p.bind(ct, axis_name=axis_name, size=size, axis=scatter_dimension, tiled=tiled))
+_def_linear(mpi.mpi_alltoall_p, lambda ct, x, *, axis_name, size, split_axis, concat_axis, tiled:
+            mpi.mpi_alltoall_p.bind(ct, axis_name=axis_name, size=size, split_axis=concat_axis,
+                                    concat_axis=split_axis, tiled=tiled))
+_def_linear(mpi.mpi_ppermute_p, lambda ct, x, *, axis_name, size, perm: mpi.mpi_ppermute_p.bind(
+    ct, axis_name=axis_name, size=size, perm=tuple((dst, src) for src, dst in perm)))
+
+
+def _extremum_via_gather(reduce_name):
+    def fn(x, *, axis_name, size):
+        gathered = mpi.mpi_allgather_p.bind(x, axis_name=axis_name, size=size, axis=0, tiled=False)
+        return [reduce_prims[reduce_name].bind(gathered, axes=(0,))]
+    return fn
+
+
+def_rules_by_function(mpi.mpi_pmax_p, _extremum_via_gather("reduce_max"))
+def_rules_by_function(mpi.mpi_pmin_p, _extremum_via_gather("reduce_min"))
+def_jvp(mpi.mpi_axis_index_p, lambda primals, tangents, **params: (
+    bind(mpi.mpi_axis_index_p, [], params), [None]))
+
+
+# A vmap inside a shard_map: the batch axis rides along in front of the per-process operand (the
+# reductions and ppermute are elementwise across ranks; the others shift their axis parameters).
+def _carry_batch(prim, *axis_params):
+    def rule(args, dims, size, **params):
+        x = batching.to_front(args[0], dims[0])
+        params = dict(params, **{k: params[k] + 1 for k in axis_params})
+        return bind(prim, [x], params), [0]
+    return rule
+
+
+for _prim in (mpi.mpi_psum_p, mpi.mpi_pmax_p, mpi.mpi_pmin_p, mpi.mpi_ppermute_p):
+    batching_rules[_prim] = _carry_batch(_prim)
+batching_rules[mpi.mpi_allgather_p] = _carry_batch(mpi.mpi_allgather_p, "axis")
+batching_rules[mpi.mpi_reduce_scatter_p] = _carry_batch(mpi.mpi_reduce_scatter_p, "scatter_dimension")
+batching_rules[mpi.mpi_alltoall_p] = _carry_batch(mpi.mpi_alltoall_p, "split_axis", "concat_axis")

@@ -1,0 +1,125 @@
+"""Issue 17: SPMD over MPI. The multi-process checks run the rank programs of ``tests/mpi_programs``
+under ``mpiexec -n 2`` and ``-n 3`` (the MPICH wheel of the ``test`` extra puts ``mpiexec`` in the
+venv; a missing one is a failure, not a skip); the rest are single-process checks."""
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import tracejit
+from tracejit import lax
+from tracejit.sharding import GlobalArray, Mesh, NamedSharding, P, PartitionSpec
+
+PROGRAMS = pathlib.Path(__file__).parent / "mpi_programs"
+MPIEXEC = pathlib.Path(sys.executable).parent / "mpiexec"
+
+
+def run_mpi(n, program, *args, timeout=120):
+    """(returncode, stdout, stderr, seconds) of ``mpiexec -n n python program args``."""
+    assert MPIEXEC.exists(), f"{MPIEXEC} is missing: install the test extra (pip install -e .[test]) for MPICH"
+    env = dict(os.environ)
+    # Several ranks share this machine's cores: one thread each keeps them from oversubscribing it
+    # (MPICH's blocking waits spin, so an oversubscribed rank starves the one it waits for).
+    env.update(TRACEJIT_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    start = time.perf_counter()
+    proc = subprocess.run([str(MPIEXEC), "-n", str(n), sys.executable, str(PROGRAMS / program), *args],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+    return proc.returncode, proc.stdout, proc.stderr, time.perf_counter() - start
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_collectives_gradients_and_examples_under_mpiexec(n):
+    # Every collective (eager, jit inside and outside shard_map) against vmap's, all_to_all, global
+    # arrays, gradients, mismatched shapes, the SGD and heat-equation examples: tests/mpi_programs/collectives.py.
+    rc, out, err, _ = run_mpi(n, "collectives.py", str(n))
+    assert rc == 0, f"mpiexec -n {n} failed:\n{out}\n{err[-4000:]}"
+    # (the ranks' lines may interleave on the shared stdout)
+    assert sorted(re.findall(r"OK \d+/\d+", out)) == [f"OK {r}/{n}" for r in range(n)]
+
+
+def test_a_failing_rank_aborts_every_rank():
+    rc, out, err, seconds = run_mpi(2, "crash.py", timeout=60)
+    assert rc != 0 and "UNREACHABLE" not in out
+    assert "[tracejit rank 1] uncaught exception" in err and "boom on purpose" in err
+    assert seconds < 30
+
+
+# --------------------------------------------------------------------------- one process
+
+def test_single_process_initialize_is_a_no_op():
+    tracejit.distributed.initialize()
+    try:
+        assert not tracejit.distributed.is_initialized()
+        assert tracejit.process_count() == 1 and tracejit.process_index() == 0
+        assert tracejit.devices() == [tracejit.Device()] and tracejit.devices()[0].process_index == 0
+    finally:
+        tracejit.distributed._state["initialized"] = False
+    code = "import sys, tracejit; assert 'mpi4py' not in sys.modules"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_reprs():
+    mesh = tracejit.make_mesh((1,), ("i",))
+    assert repr(mesh) == "Mesh('i': 1)" and mesh.shape == {"i": 1} and mesh.axis_names == ("i",)
+    assert repr(P("i")) == "PartitionSpec('i',)" and repr(P()) == "PartitionSpec()" and P is PartitionSpec
+    assert repr(P(None, "i")) == "PartitionSpec(None, 'i')"
+    s = NamedSharding(mesh, P("i"))
+    assert repr(s) == "NamedSharding(mesh=Mesh('i': 1), spec=PartitionSpec('i',))"
+    assert s == NamedSharding(Mesh(np.array(tracejit.devices()), "i"), P("i", None))
+    with pytest.raises(ValueError, match="not in the mesh"):
+        NamedSharding(mesh, P("j"))
+    with pytest.raises(ValueError, match="needs 2 devices"):
+        tracejit.make_mesh((2,), ("i",))
+
+
+def test_shard_map_on_one_device_runs_f_on_the_whole_array():
+    mesh = tracejit.make_mesh((1,), ("i",))
+    x = np.arange(12.0).reshape(4, 3)
+    seen = []
+
+    def f(b):
+        seen.append(b.shape)
+        return (lax.psum(b, "i") * (lax.axis_index("i") + lax.axis_size("i")), lax.all_gather(b, "i", tiled=True),
+                lax.ppermute(b, "i", [(0, 0)]), lax.pmax(b, "i"), lax.all_to_all(b, "i", 0, 1, tiled=True))
+    for g in (tracejit.shard_map(f, mesh=mesh, in_specs=P("i"), out_specs=P("i")),
+              tracejit.jit(tracejit.shard_map(f, mesh=mesh, in_specs=(P("i"),), out_specs=P()))):
+        for out in g(x):
+            assert isinstance(out, tracejit.Array)
+            np.testing.assert_array_equal(out, x)
+    assert seen[0] == (4, 3)
+    grad = tracejit.shard_map(tracejit.grad(lambda v: (lax.psum(v, "i") ** 2).sum()), mesh=mesh, in_specs=P(),
+                              out_specs=P())
+    np.testing.assert_allclose(grad(x), 2 * x)
+    from tracejit.experimental.shard_map import shard_map
+    assert shard_map is tracejit.shard_map
+
+
+def test_collectives_show_as_numpy_steps_under_jit():
+    mesh = tracejit.make_mesh((1,), ("i",))
+    f = tracejit.jit(tracejit.shard_map(lambda b: lax.psum(b, "i") + 1, mesh=mesh, in_specs=P("i"), out_specs=P()))
+    assert "numpy mpi_psum" in f.lower(np.ones(4)).compile().as_text()
+
+
+def test_global_arrays_on_one_process():
+    s = NamedSharding(tracejit.make_mesh((1,), ("i",)), P("i"))
+    a = tracejit.make_array_from_process_local_data(s, np.arange(4.0))
+    assert isinstance(a, tracejit.Array) and a.shape == (4,)
+    b = tracejit.device_put(np.arange(4.0), s)
+    np.testing.assert_array_equal(b, np.arange(4.0))
+    g = GlobalArray(np.ones((2, 2)), (2, 2), s)
+    assert g.addressable_data(0).shape == (2, 2) and g.addressable_shards[0].index == (slice(0, 2), slice(None))
+    with pytest.raises(ValueError, match="does not match"):
+        tracejit.make_array_from_process_local_data(s, np.ones(3), (4,))
+
+
+def test_unsupported_meshes_raise_not_implemented():
+    mesh2 = Mesh(np.array(tracejit.devices()).reshape(1, 1), ("a", "b"))
+    with pytest.raises(NotImplementedError, match="1-D"):
+        tracejit.shard_map(lambda x: x, mesh=mesh2, in_specs=P(), out_specs=P())
+    with pytest.raises(NotImplementedError, match="all_to_all under vmap"):
+        tracejit.vmap(lambda v: lax.all_to_all(v, "i", 0, 0), axis_name="i")(np.ones((2, 2)))

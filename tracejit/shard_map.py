@@ -1,0 +1,166 @@
+"""``shard_map``: run a function on each process's block of its inputs (``jax.shard_map``).
+
+``shard_map(f, mesh=mesh, in_specs=P('i'), out_specs=P())`` over a 1-D mesh of the MPI processes
+(``tracejit.make_mesh((tracejit.process_count(),), ('i',))``) calls ``f`` once per process on that
+process's block: ``P('i')`` splits dimension 0 of an input over the processes, ``P()`` hands every
+process the whole value. Inputs are either global values (the same array on every process, as JAX
+treats a host NumPy array) or global arrays from ``make_array_from_process_local_data`` /
+``device_put(x, NamedSharding(...))`` whose sharding matches the in_spec. Inside ``f`` the mesh
+axis is a *process* axis: ``lax.psum(x, 'i')`` & co. are MPI collectives
+(``ops/mpi_collectives.py``), eagerly or inside ``jit`` (either ``shard_map(jit(f))`` or
+``jit(shard_map(f))``).
+
+Outputs: ``P()`` returns ``f``'s value, which must be the same on every process (as JAX assumes;
+it is not checked); a split spec returns a :class:`tracejit.sharding.GlobalArray` whose local block
+is this process's output. With one process (no mpiexec) and a one-device mesh, ``f`` runs on the
+whole arrays.
+
+Semantics to know: derivatives are taken inside ``f`` (``shard_map(grad(f))``); there ``psum``'s
+transpose is ``psum`` of the cotangent (JAX's ``check_rep=False`` semantics, the same as under
+``vmap(axis_name=...)``). ``check_rep``/``check_vma`` are accepted but replication is not
+verified. Not implemented (NotImplementedError): meshes of more than one axis, meshes whose devices
+are not all processes in rank order, resharding a global array to another spec, ``auto``.
+
+Examples
+--------
+>>> import numpy as np, tracejit
+>>> from tracejit import lax
+>>> from tracejit.sharding import P
+>>> mesh = tracejit.make_mesh((tracejit.process_count(),), ("i",))
+>>> total = tracejit.shard_map(lambda x: lax.psum(x.sum(), "i"), mesh=mesh, in_specs=P("i"), out_specs=P())
+>>> total(np.arange(6.0))
+Array(15.)
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from tracejit.array import as_array_result
+from tracejit.core.named_axes import axis_frame
+from tracejit.core.pytree import broadcast_prefix, tree_flatten, tree_unflatten
+from tracejit.device_types import _PROCESS, Device
+from tracejit.sharding import GlobalArray, Mesh, NamedSharding, PartitionSpec, _split_dims
+
+__all__ = ["shard_map"]
+
+
+def _is_spec_leaf(x):
+    return x is None or isinstance(x, PartitionSpec)
+
+
+def _check_mesh(mesh) -> tuple:
+    """(axis name, axis size, this process's position) of a supported mesh."""
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"shard_map: mesh must be a tracejit.sharding.Mesh, got {type(mesh).__name__}")
+    if len(mesh.axis_names) != 1:
+        raise NotImplementedError(f"shard_map over a {len(mesh.axis_names)}-D mesh {mesh} is not implemented: "
+                                  "only 1-D meshes of processes run (one device per process)")
+    ids = [d.id for d in mesh.devices.flat]
+    rank, count = _PROCESS
+    if ids == [rank]:
+        return mesh.axis_names[0], 1, 0        # a mesh of this process alone: no communication
+    if ids != list(range(count)):
+        raise NotImplementedError(f"shard_map: the mesh devices {ids} must be every process in rank order "
+                                  f"({list(range(count))}, as make_mesh gives) or this process's device alone")
+    return mesh.axis_names[0], count, rank
+
+
+def _local_block(x, spec, mesh, size, pos):
+    """This process's block of the input leaf ``x`` under ``spec``."""
+    if spec is None:
+        raise ValueError("shard_map: in_specs entries must be PartitionSpecs (P() to replicate)")
+    if isinstance(x, GlobalArray):
+        if x.sharding == NamedSharding(mesh, spec):
+            return x.addressable_data(0)
+        raise NotImplementedError(f"shard_map: a global array with sharding {x.sharding} passed for in_spec "
+                                  f"{spec} (resharding is not implemented)")
+    shape = np.shape(x)
+    dims = _split_dims(spec, mesh, len(shape))
+    if not dims or size == 1:
+        return x
+    (dim,) = dims
+    if shape[dim] % size:
+        raise ValueError(f"shard_map: dimension {dim} of an input of shape {tuple(shape)} is not divisible by "
+                         f"the {size} processes of mesh axis {dims[dim]!r} ({spec})")
+    block = shape[dim] // size
+    index = (slice(None),) * dim + (slice(pos * block, (pos + 1) * block),)
+    return x[index]
+
+
+def _output(value, spec, mesh, size):
+    """The global result of this process's output leaf ``value`` under ``spec``."""
+    if spec is None:
+        raise ValueError("shard_map: out_specs entries must be PartitionSpecs (P() for a replicated value)")
+    if isinstance(value, (np.ndarray, np.generic)):
+        value = as_array_result(np.asarray(value))
+    shape = tuple(np.shape(value))
+    dims = _split_dims(spec, mesh, len(shape))
+    if not dims or size == 1:
+        return value
+    global_shape = tuple(s * size if d in dims else s for d, s in enumerate(shape))
+    return GlobalArray(value, global_shape, NamedSharding(mesh, spec))
+
+
+def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=None, *, check_vma=None,
+              axis_names=None, auto=None):
+    """Map ``f`` over the processes of ``mesh``: each runs ``f`` on its block (``jax.shard_map``).
+
+    Parameters
+    ----------
+    f : callable
+        The per-process function; ``lax`` collectives over the mesh axis name are MPI collectives.
+        Omitted, ``shard_map(mesh=..., ...)`` returns a decorator.
+    mesh : Mesh
+        A 1-D mesh of every process in rank order (``make_mesh((process_count(),), ('i',))``), or of
+        this process's device alone.
+    in_specs, out_specs : PartitionSpec or pytree prefix of PartitionSpecs
+        How each input is split (``P('i')``: dimension 0 over the processes; ``P()``: the whole value
+        on each) and how each output is assembled (``P()``: the same value on every process).
+    check_rep, check_vma : bool, optional
+        Accepted for JAX compatibility; replication of ``P()`` outputs is not verified.
+    axis_names, auto :
+        Partial manual meshes; only the default (every mesh axis manual) is implemented.
+
+    Returns
+    -------
+    callable
+        ``f`` on global values; outputs per ``out_specs`` (Arrays, or GlobalArrays for split outputs
+        over several processes).
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit
+    >>> from tracejit import lax
+    >>> from tracejit.sharding import P
+    >>> mesh = tracejit.make_mesh((tracejit.process_count(),), ("i",))
+    >>> f = tracejit.shard_map(lambda x: x * (lax.axis_index("i") + 1), mesh=mesh, in_specs=P("i"),
+    ...                        out_specs=P("i"))
+    >>> f(np.ones(2))
+    Array([1., 1.])
+    """
+    if f is None:
+        return lambda fun: shard_map(fun, mesh, in_specs, out_specs, check_rep, check_vma=check_vma,
+                                     axis_names=axis_names, auto=auto)
+    if mesh is None:
+        raise NotImplementedError("shard_map without mesh= (a mesh from the context) is not implemented")
+    if in_specs is None or out_specs is None:
+        raise NotImplementedError("shard_map: in_specs and out_specs must be given (inferring them is not "
+                                  "implemented)")
+    if auto or (axis_names is not None and set(axis_names) != set(mesh.axis_names)):
+        raise NotImplementedError("shard_map over part of the mesh axes (auto / axis_names) is not implemented")
+    name, size, pos = _check_mesh(mesh)
+
+    @functools.wraps(f)
+    def mapped(*args):
+        # in_specs is a pytree prefix of the argument tuple (one P stands for every argument).
+        leaves, tree = tree_flatten(args, is_leaf=lambda x: isinstance(x, GlobalArray))
+        leaf_specs = broadcast_prefix(in_specs, args, is_leaf=_is_spec_leaf)
+        local = [_local_block(x, s, mesh, size, pos) for x, s in zip(leaves, leaf_specs)]
+        with axis_frame(name, size, kind="process"):
+            out = f(*tree_unflatten(tree, local))
+        out_leaves, out_tree = tree_flatten(out)
+        out_leaf_specs = broadcast_prefix(out_specs, out, is_leaf=_is_spec_leaf)
+        return tree_unflatten(out_tree, [_output(v, s, mesh, size) for v, s in zip(out_leaves, out_leaf_specs)])
+    return mapped

@@ -1,0 +1,334 @@
+"""Meshes, partition specs and global arrays over processes (``jax.sharding``, ``jax.make_mesh``).
+
+tracejit's devices are one CPU per process (``tracejit.devices()``, after
+``tracejit.distributed.initialize()`` under ``mpiexec``). A :class:`Mesh` arranges them along named
+axes (only 1-D meshes run: ``shard_map`` raises NotImplementedError for more); a
+:class:`PartitionSpec` (``P``) says which array dimension is split over which mesh axis; a
+:class:`NamedSharding` pairs them. A *global array* (:class:`GlobalArray`) is an array split over the
+processes: each holds its block (``addressable_data(0)``, ``addressable_shards``), and, as in JAX,
+``np.asarray`` of one that spans other processes raises. Replicated values and one-process programs
+are plain ``tracejit.Array`` s.
+
+Examples
+--------
+>>> import numpy as np, tracejit
+>>> from tracejit.sharding import Mesh, NamedSharding, P
+>>> mesh = Mesh(np.array(tracejit.devices()), ("i",))
+>>> mesh, P("i"), NamedSharding(mesh, P("i"))
+(Mesh('i': 1), PartitionSpec('i',), NamedSharding(mesh=Mesh('i': 1), spec=PartitionSpec('i',)))
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tracejit.array import as_array_result
+from tracejit.core.pytree import register_pytree_node
+from tracejit.device_api import devices as _devices
+from tracejit.device_types import _PROCESS, Device, Shard
+
+__all__ = ["Mesh", "PartitionSpec", "P", "NamedSharding", "make_mesh", "GlobalArray",
+           "make_array_from_process_local_data"]
+
+
+class Mesh:
+    """Devices arranged along named axes (``jax.sharding.Mesh``).
+
+    Parameters
+    ----------
+    devices : array-like of Device
+        An array of devices whose rank equals ``len(axis_names)``.
+    axis_names : str or sequence of str
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit
+    >>> m = tracejit.sharding.Mesh(np.array(tracejit.devices()), "i")
+    >>> m.shape, m.size, m.axis_names
+    ({'i': 1}, 1, ('i',))
+    """
+
+    def __init__(self, devices, axis_names, *, axis_types=None):
+        arr = np.empty(np.shape(devices), object)
+        arr[...] = devices if isinstance(devices, np.ndarray) else np.array(devices, dtype=object)
+        names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+        if arr.ndim != len(names):
+            raise ValueError(f"Mesh requires the rank of devices ({arr.ndim}) to equal the number of axis "
+                             f"names {names}")
+        if len(set(names)) != len(names):
+            raise ValueError(f"Mesh axis names must be unique, got {names}")
+        if not all(isinstance(d, Device) for d in arr.flat):
+            raise TypeError("Mesh devices must be tracejit devices (tracejit.devices())")
+        self.devices = arr
+        self.axis_names = names
+        self.axis_types = axis_types
+
+    shape = property(lambda self: dict(zip(self.axis_names, self.devices.shape)),
+                     doc="The axis sizes by name.")
+    size = property(lambda self: self.devices.size, doc="The number of devices.")
+    device_ids = property(lambda self: np.vectorize(lambda d: d.id, otypes=[int])(self.devices),
+                          doc="The devices' ids, in the mesh's shape.")
+    local_devices = property(lambda self: [d for d in self.devices.flat if d.id == _PROCESS[0]],
+                             doc="This process's devices in the mesh.")
+
+    def __eq__(self, other):
+        return (isinstance(other, Mesh) and self.axis_names == other.axis_names
+                and np.array_equal(self.device_ids, other.device_ids))
+
+    def __hash__(self):
+        return hash((self.axis_names, tuple(self.device_ids.flat), self.devices.shape))
+
+    def __repr__(self):
+        return "Mesh(" + ", ".join(f"{n!r}: {s}" for n, s in self.shape.items()) + ")"
+
+
+class PartitionSpec(tuple):
+    """Which mesh axis splits each array dimension (``jax.sharding.PartitionSpec``, alias ``P``).
+
+    Entry ``k`` is a mesh axis name (dimension ``k`` is split over that axis), None (not split), or a
+    tuple of names; missing trailing entries are None.
+
+    Examples
+    --------
+    >>> from tracejit.sharding import P
+    >>> P("i"), P(None, "i"), P()
+    (PartitionSpec('i',), PartitionSpec(None, 'i'), PartitionSpec())
+    """
+
+    def __new__(cls, *partitions):
+        return tuple.__new__(cls, partitions)
+
+    def __repr__(self):
+        return f"PartitionSpec{tuple.__repr__(self)}"
+
+    def __reduce__(self):
+        return (PartitionSpec, tuple(self))
+
+
+P = PartitionSpec
+
+
+def _split_dims(spec, mesh: Mesh, ndim: int | None = None) -> dict:
+    """{array dimension: mesh axis name} of ``spec``; ValueError for names outside the mesh."""
+    if not isinstance(spec, PartitionSpec):
+        raise TypeError(f"expected a PartitionSpec, got {type(spec).__name__}: {spec!r}")
+    if ndim is not None and len(spec) > ndim:
+        raise ValueError(f"{spec} has {len(spec)} entries but the array has rank {ndim}")
+    out = {}
+    for dim, entry in enumerate(spec):
+        names = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+        for name in names:
+            if name not in mesh.axis_names:
+                raise ValueError(f"{spec} names axis {name!r}, which is not in the mesh's {mesh.axis_names}")
+        if len(names) > 1:
+            raise NotImplementedError(f"{spec}: splitting one dimension over several mesh axes is not "
+                                      "implemented (meshes are 1-D)")
+        if names:
+            if names[0] in out.values():
+                raise ValueError(f"{spec} uses mesh axis {names[0]!r} for more than one dimension")
+            out[dim] = names[0]
+    return out
+
+
+class NamedSharding:
+    """A mesh and a partition spec (``jax.sharding.NamedSharding``): how a global array is split.
+
+    ``tracejit.device_put(x, NamedSharding(mesh, spec))`` keeps this process's block of the global
+    value ``x`` (every process passes the same ``x``).
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit
+    >>> from tracejit.sharding import NamedSharding, P, make_mesh
+    >>> s = NamedSharding(make_mesh((1,), ("i",)), P("i"))
+    >>> s.shard_shape((4, 2)), s.is_fully_replicated
+    ((4, 2), True)
+    """
+
+    def __init__(self, mesh: Mesh, spec: PartitionSpec, *, memory_kind=None):
+        if not isinstance(mesh, Mesh):
+            raise TypeError(f"NamedSharding needs a Mesh, got {type(mesh).__name__}")
+        _split_dims(spec, mesh)
+        self.mesh, self.spec, self.memory_kind = mesh, spec, memory_kind
+
+    device_set = property(lambda self: set(self.mesh.devices.flat), doc="The mesh's devices.")
+    addressable_devices = property(lambda self: set(self.mesh.local_devices), doc="This process's devices.")
+    num_devices = property(lambda self: self.mesh.size, doc="The number of devices.")
+    is_fully_addressable = property(lambda self: all(d.id == _PROCESS[0] for d in self.mesh.devices.flat),
+                                    doc="Whether every device belongs to this process.")
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        """Whether every device holds the whole array (no dimension is split over an axis of size > 1)."""
+        return all(self.mesh.shape[name] == 1 for name in _split_dims(self.spec, self.mesh).values())
+
+    def shard_shape(self, global_shape) -> tuple:
+        """The shape of each device's block of an array of ``global_shape``."""
+        shape = list(global_shape)
+        for dim, name in _split_dims(self.spec, self.mesh, len(shape)).items():
+            n = self.mesh.shape[name]
+            if shape[dim] % n:
+                raise ValueError(f"dimension {dim} of shape {tuple(global_shape)} is not divisible by the "
+                                 f"size {n} of mesh axis {name!r} ({self.spec})")
+            shape[dim] //= n
+        return tuple(shape)
+
+    def devices_indices_map(self, global_shape) -> dict:
+        """{device: the index (a tuple of slices) of the block it holds}."""
+        block = self.shard_shape(global_shape)
+        dims = _split_dims(self.spec, self.mesh, len(global_shape))
+        out = {}
+        for pos, dev in np.ndenumerate(self.mesh.devices):
+            coords = dict(zip(self.mesh.axis_names, pos))
+            out[dev] = tuple(slice(coords[dims[d]] * block[d], (coords[dims[d]] + 1) * block[d]) if d in dims
+                             else slice(None) for d in range(len(global_shape)))
+        return out
+
+    def _local_index(self, global_shape) -> tuple:
+        here = [d for d in self.mesh.devices.flat if d.id == _PROCESS[0]]
+        if not here:
+            raise ValueError(f"this process's device {Device()} is not in the mesh {self.mesh}")
+        return self.devices_indices_map(global_shape)[here[0]]
+
+    def _put_leaf(self, x):
+        # device_put(x, sharding): every process passes the same global x and keeps its block.
+        if isinstance(x, GlobalArray):
+            if x.sharding == self:
+                return x
+            raise NotImplementedError("device_put of a global array to another sharding (resharding) is "
+                                      "not implemented")
+        x = np.asarray(x)
+        if self.is_fully_replicated:
+            return as_array_result(np.array(x))
+        local = np.array(x[self._local_index(x.shape)])
+        return GlobalArray(as_array_result(local), x.shape, self)
+
+    def __eq__(self, other):
+        return isinstance(other, NamedSharding) and self.mesh == other.mesh and \
+            _canonical(self.spec) == _canonical(other.spec)
+
+    def __hash__(self):
+        return hash((self.mesh, _canonical(self.spec)))
+
+    def __repr__(self):
+        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+
+
+def _canonical(spec) -> tuple:
+    entries = [None if e is None else (e,) if isinstance(e, str) else tuple(e) for e in spec]
+    while entries and entries[-1] is None:
+        entries.pop()
+    return tuple(entries)
+
+
+def make_mesh(axis_shapes, axis_names, *, devices=None, axis_types=None) -> Mesh:
+    """A mesh of all devices (one per process) in the given shape (``jax.make_mesh``).
+
+    Examples
+    --------
+    >>> import tracejit
+    >>> tracejit.make_mesh((tracejit.process_count(),), ("data",))
+    Mesh('data': 1)
+    """
+    devs = list(_devices() if devices is None else devices)
+    shape = tuple(int(s) for s in axis_shapes)
+    if math.prod(shape) != len(devs):
+        raise ValueError(f"make_mesh: the mesh shape {shape} needs {math.prod(shape)} devices, but there "
+                         f"are {len(devs)}")
+    arr = np.empty(len(devs), object)
+    arr[:] = devs
+    return Mesh(arr.reshape(shape), axis_names, axis_types=axis_types)
+
+
+class GlobalArray:
+    """An array split over processes (JAX's multi-process ``jax.Array``): this process holds one block.
+
+    ``shape``/``dtype`` are the global array's; ``addressable_data(0)`` is this process's block (a
+    ``tracejit.Array``), ``addressable_shards`` its one :class:`~tracejit.device_types.Shard`.
+    ``np.asarray`` raises RuntimeError, as JAX does for an array spanning non-addressable devices.
+    It is a pytree whose one leaf is the local block, so it passes through ``jit``.
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit
+    >>> from tracejit.sharding import GlobalArray, NamedSharding, P, make_mesh
+    >>> s = NamedSharding(make_mesh((1,), ("i",)), P("i"))
+    >>> g = GlobalArray(np.ones(2), (2,), s)
+    >>> g.shape, g.addressable_data(0)
+    ((2,), Array([1., 1.]))
+    """
+
+    def __init__(self, local, global_shape, sharding: NamedSharding):
+        self._local = local if not isinstance(local, np.ndarray) else as_array_result(local)
+        self.shape = tuple(int(s) for s in global_shape)
+        self.sharding = sharding
+
+    dtype = property(lambda self: self._local.dtype, doc="The element type.")
+    ndim = property(lambda self: len(self.shape), doc="The number of dimensions.")
+    size = property(lambda self: math.prod(self.shape), doc="The number of elements.")
+    is_fully_addressable = property(lambda self: self.sharding.is_fully_addressable,
+                                    doc="Whether this process holds every block.")
+    is_fully_replicated = property(lambda self: self.sharding.is_fully_replicated,
+                                   doc="Whether every block is the whole array.")
+
+    def addressable_data(self, index: int):
+        """This process's block (``index`` 0: one device per process)."""
+        if index != 0:
+            raise IndexError(f"addressable_data({index}): a process holds one block (index 0)")
+        return self._local
+
+    @property
+    def addressable_shards(self) -> list:
+        """This process's one shard: its device, its index in the global array, its block."""
+        return [Shard(Device(), self.sharding._local_index(self.shape), self._local)]
+
+    def __array__(self, dtype=None, copy=None):
+        if self.is_fully_addressable:
+            return np.asarray(self._local, dtype)
+        raise RuntimeError("Fetching value for `jax.Array` that spans non-addressable (non process local) "
+                           "devices is not possible. Use `.addressable_shards` or `.addressable_data(0)` to "
+                           "inspect this process's block, or gather it inside shard_map (lax.all_gather).")
+
+    def __repr__(self):
+        return f"GlobalArray(shape={self.shape}, dtype={self.dtype}, sharding={self.sharding!r})"
+
+
+register_pytree_node(GlobalArray, lambda g: ([g._local], (g.shape, g.sharding)),
+                     lambda aux, leaves: GlobalArray(leaves[0], aux[0], aux[1]))
+
+
+def make_array_from_process_local_data(sharding: NamedSharding, local_data, global_shape=None):
+    """A global array from each process's block (``jax.make_array_from_process_local_data``).
+
+    Parameters
+    ----------
+    sharding : NamedSharding
+        How the global array is split; this process holds the block of its device.
+    local_data : array-like
+        This process's block.
+    global_shape : tuple, optional
+        Default: the block's shape times the mesh axis size along each split dimension.
+
+    Returns
+    -------
+    GlobalArray, or a ``tracejit.Array`` when the sharding is fully replicated (one process).
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit
+    >>> from tracejit.sharding import NamedSharding, P, make_mesh, make_array_from_process_local_data
+    >>> s = NamedSharding(make_mesh((tracejit.process_count(),), ("i",)), P("i"))
+    >>> make_array_from_process_local_data(s, np.arange(3.0))
+    Array([0., 1., 2.])
+    """
+    local = np.asarray(local_data)
+    dims = _split_dims(sharding.spec, sharding.mesh, local.ndim)
+    inferred = tuple(s * (sharding.mesh.shape[dims[d]] if d in dims else 1) for d, s in enumerate(local.shape))
+    shape = inferred if global_shape is None else tuple(global_shape)
+    if sharding.shard_shape(shape) != local.shape:
+        raise ValueError(f"make_array_from_process_local_data: the local block {local.shape} does not match "
+                         f"the block {sharding.shard_shape(shape)} of global shape {shape} under {sharding.spec}")
+    if sharding.is_fully_replicated:
+        return as_array_result(np.array(local))
+    return GlobalArray(as_array_result(np.array(local)), shape, sharding)
