@@ -3,6 +3,7 @@ import numpy as np
 
 import tracejit
 import tracejit.numpy as jnp
+from tracejit import lax
 from tracejit.compiler.driver import STAGE_NAMES, optimize_program
 from tracejit.compiler.passes import PIPELINE
 
@@ -87,3 +88,28 @@ def test_reshaped_view_of_a_materialized_value_is_an_alias_not_a_copy():
     text = f.lower(a, b).compile().as_text()
     assert "blas" in text and ": copy" not in text, text
     np.testing.assert_allclose(f(a, b), (np.concatenate([a, a * 2]) @ b)[None], rtol=1e-13)
+
+
+def test_concatenation_operands_are_stored_straight_into_their_slabs():
+    a, b = np.arange(12.0).reshape(3, 4), np.arange(8.0).reshape(2, 4) - 3
+    cases = [
+        lambda a, b: jnp.concatenate([a * 2, jnp.sin(b), a]) * 1.5,             # computed, computed, an input
+        lambda a, b: jnp.concatenate([a * 2, b + 1])[:3] * 3,                   # a read of the first slab
+        lambda a, b: jnp.concatenate([a * 2, a + 1])[:3] * 3,                   # ... when both slabs are one pass
+        lambda a, b: (jnp.concatenate([a * 2, b + 1]), a * 2),                  # the result is an output
+        lambda a, b: jnp.concatenate([a.T * 2, b.T - 1], axis=1) + 0.5,        # slabs along the last axis
+        lambda a, b: jnp.stack([a[:2] + b, a[1:] * b]) - 1,                     # a new leading axis
+        lambda a, b: jnp.stack([a[:2] + b, a[1:] * b]),                         # the result is an output
+    ]
+    for f in cases:
+        got, ref = tracejit.jit(f)(a, b), tracejit.jit(f, backend="reference")(a, b)
+        for g, r in zip(*(v if isinstance(v, tuple) else (v,) for v in (got, ref))):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(r))
+    text = tracejit.jit(cases[0]).lower(a, b).compile().as_text()
+    assert "window concatenate[axis=0] b0 ->" in text, text          # only the input is copied
+
+    def conv(x, w):
+        return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    x, w = np.random.default_rng(0).standard_normal((2, 6, 6, 3)), np.random.default_rng(1).standard_normal((3, 3, 3, 4))
+    assert "window concatenate" not in tracejit.jit(conv).lower(x, w).compile().as_text()
+    np.testing.assert_allclose(tracejit.jit(conv)(x, w), tracejit.jit(conv, backend="reference")(x, w), rtol=1e-12)

@@ -262,6 +262,17 @@ class Planner:
                     and self.kinds[id(self.producer[id(upd)])] in ("ew", "struct", "gather")
                     and upd.aval.dtype == e.outputs[0].aval.dtype and upd.aval.size > 0):
                 m.discard(id(upd))
+        # Concatenation operands computed by an expression used nowhere else are stored by their
+        # kernels straight into their slab of the result (a convolution's im2col taps): no
+        # per-operand buffer copied again by the concatenation.
+        outputs = {id(a) for a in prog.outputs}
+        for e in prog.eqns:
+            if e.primitive is not concatenate_p or self.kinds[id(e)] != "window" or id(e.outputs[0]) in outputs:
+                continue
+            for a in e.inputs:
+                if (self.uses.get(id(a)) == 1 and id(a) in self.producer and a.aval.size > 0
+                        and self.kinds[id(self.producer[id(a)])] in ("ew", "struct", "gather")):
+                    m.discard(id(a))
         # Dot operands that are transposes of materialized buffers stay views (BLAS flags).
         self.dot_views: dict[int, tuple] = {}
         for e in prog.eqns:
@@ -452,7 +463,14 @@ class Planner:
             elif eqn.primitive is concatenate_p:
                 axis = eqn.params["dimension"]
                 offsets = np.cumsum([0] + [a.aval.shape[axis] for a in eqn.inputs[:-1]]).tolist()
-                step = WindowStep("concat", out, None, tuple(ins), offsets, (), (axis,))
+                for a, offset in zip(eqn.inputs, offsets):
+                    if id(a) not in self.materialized and a.aval.size:
+                        self._build_slab(a, out, axis, offset)
+                copies = [(b, o) for b, o in zip(ins, offsets) if b is not None]
+                if not copies:
+                    return
+                step = WindowStep("concat", out, None, tuple(b for b, _ in copies), [o for _, o in copies], (),
+                                  (axis,))
             elif eqn.primitive is scatter_p:
                 fused = None if id(eqn.inputs[2]) in self.materialized else self._update_kernel(eqn.inputs[2], out)
                 step = WindowStep("scatter", out, ins[0], None if fused else ins[2], [ins[1]], (),
@@ -477,6 +495,14 @@ class Planner:
         for v in outs:
             if id(v) in self.materialized:
                 self._build_loop(v, out_positions)
+
+    def _build_slab(self, var, out, axis, offset) -> None:
+        """A kernel computing ``var`` straight into its slab of the concatenation ``out``."""
+        nd = var.aval.ndim
+        e = self.expr(var, IndexMap.identity(nd))
+        store = IndexMap(tuple((d, 1, offset if d == axis else 0) for d in range(nd)))
+        self.plan.steps.append(Kernel(f"k{len(self.plan.steps)}", var.aval.shape, max(nd - 1, 0),
+                                      [Phase(None, [e], [out], [store])], _op_names([e]) or ["copy"]))
 
     def _update_kernel(self, updates, out) -> Kernel:
         """The expression of a scatter's updates as a one-phase kernel over their shape, evaluated
@@ -750,6 +776,11 @@ def _merge_candidates(merged, step, produced_at, plan):
         identity = IndexMap.identity(len(step.shape)).terms
         if not all(n.map.terms == identity for b, n in reads if b in own):
             continue
+        # A buffer k stores into at several places or through a map (slabs of a concatenation) is
+        # not one expression per element: a sibling reading it keeps its load, so it cannot join.
+        stores = [(bid, m.terms) for bid, m in zip(k.phases[0].outputs, k.phases[0].out_maps)]
+        if any(b in own and (sum(bid == b for bid, _ in stores) > 1 or (b, identity) not in stores) for b, _ in reads):
+            continue
         yield k, None
 
 
@@ -774,3 +805,5 @@ def prune_dead_stores(plan: Plan) -> None:
             phase.outputs = [phase.outputs[i] for i in keep]
             phase.out_maps = [phase.out_maps[i] for i in keep]
         step.phases = [p for p in step.phases if p.outputs]
+    # A kernel left without outputs (a concatenation slab whose readers all took its expression) goes.
+    plan.steps[:] = [s for s in plan.steps if not isinstance(s, Kernel) or s.phases]
