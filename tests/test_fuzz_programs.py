@@ -22,6 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # About 2 minutes on 2 busy cores with the bug-1 test (the in-process compile cache shares
 # kernels between programs).
 CI_START, CI_COUNT = 0, 4000
+CLOSURE_COUNT = 300
 
 # seed -> class of a known open bug it hits (none open now; the issue 12 note lists the fixed ones). A change to
 # the generator or to its error models changes the programs of the seeds: list them again then
@@ -76,6 +77,15 @@ def test_fixed_campaign_seeds_pass():
     for seed, what in FIXED_CAMPAIGN_SEEDS.items():
         res = pc.check_program(pg.generate(seed))
         assert not res.mismatches, (seed, what, res.mismatches)
+
+
+def test_fuzz_programs_with_loop_bodies_reading_outer_values(tmp_path):
+    # Seeds from CLOSURE_SEEDS on: loop bodies also read the enclosing program's values, the
+    # class the loop-invariant pass moves (compiler/passes/loop_invariants.py).
+    records, _ = _campaign(tmp_path, pg.CLOSURE_SEEDS, CLOSURE_COUNT, minimize_budget=0)
+    bad = {r["seed"]: [m["key"] for m in r["mismatches"]] for r in records if r.get("mismatches")}
+    assert len(records) == CLOSURE_COUNT and not bad, (
+        f"{bad}; reproduce with: python -m tests.fuzz.program_check --seed SEED")
 
 
 def test_fuzz_programs(tmp_path):

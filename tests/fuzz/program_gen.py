@@ -533,8 +533,9 @@ def _lit_float(x: float) -> str:
 class Gen:
     """Builds one (sub-)program. ``exact_only``: no ops that add rounding error (loop/vmap bodies)."""
 
-    def __init__(self, rng, prefix="v", exact_only=False, depth=0, counter=None):
+    def __init__(self, rng, prefix="v", exact_only=False, depth=0, counter=None, closures=False):
         self.rng = rng
+        self.closures = closures    # loop bodies may read values of the enclosing program (CLOSURE_SEEDS)
         self.prefix = prefix
         self.exact_only = exact_only
         self.depth = depth
@@ -1028,7 +1029,8 @@ class Gen:
     # -- control flow around sub-graphs
     def _subgraph(self, params, exact_only, n_ops, out_like=None):
         """A nested generator over ``params`` [(name, value)]; returns (gen, output var)."""
-        g = Gen(self.rng, prefix=self.prefix, exact_only=exact_only, depth=self.depth + 1, counter=self.counter)
+        g = Gen(self.rng, prefix=self.prefix, exact_only=exact_only, depth=self.depth + 1, counter=self.counter,
+                closures=self.closures)
         for name, val, *err in params:
             g.vars.append(_Var(name, val, err[0] if err else 0.0))
         for _ in range(n_ops):
@@ -1040,6 +1042,14 @@ class Gen:
                 return g, g.vars[0]
             return g, cands[-1]
         return g, g.vars[-1]
+
+    def _closed_over(self, v) -> list:
+        """With ``closures``: sometimes one exact value of this program, read by a loop body as a
+        closure (work on it alone is loop-invariant: compiler/passes/loop_invariants.py)."""
+        if not self.closures or self.r() < 0.4:
+            return []
+        w = self.pick(lambda w: w is not v and w.val.size > 0 and w.kind in "biuf", exact=True)
+        return [] if w is None else [(w.name, w.val)]
 
     def _body_lines(self, header, g, ret):
         return [header] + ["    " + ln for s in g.stmts for ln in s.lines] + ["    return " + ret]
@@ -1070,13 +1080,13 @@ class Gen:
             return self.emit(f"_cond(xp, {pred}, {fname}_t, {fname}_f, {v.name})", [v.name, p.name],
                              ("fixed", err), "cond", pre_lines=tl + fl)
         if kind == "fori":
-            g, o = self._subgraph([("c", v.val)], True, n_ops, out_like=v)
+            g, o = self._subgraph([("c", v.val)] + self._closed_over(v), True, n_ops, out_like=v)
             body = self._body_lines(f"def {fname}(i, c):", g, _cast_to(o, v, "c", use_i=v.kind in "iuf"))
             lo, hi = int(self.rng.integers(0, 2)), int(self.rng.integers(0, 5))
             return self.emit(f"_fori(xp, {lo}, {hi}, {fname}, {v.name})", [v.name], ("fixed", 0.0), "fori_loop",
                              pre_lines=body)
         if kind == "while":
-            g, o = self._subgraph([("c", v.val)], True, n_ops, out_like=v)
+            g, o = self._subgraph([("c", v.val)] + self._closed_over(v), True, n_ops, out_like=v)
             body = self._body_lines(f"def {fname}(c):", g, _cast_to(o, v, "c"))
             n = int(self.rng.integers(0, 5))
             if v.kind in "iuf" and self.r() < 0.5:
@@ -1093,7 +1103,7 @@ class Gen:
             init = c0.name if c0 is not None else f"{v.name}[0]"
             cval = c0.val if c0 is not None else row
             cvar = _Var("c", cval, 0.0)
-            g, o = self._subgraph([("c", cval), ("x", row)], True, n_ops, out_like=cvar)
+            g, o = self._subgraph([("c", cval), ("x", row)] + self._closed_over(v), True, n_ops, out_like=cvar)
             y = g.vars[-1]
             body = self._body_lines(f"def {fname}(c, x):", g, f"({_cast_to(o, cvar, 'c')}, {y.name})")
             which = int(self.rng.integers(2))
@@ -1333,12 +1343,17 @@ def _related_shape(rng, shape):
     return _random_shape(rng)
 
 
+# Seeds from here on also let loop bodies read the enclosing program's values (closures): seeds below
+# keep generating exactly the programs they always did (pinned campaign findings stay reproducible).
+CLOSURE_SEEDS = 20_000_000
+
+
 def generate(seed: int, max_stmts: int | None = None) -> Program:
     """The random program of ``seed`` (the same on every run, machine and process)."""
     rng = np.random.default_rng([12, seed])
     n_in = int(rng.choice([1, 1, 2, 2, 3]))
     shape0 = _random_shape(rng)
-    inputs, gen = [], Gen(rng)
+    inputs, gen = [], Gen(rng, closures=seed >= CLOSURE_SEEDS)
     for i in range(n_in):
         shape = shape0 if i == 0 else _related_shape(rng, shape0)
         dt = str(rng.choice(DTYPES)) if i == 0 or rng.random() < 0.6 else inputs[0][2]
