@@ -99,10 +99,13 @@ def test_shard_map_on_one_device_runs_f_on_the_whole_array():
     assert shard_map is tracejit.shard_map
 
 
-def test_collectives_show_as_numpy_steps_under_jit():
+def test_collectives_not_made_natively_are_numpy_steps_under_jit():
+    # psum_scatter (and all_to_all, all_gather along another axis) call mpi4py from a NumPy step.
     mesh = tracejit.make_mesh((1,), ("i",))
-    f = tracejit.jit(tracejit.shard_map(lambda b: lax.psum(b, "i") + 1, mesh=mesh, in_specs=P("i"), out_specs=P()))
-    assert "numpy mpi_psum" in f.lower(np.ones(4)).compile().as_text()
+    f = tracejit.jit(tracejit.shard_map(lambda b: lax.psum_scatter(b, "i", tiled=True) + 1, mesh=mesh,
+                                        in_specs=P("i"), out_specs=P()))
+    assert "numpy mpi_psum_scatter" in f.lower(np.ones(4)).compile().as_text()
+    np.testing.assert_array_equal(f(np.arange(4.0)), np.arange(4.0) + 1)
 
 
 def test_global_arrays_on_one_process():
@@ -123,3 +126,33 @@ def test_unsupported_meshes_raise_not_implemented():
         tracejit.shard_map(lambda x: x, mesh=mesh2, in_specs=P(), out_specs=P())
     with pytest.raises(NotImplementedError, match="all_to_all under vmap"):
         tracejit.vmap(lambda v: lax.all_to_all(v, "i", 0, 0), axis_name="i")(np.ones((2, 2)))
+
+
+# --------------------------------------------------------------------------- native calls
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_compiled_collectives_are_native_calls_and_loops_stay_native(n):
+    # Halo exchange in a fori_loop, psum in a loop, pmax/pmin/ppermute/all_gather/axis_index as calls
+    # into MPI from compiled code (backends/cpu/native_calls.py): tests/mpi_programs/native_calls.py.
+    rc, out, err, _ = run_mpi(n, "native_calls.py")
+    assert rc == 0, f"mpiexec -n {n} failed:\n{out}\n{err[-4000:]}"
+    assert sorted(re.findall(r"OK \d+/\d+", out)) == [f"OK {r}/{n}" for r in range(n)]
+
+
+def test_compiled_collective_on_mismatched_shapes_aborts_every_rank():
+    rc, out, err, seconds = run_mpi(3, "native_calls.py", "mismatch", timeout=60)
+    assert rc != 0 and "UNREACHABLE" not in out, (out, err)
+    assert "differ between the processes" in err and seconds < 30
+
+
+def test_one_process_mesh_compiles_collectives_as_copies():
+    mesh = tracejit.make_mesh((1,), ("i",))
+    f = tracejit.shard_map(lambda b: (lax.psum(b, "i") + lax.axis_index("i"), lax.ppermute(b, "i", [(0, 0)]),
+                                      lax.all_gather(b, "i", tiled=True)),
+                           mesh=mesh, in_specs=P("i"), out_specs=(P("i"), P("i"), P()))
+    x = np.arange(6.0)
+    text = tracejit.jit(f).lower(x).compile().as_text()
+    assert "call mpi_psum" in text and "call mpi_ppermute" in text and "numpy mpi" not in text, text
+    got = tracejit.jit(f)(x)
+    for g in got:
+        np.testing.assert_array_equal(np.asarray(g.addressable_data(0) if hasattr(g, "addressable_data") else g), x)

@@ -23,7 +23,7 @@ import numpy as np
 
 from tracejit.core import dtypes
 from tracejit.core.ir import Literal, Program, Var
-from tracejit.core.primitive import ELEMENTWISE
+from tracejit.core.primitive import ELEMENTWISE, NATIVE_CALL
 from tracejit.compiler.plan import (CONTROL_FLOW, Buffer, DotStep, NumpyStep, Plan, WindowStep,  # noqa: F401
                                     base_buffer, step_reads, step_writes)
 from tracejit.compiler.kernel_ir import GatherSpec, IndexMap, Kernel, Node, Phase, is_gather, walk
@@ -125,6 +125,8 @@ class Planner:
     # ----------------------------------------------------------- classification
     def kind(self, eqn) -> str:
         p = eqn.primitive
+        if p in NATIVE_CALL and all(isinstance(a, Var) for a in eqn.inputs) and NATIVE_CALL[p](eqn):
+            return "window"     # one call into a C library (an MPI collective) on arena buffers
         if p is concatenate_p and all(isinstance(a, Var) for a in eqn.inputs) and self._fusible_dtype(eqn):
             return "window"     # row copies of each operand into place
         if p in _STRUCTURAL:
@@ -460,6 +462,9 @@ class Planner:
             if eqn.primitive is pad_p:
                 lows = [("lit", lo) for lo, _, _ in eqn.params["padding_config"]]
                 step = WindowStep("pad", out, ins[1], ins[0], lows, eqn.inputs[0].aval.shape)
+            elif eqn.primitive in NATIVE_CALL:
+                step = WindowStep("call", out, ins[0] if ins else None, None, [], (),
+                                  (eqn.primitive.name, tuple(sorted(eqn.params.items()))))
             elif eqn.primitive is concatenate_p:
                 axis = eqn.params["dimension"]
                 offsets = np.cumsum([0] + [a.aval.shape[axis] for a in eqn.inputs[:-1]]).tolist()

@@ -61,7 +61,7 @@ class WindowStep:
     only the window; otherwise it copies the operand first.
     """
 
-    kind: str                  # "slice" | "update" | "pad" | "scatter" | "concat" | "axis"
+    kind: str                  # "slice" | "update" | "pad" | "scatter" | "concat" | "axis" | "call"
     out: int
     operand: int               # pad: the padding value (buffer id or ("lit", value))
     update: int | None         # pad: the array placed inside; scatter: the updates; concat: all operands
@@ -69,7 +69,8 @@ class WindowStep:
                                # concat: each operand's offset along the axis
     window: tuple              # window shape (slice_sizes, or the update's shape); scatter: ()
     combine: tuple = ()        # scatter: (kind, mode), e.g. ("add", "drop"); concat: (axis,);
-                               # axis: (cumsum|cumprod|cummax|cummin|argmax|argmin|sort, axis, reverse)
+                               # axis: (cumsum|cumprod|cummax|cummin|argmax|argmin|sort, axis, reverse);
+                               # call: (primitive name, sorted params) of a library call (core.NATIVE_CALL)
     fused: object = None       # scatter: a one-phase Kernel over the updates' shape computing each update
                                # inside the scatter loop (``update`` is then None: nothing materialized)
 
@@ -87,7 +88,12 @@ class WindowStep:
             return (f"window concatenate[axis={self.combine[0]}] {', '.join(f'b{b}' for b in self.update)} "
                     f"-> b{self.out}")
         starts = ", ".join(f"b{s}" if isinstance(s, int) else repr(s[1]) for s in self.starts)
-        operand = f"b{self.operand}" if isinstance(self.operand, int) else repr(self.operand[1])
+        operand = (f"b{self.operand}" if isinstance(self.operand, int)
+                   else "" if self.operand is None else repr(self.operand[1]))
+        if self.kind == "call":
+            name, params = self.combine
+            args = ", ".join(f"{k}={v!r}" for k, v in params)
+            return f"call {name}[{args}] {operand} -> b{self.out}"
         if self.kind == "scatter":
             update = f"b{self.update}" if self.fused is None else f"({self.fused.phases[0].exprs[0]!r})"
             return (f"window scatter[{self.combine[0]} mode={self.combine[1]}] {update} into "

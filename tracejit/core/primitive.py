@@ -61,6 +61,10 @@ EFFECTFUL: set[Primitive] = set()
 # Collectives over named axes (ops/collectives.py): their value depends on the vmap that binds the
 # name, so they are never computed early on concrete operands (eager autodiff's shortcut).
 NAMED_AXIS: set[Primitive] = set()
+# Primitives a backend may run as one call into a C library (MPI's collectives, ops/mpi_collectives.py),
+# each with a predicate on the equation: whether this one can (the library's ABI, its dtype, its size).
+# The compiler gives such an equation its own step with arena buffers instead of a NumPy step.
+NATIVE_CALL: dict = {}
 
 
 def def_rules(prim: Primitive, *, abstract_eval=None, impl=None, cost=None) -> Primitive:

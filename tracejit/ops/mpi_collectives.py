@@ -36,7 +36,7 @@ import numpy as np
 
 from tracejit.core import dtypes
 from tracejit.core.avals import ShapedArray
-from tracejit.core.primitive import Primitive, def_rules
+from tracejit.core.primitive import NATIVE_CALL, Primitive, def_rules
 
 __all__ = ["mpi_psum_p", "mpi_pmax_p", "mpi_pmin_p", "mpi_allgather_p", "mpi_reduce_scatter_p",
            "mpi_alltoall_p", "mpi_ppermute_p", "mpi_axis_index_p", "CHECK_HEADERS"]
@@ -299,6 +299,34 @@ def _axis_index_impl(*, axis_name, size):
 mpi_axis_index_p = def_rules(Primitive("mpi_axis_index"),
                              abstract_eval=lambda *, axis_name, size: [ShapedArray((), dtypes.int32)],
                              impl=_axis_index_impl)
+
+# --------------------------------------------------------------------------- native calls
+
+# dtypes and element counts the compiled code passes to MPI itself (``int`` counts).
+_NATIVE_DTYPES = {dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64}
+_MAX_COUNT = 2 ** 31 - 1
+
+
+def mpich_abi() -> bool:
+    """Whether the MPI mpi4py runs on has MPICH's ABI (integer handles: MPICH, Intel MPI, MVAPICH),
+    the one compiled code calls directly (``backends/cpu/native_calls.py``)."""
+    from mpi4py import MPI
+    return all(MPI._sizeof(t) == 4 for t in (MPI.Comm, MPI.Datatype, MPI.Op))
+
+
+def _native_call_ok(eqn) -> bool:
+    """A collective compiled code can make itself: one process (a copy), or MPICH's ABI, with a
+    native dtype and an ``int`` element count; all_gather only along axis 0 (rank-major blocks)."""
+    avals = [a.aval for a in eqn.inputs] + [v.aval for v in eqn.outputs]
+    if any(a.dtype not in _NATIVE_DTYPES or a.size > _MAX_COUNT for a in avals):
+        return False
+    if eqn.primitive is mpi_allgather_p and eqn.params["axis"] != 0:
+        return False
+    return eqn.params["size"] == 1 or mpich_abi()
+
+
+for _p in (mpi_psum_p, mpi_pmax_p, mpi_pmin_p, mpi_allgather_p, mpi_ppermute_p, mpi_axis_index_p):
+    NATIVE_CALL[_p] = _native_call_ok
 
 MPI_COLLECTIVES = frozenset({mpi_psum_p, mpi_pmax_p, mpi_pmin_p, mpi_allgather_p, mpi_reduce_scatter_p,
                              mpi_alltoall_p, mpi_ppermute_p, mpi_axis_index_p})

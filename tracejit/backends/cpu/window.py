@@ -23,6 +23,7 @@ from llvmlite import ir
 from tracejit.core import dtypes
 from tracejit.compiler.plan import WindowStep
 from tracejit.backends.cpu import lowering as L
+from tracejit.backends.cpu import native_calls
 from tracejit.backends.cpu.codegen import KernelEmitter, c_strides
 from tracejit.compiler.kernel_ir import walk
 
@@ -116,6 +117,8 @@ class WindowEmitter:
         for b in [step.out, *step.reads()]:
             if b not in self.slots:
                 self.slots.append(b)
+        if step.kind == "call" and native_calls.uses_mpi(step):
+            native_calls.register()     # before any link: also a module the persistent cache holds
 
     def _start(self, b, bases, start, axis_len, size):
         """Start index on one axis as i64, clamped so the window fits."""
@@ -145,6 +148,10 @@ class WindowEmitter:
             bases[bid] = b.load(p, typ=PTR)
         if step.kind == "scatter":
             self._scatter(b, bases)
+            b.ret_void()
+            return name
+        if step.kind == "call":
+            native_calls.emit_call(b, step, bases, self.buffers)
             b.ret_void()
             return name
         if step.kind == "axis":

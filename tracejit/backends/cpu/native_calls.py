@@ -1,0 +1,226 @@
+"""Library calls made by compiled code: MPI's collectives on the arena's buffers.
+
+A collective over a process axis (``ops/mpi_collectives.py``) that the compiler turned into a
+``call`` window step is one call from the generated code into the MPI library mpi4py loaded:
+``psum``/``pmax``/``pmin`` are ``MPI_Allreduce`` from the operand into the result buffer,
+``all_gather`` along axis 0 is ``MPI_Allgather``, ``ppermute`` is one ``MPI_Sendrecv`` (this rank's
+destination and source looked up by rank in constant tables, ``MPI_PROC_NULL`` where it has none;
+a rank nobody sends to keeps the zeros written first), ``axis_index`` reads the rank. No Python runs,
+so a loop whose body exchanges halos runs as a native loop.
+
+MPI's handles are not compiled in: the code reads them (and the rank) from a table the process
+fills when it registers the symbols (:func:`register`), so a module from the persistent compile
+cache serves every rank and every run. Only MPICH's ABI is called this way (integer handles:
+MPICH, Intel MPI, MVAPICH; ``ops.mpi_collectives.mpich_abi``); under another MPI the collectives
+stay NumPy steps calling mpi4py.
+
+Before each collective the ranks compare a hash of the operation, dtype and shape with one small
+``MPI_Allreduce`` (the maximum and minimum of the hash); when they differ, every rank prints which
+collective disagreed and the job aborts (``MPI_Abort``, then ``_exit``: MPICH's abort returns
+while the process manager stops the ranks), instead of MPI reading past a buffer or waiting forever. With one process (a one-device mesh) the calls are copies and MPI is never touched.
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+import zlib
+
+import numpy as np
+from llvmlite import ir
+
+I8, I32, I64, PTR, VOID = ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.PointerType(), ir.VoidType()
+HANDLES = ("comm", "rank", "size", "proc_null", "float32", "float64", "int32", "int64", "sum", "max", "min")
+_SLOT = {name: k for k, name in enumerate(HANDLES)}
+_FUNCTIONS = ("MPI_Allreduce", "MPI_Allgather", "MPI_Sendrecv", "MPI_Abort")
+TABLE = "tracejit_mpi_handles"
+MISMATCH = "tracejit_mpi_mismatch"
+EXIT = "tracejit_mpi_exit"
+_TAG = 17
+_OPS = {"mpi_psum": "sum", "mpi_pmax": "max", "mpi_pmin": "min"}
+_registered: list = []      # the handle table and the mismatch callback, kept alive for the process
+
+
+def _library_path() -> str:
+    """The MPI library mpi4py loaded (read from this process's memory map)."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1]
+            if "/libmpi" in path and ".so" in path:
+                return path
+    raise RuntimeError("compiled MPI collectives: mpi4py's MPI library is not loaded in this process")
+
+
+def _mismatch(site: int) -> None:
+    from mpi4py import MPI
+    rank = MPI.COMM_WORLD.Get_rank()
+    print(f"[tracejit rank {rank}] a compiled collective (call site {site:#x}) ran with operands or "
+          "operations that differ between the processes (each rank must make the same collective on the "
+          "same shape and dtype); aborting every rank", file=sys.stderr, flush=True)
+
+
+def register() -> None:
+    """Make MPI's functions, this process's handle table and the mismatch report resolvable by the
+    generated code (once per process; before any module calling them is linked)."""
+    if _registered:
+        return
+    from llvmlite import binding as llvm
+    from mpi4py import MPI
+    lib = ctypes.CDLL(_library_path())
+    for fn in _FUNCTIONS:
+        llvm.add_symbol(f"tracejit_{fn}", ctypes.cast(getattr(lib, fn), ctypes.c_void_p).value)
+    # MPICH's MPI_Abort returns to its caller (the process manager kills the ranks a moment later):
+    # the rank must not go on into the mismatched collective, so it exits right after.
+    llvm.add_symbol(EXIT, ctypes.cast(ctypes.CDLL(None)._exit, ctypes.c_void_p).value)
+    comm = MPI.COMM_WORLD
+    values = {"comm": MPI._handleof(comm), "rank": comm.Get_rank(), "size": comm.Get_size(),
+              "proc_null": MPI.PROC_NULL, "float32": MPI._handleof(MPI.FLOAT),
+              "float64": MPI._handleof(MPI.DOUBLE), "int32": MPI._handleof(MPI.INT32_T),
+              "int64": MPI._handleof(MPI.INT64_T), "sum": MPI._handleof(MPI.SUM),
+              "max": MPI._handleof(MPI.MAX), "min": MPI._handleof(MPI.MIN)}
+    table = (ctypes.c_int64 * len(HANDLES))(*[values[name] for name in HANDLES])
+    report = ctypes.CFUNCTYPE(None, ctypes.c_int64)(_mismatch)
+    llvm.add_symbol(TABLE, ctypes.addressof(table))
+    llvm.add_symbol(MISMATCH, ctypes.cast(report, ctypes.c_void_p).value)
+    _registered.extend([table, report, lib])
+
+
+class CallEmitter:
+    """Emits one ``call`` window step (the body of a ``WindowEmitter``) at the builder's position."""
+
+    def __init__(self, b: ir.IRBuilder, step, bases, buffers):
+        self.b, self.step, self.bases, self.buffers = b, step, bases, buffers
+        self.name, params = step.combine
+        self.params = dict(params)
+        self.size = self.params["size"]
+        self.module = b.module
+
+    # -- helpers
+    def _function(self, name, ret, args):
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
+        return fn
+
+    def _handle(self, name):
+        table = self.module.globals.get(TABLE)
+        if table is None:
+            table = ir.GlobalVariable(self.module, ir.ArrayType(I64, len(HANDLES)), TABLE)
+            table.linkage = "external"
+        at = self.b.gep(table, [ir.Constant(I64, _SLOT[name])], source_etype=I64)
+        return self.b.load(at, typ=I64)
+
+    def _h32(self, name):
+        return self.b.trunc(self._handle(name), I32)
+
+    def _dtype(self, dtype):
+        return self._h32(str(np.dtype(dtype)))
+
+    def _nbytes(self, bid):
+        return self.buffers[bid].nbytes
+
+    def _copy(self, dst, src, nbytes):
+        if nbytes:
+            fn = self._function("llvm.memcpy.p0.p0.i64", VOID, [PTR, PTR, I64, ir.IntType(1)])
+            self.b.call(fn, [dst, src, ir.Constant(I64, nbytes), ir.Constant(ir.IntType(1), 0)])
+
+    def _zero(self, bid):
+        if self._nbytes(bid):
+            fn = self._function("llvm.memset.p0.i64", VOID, [PTR, I8, I64, ir.IntType(1)])
+            self.b.call(fn, [self.bases[bid], ir.Constant(I8, 0), ir.Constant(I64, self._nbytes(bid)),
+                             ir.Constant(ir.IntType(1), 0)])
+
+    def _check_agreement(self):
+        """Every rank makes this collective on the same shape and dtype, or every rank aborts."""
+        b = self.b
+        x = self.buffers[self.step.operand] if self.step.operand is not None else None
+        what = repr((self.name, sorted(self.params.items()), x.shape if x else (), str(x.dtype) if x else ""))
+        site = zlib.crc32(what.encode())
+        with b.goto_entry_block():
+            pair = b.alloca(I64, size=2)
+        first, second = pair, b.gep(pair, [ir.Constant(I64, 1)], source_etype=I64)
+        b.store(ir.Constant(I64, site), first)
+        b.store(ir.Constant(I64, -site), second)
+        allreduce = self._function("tracejit_MPI_Allreduce", I32, [PTR, PTR, I32, I32, I32, I32])
+        in_place = b.inttoptr(ir.Constant(I64, -1), PTR)        # MPICH's MPI_IN_PLACE
+        b.call(allreduce, [in_place, pair, ir.Constant(I32, 2), self._h32("int64"), self._h32("max"),
+                           self._h32("comm")])
+        # max(site) == site and max(-site) == -site: every rank has this site.
+        same = b.and_(b.icmp_signed("==", b.load(first, typ=I64), ir.Constant(I64, site)),
+                      b.icmp_signed("==", b.load(second, typ=I64), ir.Constant(I64, -site)))
+        with b.if_then(b.not_(same)):
+            b.call(self._function(MISMATCH, VOID, [I64]), [ir.Constant(I64, site)])
+            b.call(self._function("tracejit_MPI_Abort", I32, [I32, I32]), [self._h32("comm"), ir.Constant(I32, 1)])
+            b.call(self._function(EXIT, VOID, [I32]), [ir.Constant(I32, 1)])
+
+    # -- the collectives
+    def emit(self):
+        step, bases = self.step, self.bases
+        out = step.out
+        if self.name == "mpi_axis_index":
+            rank = ir.Constant(I32, 0) if self.size == 1 else self._h32("rank")
+            self.b.store(rank, bases[out])
+            return
+        x = step.operand
+        if self.size == 1:
+            self._local(x, out)
+            return
+        self._check_agreement()
+        b = self.b
+        count = ir.Constant(I32, int(np.prod(self.buffers[x].shape, dtype=np.int64)))
+        dt = self._dtype(self.buffers[x].dtype)
+        if self.name in _OPS:
+            fn = self._function("tracejit_MPI_Allreduce", I32, [PTR, PTR, I32, I32, I32, I32])
+            b.call(fn, [bases[x], bases[out], count, dt, self._h32(_OPS[self.name]), self._h32("comm")])
+        elif self.name == "mpi_all_gather":
+            fn = self._function("tracejit_MPI_Allgather", I32, [PTR, I32, I32, PTR, I32, I32, I32])
+            b.call(fn, [bases[x], count, dt, bases[out], count, dt, self._h32("comm")])
+        elif self.name == "mpi_ppermute":
+            self._ppermute(x, out, count, dt)
+        else:
+            raise NotImplementedError(f"no native call for {self.name}")
+
+    def _local(self, x, out):
+        """One process: the collective of a single rank."""
+        if self.name == "mpi_ppermute" and (0, 0) not in self.params["perm"]:
+            self._zero(out)
+        else:
+            self._copy(self.bases[out], self.bases[x], self._nbytes(out))
+
+    def _ppermute(self, x, out, count, dt):
+        b = self.b
+        dest, source = [-1] * self.size, [-1] * self.size
+        for src, dst in self.params["perm"]:
+            dest[src], source[dst] = dst, src
+        rank = self._handle("rank")
+        null = self._h32("proc_null")
+
+        def lookup(values, name):
+            arr = ir.ArrayType(I32, self.size)
+            g = ir.GlobalVariable(self.module, arr, self.module.get_unique_name(name))
+            g.initializer = ir.Constant(arr, [ir.Constant(I32, v) for v in values])
+            g.global_constant, g.linkage = True, "private"
+            v = b.load(b.gep(g, [rank], source_etype=I32), typ=I32)
+            return b.select(b.icmp_signed("<", v, ir.Constant(I32, 0)), null, v)
+        to, frm = lookup(dest, "ppermute_dest"), lookup(source, "ppermute_source")
+        self._zero(out)         # a rank nobody sends to keeps zeros, as in JAX
+        with b.goto_entry_block():
+            status = b.alloca(I64, size=32)                # room for any MPI_Status
+        fn = self._function("tracejit_MPI_Sendrecv", I32,
+                            [PTR, I32, I32, I32, I32, PTR, I32, I32, I32, I32, I32, PTR])
+        tag = ir.Constant(I32, _TAG)
+        b.call(fn, [self.bases[x], count, dt, to, tag, self.bases[out], count, dt, frm, tag, self._h32("comm"),
+                    status])
+
+
+def uses_mpi(step) -> bool:
+    """Whether a ``call`` step calls MPI (more than one process), so :func:`register` must run before
+    its module is linked -- also when the module comes from the persistent cache."""
+    return dict(step.combine[1])["size"] > 1
+
+
+def emit_call(b, step, bases, buffers) -> None:
+    """The code of ``call`` window step ``step``."""
+    CallEmitter(b, step, bases, buffers).emit()
+
+
+__all__ = ["register", "emit_call", "uses_mpi", "CallEmitter", "HANDLES"]
