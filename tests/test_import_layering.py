@@ -28,6 +28,8 @@ LAYERS = [
     ["random"],
     ["nn"],
     ["example_libraries", "test_util"],
+    ["functionalize"],
+    ["autograph"],
     ["compiler"],
     ["backends"],
     ["config_flags", "jit_cache", "compile_log"],
@@ -43,6 +45,7 @@ LAYERS = [
     ["diagnostics"],
     ["tree_util"],
     ["tree", "dtypes", "errors", "typing"],
+    ["image", "custom_batching", "custom_derivatives", "dlpack"],   # jax submodules of issue 14
     ["__init__", "__main__"],
 ]
 RANK = {node: i for i, layer in enumerate(LAYERS) for node in layer}

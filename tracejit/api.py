@@ -10,6 +10,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from tracejit import config_flags, jit_cache
+from tracejit.autograph import convert as autograph_convert
 from tracejit.array import Array, as_array_result
 from tracejit.backends import get_backend
 from tracejit.compile_log import record_compile
@@ -25,6 +26,36 @@ from tracejit.core.trace import EVAL_TRACE, current_trace, trace_flat
 from tracejit.core.tracer import Tracer
 from tracejit.core.values import ShapeDtypeStruct, leaf_aval
 from tracejit.ops.call import call_p
+from tracejit import functionalize   # issue 16: NumPy arguments written in place
+
+
+# ----------------------------------------------------------------- issue 16: mutated arguments
+# np.ndarray arguments follow NumPy semantics under jit (tracejit/functionalize): the final values
+# of those the function writes are extra outputs of the program, copied back into the caller's
+# arrays after each call (np.copyto: one copy per mutated argument -- a first stage; the goal is
+# the argument's own buffer as the executable's output).
+def _mutation_info(jitted, sig):
+    return jitted._mutations.get(sig, ((), False))
+
+
+def _run_entry(entry, leaves, arrays):
+    """Run ``entry``'s executable; write mutated arguments back; return the function's outputs."""
+    if not entry.mutated:
+        return entry.executable(*arrays)
+    functionalize.check_call(leaves, entry.mutated, entry.layout_sensitive)
+    outs = entry.executable(*arrays)
+    n = len(outs) - len(entry.mutated)
+    functionalize.write_back(leaves, entry.mutated, outs[n:])
+    return outs[:n]
+
+
+def _mutated_text(entry_or_mutated, sig) -> str:
+    mutated = getattr(entry_or_mutated, "mutated", entry_or_mutated)
+    if not mutated:
+        return ""
+    names = ", ".join(f"leaf {i} ({sig.avals[i].str_short()})" for i in mutated)
+    return f"mutated arguments (written back after each call): {names}\n"
+# ----------------------------------------------------------------- end issue 16
 
 
 # --------------------------------------------------------------------------- argument handling
@@ -39,6 +70,7 @@ class _Signature(NamedTuple):
     treedef: PyTreeDef
     avals: tuple
     statics: tuple
+    numpy_leaves: tuple = ()   # leaves with NumPy semantics (np.ndarray arguments; issue 16)
 
 
 def _hashable_static(value, name):
@@ -68,7 +100,8 @@ class CacheEntry:
     """What one signature compiled to."""
 
     # used: set by calls, cleared by the in-process cache's eviction (tracejit/jit_cache.py).
-    __slots__ = ("program", "executable", "out_tree", "timings", "in_avals", "used", "nbytes", "__weakref__")
+    __slots__ = ("program", "executable", "out_tree", "timings", "in_avals", "used", "nbytes",
+                 "mutated", "layout_sensitive", "__weakref__")
 
     def __init__(self, program, executable, out_tree, timings, in_avals):
         self.program = program
@@ -78,6 +111,8 @@ class CacheEntry:
         self.in_avals = in_avals
         self.used = True
         self.nbytes = 0
+        self.mutated = ()                 # leaves the function writes: extra outputs (issue 16)
+        self.layout_sensitive = False
 
 
 def _source_location(fun) -> str:
@@ -93,7 +128,8 @@ class Jitted:
     """A function compiled on first call per input signature (see :func:`jit`)."""
 
     def __init__(self, fun: Callable, static_argnums=(), static_argnames=(), donate_argnums=(),
-                 donate_argnames=(), inline: bool = True, backend: str | None = None, **options):
+                 donate_argnames=(), inline: bool = True, backend: str | None = None,
+                 autograph: bool | None = None, **options):
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
         functools.update_wrapper(self, fun)
@@ -102,6 +138,7 @@ class Jitted:
         self._location = _source_location(fun)
         self._inline = inline
         self._backend = backend
+        self._autograph = autograph     # None: config.autograph at trace time
         self._options = options
         try:
             self._signature = inspect.signature(fun)
@@ -111,6 +148,7 @@ class Jitted:
         self._donate_argnums = self._resolve_donation(donate_argnums, donate_argnames)
         self._cache: dict = {}
         self._fast_cache: dict = {}
+        self._mutations: dict = {}        # signature -> (mutated leaves, layout_sensitive): issue 16
         self._lock = threading.RLock()
         self.signatures_compiled: list[_Signature] = []
         jit_cache.register(self)
@@ -170,7 +208,8 @@ class Jitted:
         statics, dyn_args, dyn_kwargs = self._split(args, kwargs)
         leaves, treedef = tree_flatten((tuple(dyn_args), dyn_kwargs))
         avals = tuple(leaf_aval(leaf, f"argument {i} of {self._name}") for i, leaf in enumerate(leaves))
-        return _Signature(treedef, avals, statics), leaves
+        numpy_leaves = tuple(i for i, leaf in enumerate(leaves) if functionalize.is_numpy_leaf(leaf))
+        return _Signature(treedef, avals, statics, numpy_leaves), leaves
 
     def _rebuild_call(self, statics, treedef, leaves):
         dyn_args, dyn_kwargs = tree_unflatten(treedef, leaves)
@@ -190,13 +229,19 @@ class Jitted:
             raise RuntimeError(f"re-tracing function {self._name} at {self._location} for `jit`, but "
                                "'no_tracing' is set")
         out_tree_box = []
+        # Autograph: Python loops/ifs over traced values become lax control flow (tracejit/autograph).
+        use_ag = config.autograph if self._autograph is None else self._autograph
+        fun = autograph_convert(self._fun) if use_ag else self._fun
 
         def flat_fun(*tracers):
+            tracers, session = functionalize.box_arguments(tracers, sig.numpy_leaves)   # issue 16
             args, kwargs = self._rebuild_call(sig.statics, sig.treedef, tracers)
-            out = self._fun(*args, **kwargs)
+            out = fun(*args, **kwargs)
             flat, out_tree = tree_flatten(out)
             out_tree_box.append(out_tree)
-            return flat
+            mutated, values = functionalize.mutated(session)    # issue 16: extra outputs
+            self._mutations[sig] = (mutated, session.layout_sensitive)
+            return list(flat) + values
 
         program = trace_flat(flat_fun, sig.avals, self._name)
         if config.enable_checks:
@@ -216,6 +261,7 @@ class Jitted:
         timings = {"trace_ms": (t1 - t0) * 1e3, **optimized.timing_summary(),
                    **(getattr(executable, "timings", None) or {"build_ms": (time.perf_counter() - t2) * 1e3})}
         entry = CacheEntry(program, executable, out_tree, timings, sig.avals)
+        entry.mutated, entry.layout_sensitive = _mutation_info(self, sig)
         record_compile(self, sig, entry)
         return entry
 
@@ -269,6 +315,7 @@ class Jitted:
             t = type(a)
             if t is np.ndarray or t is Array:
                 key.append(a.shape)
+                key.append(t)            # NumPy or JAX semantics (issue 16)
             elif isinstance(a, np.generic):
                 key.append(t)
                 scalars = True
@@ -292,7 +339,7 @@ class Jitted:
             hit = self._fast_cache.get(fast)
             if hit is not None:
                 hit.used = True
-                outs = hit.executable(*arrays)
+                outs = _run_entry(hit, arrays, arrays)
                 if hit.out_tree is LEAF:
                     return as_array_result(outs[0])
                 return tree_unflatten(hit.out_tree, [as_array_result(o) for o in outs])
@@ -306,7 +353,7 @@ class Jitted:
         if entry.program.python_int_ranges:
             _check_python_ints(entry.program.python_int_ranges, leaves)
         arrays = [_as_array(leaf, aval) for leaf, aval in zip(leaves, sig.avals)]
-        return tree_unflatten(entry.out_tree, [as_array_result(o) for o in entry.executable(*arrays)])
+        return tree_unflatten(entry.out_tree, [as_array_result(o) for o in _run_entry(entry, leaves, arrays)])
 
     def _call_traced(self, args, kwargs):
         sig, leaves = self._signature_of(args, kwargs)
@@ -321,6 +368,11 @@ class Jitted:
             outs = eval_program(program, program.const_values, leaves)
         else:
             outs = call_p.bind(*program.const_values, *leaves, program=program, name=self._name)
+        mutated = _mutation_info(self, sig)[0]
+        if mutated:      # issue 16: the caller's NumPy arrays take the written values
+            n = len(outs) - len(mutated)
+            functionalize.write_back(leaves, mutated, outs[n:])
+            outs = outs[:n]
         return tree_unflatten(out_tree, outs)
 
     # ------------------------------------------------------------------ AOT
@@ -336,8 +388,9 @@ class Jitted:
         """Output shapes and dtypes as ShapeDtypeStructs, without computing."""
         sig, _ = self._signature_of(args, kwargs)
         program, out_tree = self.trace(sig)
+        n = out_tree.num_leaves
         return tree_unflatten(out_tree, [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
-                                         for a in program.out_avals])
+                                         for a in program.out_avals[:n]])
 
     def clear_cache(self):
         """Forget every compiled signature."""
@@ -375,7 +428,8 @@ class Lowered:
     def as_text(self) -> str:
         """The program after the compiler's passes, with kernel boundaries marked."""
         target = get_backend(self._jitted._backend or config.backend)
-        return driver.optimize(self.program, target).describe()
+        return (_mutated_text(_mutation_info(self._jitted, self._sig)[0], self._sig)
+                + driver.optimize(self.program, target).describe())
 
     def compile(self) -> "Compiled":
         """Compile to native code; the result is also cached in the jitted function."""
@@ -407,7 +461,8 @@ class Compiled:
     def as_text(self, llvm_ir: bool = False) -> str:
         """Kernels and steps of the executable; with ``llvm_ir`` also the LLVM IR."""
         describe = getattr(self._entry.executable, "as_text", None)
-        return describe(llvm_ir=llvm_ir) if describe else str(self._entry.program)
+        return _mutated_text(self._entry, self._sig) + (describe(llvm_ir=llvm_ir) if describe
+                                                          else str(self._entry.program))
 
     def cost_analysis(self) -> dict:
         """Flops, transcendental calls and bytes accessed per call (estimates)."""
@@ -421,14 +476,14 @@ class Compiled:
 
     def __call__(self, *args, **kwargs):
         sig, leaves = self._jitted._signature_of(args, kwargs)
-        if sig != self._sig:
+        if sig[:3] != self._sig[:3]:   # (NumPy-ness of leaves: the compiled semantics hold; issue 16)
             raise TypeError(f"Compiled function {self._name} was compiled for input signature "
                             f"{_sig_text(self._sig)} but was called with {_sig_text(sig)}; "
                             "call jit(f) (which compiles per signature) or lower() again")
         if config._jit_hooks:
             config_flags.check_execution(self._name)
         arrays = [_as_array(leaf, aval) for leaf, aval in zip(leaves, sig.avals)]
-        out = tree_unflatten(self._entry.out_tree, [as_array_result(o) for o in self._entry.executable(*arrays)])
+        out = tree_unflatten(self._entry.out_tree, [as_array_result(o) for o in _run_entry(self._entry, leaves, arrays)])
         if config._jit_hooks:
             config_flags.check_results(self._jitted, args, kwargs, out)
         return out
@@ -442,7 +497,7 @@ def _sig_text(sig: _Signature) -> str:
 
 def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         donate_argnames=(), inline: bool = True, backend: str | None = None, keep_unused: bool = False,
-        **unsupported):
+        autograph: bool | None = None, **unsupported):
     """Compile ``fun`` on first call per input signature; later calls reuse it.
 
     The package's ``tracejit.jit`` is :func:`tracejit.buckets.jit`: this
@@ -463,6 +518,9 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), d
         program into the caller (default). ``False`` keeps a ``call``.
     backend : str, optional
         ``"cpu"`` (LLVM, default) or ``"reference"`` (NumPy interpreter).
+    autograph : bool, optional
+        Convert Python loops and ``if`` statements over traced values into
+        ``lax`` control flow (``docs/autograph.md``); default ``config.autograph``.
 
     Returns
     -------
@@ -484,8 +542,9 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), d
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, donate_argnames=donate_argnames,
-                                 inline=inline, backend=backend)
-    return Jitted(fun, static_argnums, static_argnames, donate_argnums, donate_argnames, inline, backend)
+                                 inline=inline, backend=backend, autograph=autograph)
+    return Jitted(fun, static_argnums, static_argnames, donate_argnums, donate_argnames, inline, backend,
+                  autograph=autograph)
 
 
 def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
@@ -505,7 +564,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
         program, out_tree = jitted.trace(sig)
         if return_shape:
             shapes = tree_unflatten(out_tree, [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
-                                               for a in program.out_avals])
+                                               for a in program.out_avals[:out_tree.num_leaves]])
             return program, shapes
         return program
     return make

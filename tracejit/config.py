@@ -58,6 +58,8 @@ class Config:
         # Byte budget of the in-process compile cache (every jitted function's executables; least
         # recently used dropped above it): bytes or "512M"/"2G"; 0 = unbounded. See tracejit/jit_cache.py.
         "jit_cache_max_bytes": lambda: os.environ.get("TRACEJIT_JIT_CACHE_MAX_BYTES", "512M"),
+        # Convert Python loops / ifs over traced values into compiled control flow (tracejit/autograph).
+        "autograph": lambda: env_flag("TRACEJIT_AUTOGRAPH", True),
         # JAX's flags (issue 14); tracejit/config_flags.py documents what each does here.
         "disable_jit": lambda: env_flag("JAX_DISABLE_JIT"),
         "debug_nans": lambda: env_flag("JAX_DEBUG_NANS"),

@@ -25,17 +25,40 @@ from tracejit.core import errors
 # "No concrete value known": what ``Trace.concrete_value_of`` answers for an abstract value.
 NO_VALUE = object()
 
+# JAX's error for ``x[idx] = y`` on one of its arrays (tracers included).
+IMMUTABLE_MESSAGE = ("'{}' object does not support item assignment. JAX arrays are immutable. Instead "
+                     "of ``x[idx] = y``, use ``x = x.at[idx].set(y)`` or another .at[] method: "
+                     "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
+
 
 class Tracer:
     """An abstract array value that belongs to one trace."""
 
-    __slots__ = ("_trace", "aval", "_var", "__weakref__")
+    # ``_np``: None for a JAX-semantics (immutable) value; for a NumPy-semantics value (an
+    # ``np.ndarray`` argument of a jitted function, an ``np.*`` result) the state object of
+    # ``tracejit.functionalize``, which replaces ``_v`` when the array is written in place.
+    __slots__ = ("_trace", "aval", "_v", "_np", "__weakref__")
     __array_priority__ = 1000
 
-    def __init__(self, trace, aval, var):
+    def __init__(self, trace, aval, var, np_state=None):
         self._trace = trace
         self.aval = aval
-        self._var = var
+        self._v = var
+        self._np = np_state
+
+    @property
+    def _var(self):
+        """The program variable holding this array's current value. A NumPy-semantics view whose
+        base was written since its value was derived re-derives it first (``sync``), so every
+        reader of a tracer sees the latest in-place update, as NumPy's aliasing would."""
+        state = self._np
+        if state is not None:
+            state.sync(self)
+        return self._v
+
+    @_var.setter
+    def _var(self, var):
+        self._v = var
 
     # ------------------------------------------------------------------ metadata
     @property
@@ -137,8 +160,8 @@ class Tracer:
     __hash__ = None  # traced arrays are unhashable, like NumPy arrays
 
     def __setitem__(self, idx, value):
-        raise TypeError("traced arrays are immutable; instead of `x[idx] = y` use "
-                        "`x = x.at[idx].set(y)` (this is an in-place update under jit)")
+        # JAX semantics (NumPy-semantics tracers get theirs from tracejit/functionalize).
+        raise TypeError(IMMUTABLE_MESSAGE.format(type(self)))
 
     # Operators, array methods, ``.T``/``.mT``/``.real``/``.imag``/``.at``, ``__getitem__`` and the
     # NumPy protocols are attached by tracejit/numpy/array_methods.py.

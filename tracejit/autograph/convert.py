@@ -1,0 +1,175 @@
+"""Source capture and compilation of converted functions, cached per function object.
+
+A function is converted when Python can show its source (``inspect.getsource``), it is user
+code (not tracejit's, NumPy's, JAX's, SciPy's or the standard library's), and it has a loop or
+an ``if`` to convert. Anything else -- builtins, C functions, REPL functions without source,
+lambdas (they have no statements), generators, methods using ``super()`` or private
+``__names`` -- is returned unchanged, silently.
+
+The converted function keeps the original's globals (read live), closure cells (the same
+cells, so later rebinding is seen), defaults and name; it is compiled with the original file
+name and line numbers, so tracebacks show the user's lines.
+
+Examples
+--------
+>>> def f(x):
+...     for i in range(3):
+...         x = x + i
+...     return x
+>>> g = convert(f)       # doctest source has no file: returned unchanged
+>>> g(0)
+3
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import os
+import sysconfig
+import textwrap
+import threading
+import types
+import weakref
+
+from tracejit.autograph import runtime
+from tracejit.autograph.transformer import AG, Converter
+
+_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+_SKIP_PACKAGES = frozenset({"tracejit", "numpy", "scipy", "jax", "jaxlib", "builtins"})
+_STDLIB = tuple(os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib"))
+
+
+def _ag_namespace():
+    ns = types.SimpleNamespace(**{name: getattr(runtime, name) for name in (
+        "for_range", "for_iter", "while_stmt", "if_stmt", "static_test", "range_params", "ld",
+        "and_", "or_", "not_")})
+    ns.cc = converted_call
+    return ns
+
+
+def is_user_code(fun) -> bool:
+    """Whether ``fun`` is a Python function of user code (not a library's or the standard library's).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> is_user_code(np.mean), is_user_code(len)
+    (False, False)
+    """
+    if not isinstance(fun, types.FunctionType):
+        return False
+    module = (getattr(fun, "__module__", None) or "").split(".")[0]
+    if module in _SKIP_PACKAGES:
+        return False
+    path = os.path.realpath(fun.__code__.co_filename)
+    return not path.startswith(_STDLIB) and "site-packages" not in path
+
+
+def converted_call(fun, caller_module):
+    """``fun`` converted when it is a user function of the caller's module, else ``fun`` itself.
+
+    Converted code calls it for every plain-name call (``g(x)``); the call itself is unchanged.
+
+    Examples
+    --------
+    >>> converted_call(len, "__main__") is len
+    True
+    """
+    if isinstance(fun, types.FunctionType) and fun.__module__ == caller_module:
+        return convert(fun)
+    return fun
+
+
+def convert(fun):
+    """``fun`` with its loops and ``if`` statements rewritten for tracing (cached per function).
+
+    Parameters
+    ----------
+    fun : callable
+        A function or bound method; anything else is returned unchanged.
+
+    Returns
+    -------
+    callable
+        The converted function, or ``fun`` itself when it cannot or need not be converted.
+
+    Examples
+    --------
+    >>> convert(len) is len
+    True
+    """
+    if isinstance(fun, types.MethodType):
+        f = convert(fun.__func__)
+        return fun if f is fun.__func__ else types.MethodType(f, fun.__self__)
+    if not is_user_code(fun):
+        return fun
+    try:
+        hit = _cache.get(fun)
+    except TypeError:
+        return fun
+    if hit is not None:
+        return hit
+    with _lock:
+        try:
+            out = _convert(fun)
+        except (OSError, TypeError, SyntaxError, ValueError, IndexError):
+            out = fun       # no (parseable) source: traced as written
+        _cache[fun] = out
+    return out
+
+
+def _convert(fun):
+    code = fun.__code__
+    if fun.__name__ == "<lambda>" or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE
+                                                      | inspect.CO_ASYNC_GENERATOR):
+        return fun
+    if "__class__" in code.co_freevars:      # zero-argument super() needs the class cell
+        return fun
+    source = textwrap.dedent(inspect.getsource(fun))
+    tree = ast.parse(source)
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef) or tree.body[0].name != fun.__name__:
+        return fun
+    fn = tree.body[0]
+    # getsource starts at the first decorator, which is where co_firstlineno points.
+    ast.increment_lineno(tree, code.co_firstlineno - 1)
+    if not any(isinstance(n, (ast.For, ast.While, ast.If)) for n in ast.walk(fn)):
+        return fun          # nothing to convert: the function is traced exactly as written
+    for n in ast.walk(fn):
+        ident = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else ""
+        if ident.startswith("__") and not ident.endswith("__"):
+            return fun      # private names were mangled by the class body; recompiling would break them
+    fn.decorator_list = []
+    shadowed = {"range"} & (set(fun.__globals__) | set(code.co_varnames) | set(code.co_freevars))
+    Converter(fn, shadowed).convert()
+    # A factory whose parameters are the free variables, so the inner function's free
+    # variables can be bound to the original cells.
+    freevars = list(code.co_freevars)
+    factory = ast.FunctionDef(
+        name=f"{AG}_factory",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=v) for v in freevars + [AG]], vararg=None,
+                           kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=[fn, ast.Return(value=ast.Name(id=fn.name, ctx=ast.Load()))], decorator_list=[], returns=None,
+        type_comment=None)
+    ast.copy_location(factory, fn)
+    module = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(module)
+    compiled = compile(module, code.co_filename, "exec", dont_inherit=True)
+    factory_code = next(c for c in compiled.co_consts if isinstance(c, types.CodeType))
+    new_code = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == fn.name)
+    cells = dict(zip(code.co_freevars, fun.__closure__ or ()))
+    cells[AG] = types.CellType(_AG)
+    closure = tuple(cells[v] for v in new_code.co_freevars)
+    out = types.FunctionType(new_code, fun.__globals__, fun.__name__, fun.__defaults__, closure)
+    out.__kwdefaults__ = fun.__kwdefaults__
+    out.__qualname__ = fun.__qualname__
+    out.__module__ = fun.__module__
+    out.__doc__ = fun.__doc__
+    out.__dict__.update(fun.__dict__)
+    out.__wrapped__ = fun
+    out.__autograph_source__ = ast.unparse(fn)   # what was compiled, for debugging
+    _cache[out] = out                            # converting a converted function is a no-op
+    return out
+
+
+_AG = _ag_namespace()
