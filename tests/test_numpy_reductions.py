@@ -199,3 +199,17 @@ def test_float_row_sums_every_chain_split(dtype):
         np.testing.assert_allclose(s, want, rtol=0, atol=tol, err_msg=f"n={n}")
         np.testing.assert_allclose(sm, want_m, rtol=0, atol=tol, err_msg=f"n={n}")
         assert s.dtype == dtype
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_arg_extremum_of_a_0d_array_along_axis_0_is_its_element(name):
+    # NumPy takes axis 0 (or -1) of a 0-d array as its one element (fuzz seed 20004509: argmax of a
+    # scalar scan carry); other axes raise NumPy's AxisError.
+    for axis in (0, -1):
+        for keepdims in (False, True):
+            f = lambda x, axis=axis, keepdims=keepdims: getattr(np, name)(x, axis=axis, keepdims=keepdims)  # noqa: E731
+            for x in (np.array(3.0), np.array(np.nan), np.array(7, np.int32)):
+                got, want = tracejit.jit(f)(x), f(x)
+                assert np.asarray(got).shape == np.shape(want) and int(got) == int(want)
+    with pytest.raises(np.exceptions.AxisError):
+        tracejit.jit(lambda x: getattr(np, name)(x, axis=1))(np.array(3.0))

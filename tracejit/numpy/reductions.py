@@ -210,7 +210,8 @@ def _arg_extremum(name, prim, a, axis, keepdims):
     xa = aval(x)
     if dtypes.is_complex(xa.dtype):
         raise NotImplementedError(f"{name} of complex traced arrays is not supported")
-    if axis is None:
+    if axis is None or (xa.ndim == 0 and axis in (0, -1)):
+        # (NumPy takes axis 0 of a 0-d array as its one element, as argmax of the flattened array.)
         flat = ravel(x)
         if aval(flat).size == 0:
             raise ValueError(f"attempt to get {name} of an empty sequence")
