@@ -71,6 +71,11 @@ _wrap_package_faces([lax, random, nn, nn.initializers, _jnp_fft, _jnp_linalg, _s
                      _sp_stats] + [getattr(_sp_stats, _name) for _name in _sp_stats.__all__
                                    if isinstance(getattr(_sp_stats, _name), type(_sp_stats))],
                     extra_types=(custom_jvp, custom_vjp))
+# jax.ops: the segment reductions exported by tracejit.ops (the primitives package) return Arrays too.
+from tracejit.array import wrap_module_functions as _wrap_module_functions  # noqa: E402
+_wrap_module_functions(vars(_ops), ["segment_sum", "segment_prod", "segment_max", "segment_min"])
+
+from tracejit import image, custom_batching, custom_derivatives, dlpack  # noqa: E402,F401  (jax submodules)
 
 from tracejit.version import __version__, __version_info__  # noqa: E402
 
