@@ -71,6 +71,7 @@ FIXED_CAMPAIGN_SEEDS = {
     9934809: "NumPy raises only through its scalars (np.True_ ** 2 is int64): the array-rules oracle decides",
     10889041: "x.at[i].max(float values cast to uint32): NumPy's vector-loop cast of -inf (the generator uses _u32)",
     20004509: "argmax(axis=0) of a 0-d scan carry: NumPy takes axis 0 of a 0-d array as its element",
+    20004319: "1e30 * (complex dot): the oracle bounded x * literal as x * x (now a 'scale' bound)",
 }
 
 

@@ -746,6 +746,11 @@ class Gen:
             m = ("trans", False, "inputs") if op == "logaddexp" else ("trans", False)
         else:
             m = (model,)
+        if model == "mul" and b is None and not b_deps:
+            # x * literal: the literal scales x's error (the one-operand "mul" bound is x * x's).
+            lit = b_name if a_name == a.name else a_name
+            with np.errstate(all="ignore"):
+                m = ("scale", float(np.abs(np.asarray(self._value_of(lit))).max()))
         if op in ("<<", ">>") and ints:
             if self.r() < 0.5 or b is None:
                 sh = self.choice([0, 1, 3, 7, 8, 15, 16, 31, 32, 63])
