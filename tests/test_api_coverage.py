@@ -187,14 +187,8 @@ NOT_YET = {
     "jax.random": [
         "key_dtype",
     ],
-    "jax.tree": [
-        "static"
-    ],
     "jax.tree_util": [
         "default_registry"
-    ],
-    "jax.example_libraries.optimizers": [
-        "Array", "InitFn", "Params", "ParamsFn", "State", "Step", "UpdateFn", "Updates"
     ],
 }
 

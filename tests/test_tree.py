@@ -310,3 +310,26 @@ def test_doctests():
     for mod in (tu, jtree, core_pytree):
         res = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
         assert res.failed == 0, mod.__name__
+
+
+def test_tree_static_fields_are_aux_data_and_static_under_jit():
+    import dataclasses
+
+    @tracejit.tree_util.register_dataclass
+    @dataclasses.dataclass
+    class Scaled:
+        x: object
+        how: str = tracejit.tree.static(default="add")
+        k: int = tracejit.tree.static(default=2, metadata={"doc": "kept"})
+
+    a, b = Scaled(np.ones(3)), Scaled(np.ones(3), "mul", 3)
+    assert len(tracejit.tree.leaves(a)) == 1
+    assert tracejit.tree.structure(a) != tracejit.tree.structure(b)
+    assert dataclasses.fields(Scaled)[2].metadata["doc"] == "kept"
+
+    @tracejit.jit
+    def apply(s):
+        return s.x + s.k if s.how == "add" else s.x * s.k       # Python branches on static fields
+    np.testing.assert_array_equal(apply(a), np.full(3, 3.0))
+    np.testing.assert_array_equal(apply(b), np.full(3, 3.0))
+    np.testing.assert_array_equal(apply(Scaled(np.ones(3), "mul", 5)), np.full(3, 5.0))

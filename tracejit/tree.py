@@ -8,10 +8,12 @@ Examples
 """
 from __future__ import annotations
 
+import dataclasses as _dataclasses
+
 from tracejit import tree_util as _tu
 
 __all__ = ["all", "broadcast", "flatten", "flatten_with_path", "leaves", "leaves_with_path", "map",
-           "map_with_path", "reduce", "reduce_associative", "structure", "transpose", "unflatten"]
+           "map_with_path", "reduce", "reduce_associative", "static", "structure", "transpose", "unflatten"]
 
 
 def all(tree, *, is_leaf=None) -> bool:  # noqa: A001
@@ -157,3 +159,24 @@ def unflatten(treedef, leaves):
     {'a': 1, 'b': (2, 3)}
     """
     return _tu.tree_unflatten(treedef, leaves)
+
+
+def static(**kwargs):
+    """A dataclass field marked static (``jax.tree.static``): ``dataclasses.field`` with
+    ``metadata['static'] = True``, which :func:`tracejit.tree_util.register_dataclass` makes aux data.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> import tracejit
+    >>> @tracejit.tree_util.register_dataclass
+    ... @dataclasses.dataclass
+    ... class Op:
+    ...     x: float
+    ...     how: str = tracejit.tree.static(default="add")
+    >>> tracejit.tree.leaves(Op(1.0))
+    [1.0]
+    """
+    metadata = dict(kwargs.pop("metadata", None) or {})
+    metadata["static"] = True
+    return _dataclasses.field(metadata=metadata, **kwargs)

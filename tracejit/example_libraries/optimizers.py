@@ -34,7 +34,7 @@ __all__ = [
     "JoinPoint", "Optimizer", "OptimizerState", "adagrad", "adam", "adamax", "clip_grads", "constant",
     "exponential_decay", "inverse_time_decay", "l2_norm", "make_schedule", "momentum", "nesterov", "optimizer",
     "pack_optimizer_state", "piecewise_constant", "polynomial_decay", "rmsprop", "rmsprop_momentum", "sgd", "sm3",
-    "unpack_optimizer_state",
+    "unpack_optimizer_state", "Array", "Params", "State", "Updates", "Step", "InitFn", "UpdateFn", "ParamsFn",
 ]
 
 Schedule = Callable[[Any], Any]
@@ -55,6 +55,16 @@ class OptimizerState(NamedTuple):
 register_pytree_node(OptimizerState,
                      lambda s: ((s.packed_state,), (s.tree_def, tuple(s.subtree_defs))),
                      lambda aux, children: OptimizerState(children[0], aux[0], aux[1]))
+
+# JAX's typing aliases of this module (annotations only).
+Array = Any
+Params = Any
+State = Any
+Updates = Any
+Step = int
+InitFn = Callable[[Params], OptimizerState]
+UpdateFn = Callable[[Step, Updates, OptimizerState], OptimizerState]
+ParamsFn = Callable[[OptimizerState], Params]
 
 
 class Optimizer(NamedTuple):
