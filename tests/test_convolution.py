@@ -228,3 +228,19 @@ def test_jnp_convolve_gradient():
     fd = [((np.convolve(a + h * e, v, "same") ** 2).sum() - (np.convolve(a - h * e, v, "same") ** 2).sum()) / (2 * h)
           for e in np.eye(4)]
     np.testing.assert_allclose(g, fd, rtol=1e-7)
+
+
+def test_max_and_min_pooling_start_from_the_first_tap_with_the_same_values():
+    # init -inf (max) / +inf (min) is the identity: the pooling starts from its first tap.
+    from numpy.lib.stride_tricks import sliding_window_view
+    x = np.array([[np.nan, 1.0, -np.inf, -np.inf, 2.0, -0.0],
+                  [3.0, -1.0, -np.inf, -np.inf, 5.0, -0.0]])
+    for comp, init, red in ((lax.max, -np.inf, np.max), (lax.min, np.inf, np.min)):
+        f = tracejit.jit(lambda x, comp=comp, init=init: lax.reduce_window(x, init, comp, (2, 2), (1, 2), "VALID"))
+        want = red(sliding_window_view(x, (2, 2))[:, ::2], axis=(-2, -1))
+        got = np.asarray(f(x))
+        np.testing.assert_array_equal(got, want)
+        assert np.signbit(got[0, 2]) == np.signbit(want[0, 2])          # a window of -0.0 stays -0.0
+        padded = tracejit.jit(lambda x, comp=comp, init=init: lax.reduce_window(x, init, comp, (1, 3), (1, 1), "SAME"))
+        xp = np.pad(x, ((0, 0), (1, 1)), constant_values=init)
+        np.testing.assert_array_equal(np.asarray(padded(x)), red(sliding_window_view(xp, (1, 3)), axis=(-2, -1)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracejit.lax.ops import broadcast_in_dim, rev
+from tracejit.lax.ops import max as lax_max, min as lax_min
 from tracejit.numpy._util import aval, to_operand
 from tracejit.ops.convolution import (ConvDimensionNumbers, _dilated, _out_sizes, _positive_ints, _spatial_prepare,
                                       _window_taps, conv_dimension_numbers, conv_general_dilated, padtype_to_pads)
@@ -139,7 +140,19 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     xp = _spatial_prepare(x, axes, pads, base, init)
     out_sizes = _out_sizes(aval(xp).shape, window, strides, wdil)
     taps = _window_taps(xp, axes, window, strides, wdil, out_sizes)
-    acc = broadcast_in_dim(init, out_sizes, ())
+    if taps and _is_identity(computation, init_value, aval(x).dtype):
+        # max(-inf, t) is t (NaN and -0.0 included): max pooling starts from its first tap.
+        acc, taps = taps[0], taps[1:]
+    else:
+        acc = broadcast_in_dim(init, out_sizes, ())
     for t in taps:
         acc = computation(acc, t)
     return acc
+
+
+def _is_identity(computation, init_value, dtype) -> bool:
+    """``init_value`` is -inf for ``lax.max`` (+inf for ``lax.min``) on a float operand."""
+    if hasattr(init_value, "aval") or np.dtype(dtype).kind != "f" or np.ndim(init_value) != 0:
+        return False
+    v = float(np.asarray(init_value))
+    return (computation is lax_max and v == -np.inf) or (computation is lax_min and v == np.inf)
