@@ -366,3 +366,26 @@ def test_functions_without_source_are_unchanged():
 def test_conversion_is_cached():
     assert autograph.convert(acc_loop) is autograph.convert(acc_loop)
     assert autograph.convert(acc_loop) is not acc_loop
+
+
+
+def _looped(x):
+    for _ in range(20):
+        x = x * 1.01
+    return x
+
+
+def test_wrappers_of_user_functions_are_not_replaced_by_the_wrapped_source():
+    # functools.wraps gives a wrapper (tracejit's grad, a user decorator) the wrapped function's
+    # module, name and __wrapped__: converting it must not compile the wrapped function's source in
+    # the wrapper's place (jit(grad(f)) computed f itself; a decorator's own work was dropped).
+    import functools
+    np.testing.assert_allclose(jax.jit(jax.grad(_looped))(2.0), 1.01 ** 20, rtol=1e-14)
+
+    def plus_100(g):
+        @functools.wraps(g)
+        def inner(x):
+            return g(x) + 100.0
+        return inner
+    np.testing.assert_allclose(jax.jit(plus_100(_looped))(2.0), 2.0 * 1.01 ** 20 + 100.0, rtol=1e-14)
+    np.testing.assert_allclose(jax.jit(_looped)(2.0), 2.0 * 1.01 ** 20, rtol=1e-14)

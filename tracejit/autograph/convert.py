@@ -38,6 +38,7 @@ _cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 _SKIP_PACKAGES = frozenset({"tracejit", "numpy", "scipy", "jax", "jaxlib", "builtins"})
 _STDLIB = tuple(os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib"))
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep     # tracejit/
 
 
 def _ag_namespace():
@@ -62,8 +63,10 @@ def is_user_code(fun) -> bool:
     module = (getattr(fun, "__module__", None) or "").split(".")[0]
     if module in _SKIP_PACKAGES:
         return False
+    # By where the code is, not by ``__module__``: a wrapper made with functools.wraps (tracejit's
+    # grad of a user function) carries the user function's module and name.
     path = os.path.realpath(fun.__code__.co_filename)
-    return not path.startswith(_STDLIB) and "site-packages" not in path
+    return not path.startswith(_STDLIB + (_PACKAGE,)) and "site-packages" not in path
 
 
 def converted_call(fun, caller_module):
@@ -126,9 +129,11 @@ def _convert(fun):
         return fun
     if "__class__" in code.co_freevars:      # zero-argument super() needs the class cell
         return fun
-    source = textwrap.dedent(inspect.getsource(fun))
+    # The source of this code object: inspect.getsource(fun) would follow ``__wrapped__`` to the
+    # function a wrapper wraps, and compile that in the wrapper's place.
+    source = textwrap.dedent(inspect.getsource(code))
     tree = ast.parse(source)
-    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef) or tree.body[0].name != fun.__name__:
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef) or tree.body[0].name != code.co_name:
         return fun
     fn = tree.body[0]
     # getsource starts at the first decorator, which is where co_firstlineno points.

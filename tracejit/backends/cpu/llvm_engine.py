@@ -70,6 +70,7 @@ _CHILD_LOCKS = (
     ("tracejit.backends.cpu.blas", "_lock"),
     ("tracejit.backends.cpu.warmup", "_lock"),
     ("tracejit.backends.cpu.object_cache", "_lock"),
+    ("tracejit.autograph.convert", "_lock"),
 )
 
 
