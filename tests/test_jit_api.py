@@ -350,6 +350,33 @@ def test_numpy_scalar_arguments_take_the_fast_path(scalar):
         assert got.dtype == want.dtype
     assert len(traces) == 2        # once eagerly above, once under jit
     assert any(type(scalar) in key for key in j._fast_cache)       # the later calls hit the fast cache
-    # A 0-d array is a mutable NumPy array, a scalar is not (issue 16): its own trace.
+    # A 0-d array is a mutable NumPy array, a scalar is not (issue 16); f writes nothing in place,
+    # so its program serves both: the same executable, no new trace.
     np.testing.assert_array_equal(j(np.asarray(scalar), y), want)
+    assert len(traces) == 2
+
+
+def test_numpy_and_jax_arguments_share_a_program_only_when_nothing_is_written_in_place():
+    traces = []
+
+    def pure(x):
+        traces.append(1)
+        return x * 2 + 1
+
+    def writes_arg(x):
+        traces.append(1)
+        x[0] = 5.0
+        return x * 2
+
+    j = tracejit.jit(pure)
+    a = np.arange(3.0)
+    r = j(a)                                   # a NumPy argument
+    np.testing.assert_array_equal(j(r), a * 4 + 3)     # a tracejit.Array: same program, no new trace
+    assert len(traces) == 1
+    w = tracejit.jit(writes_arg)
+    b = np.arange(3.0)
+    np.testing.assert_array_equal(w(b), [10.0, 2.0, 4.0])
+    assert b[0] == 5.0                          # NumPy semantics: the argument was written back
+    with pytest.raises(TypeError, match="immutable"):
+        w(tracejit.numpy.asarray(np.arange(3.0)))      # JAX semantics for an Array: its own trace raises
     assert len(traces) == 3

@@ -35,7 +35,13 @@ from tracejit import functionalize   # issue 16: NumPy arguments written in plac
 # arrays after each call (np.copyto: one copy per mutated argument -- a first stage; the goal is
 # the argument's own buffer as the executable's output).
 def _mutation_info(jitted, sig):
-    return jitted._mutations.get(sig, ((), False))
+    return jitted._mutations.get(sig, ((), False, True))[:2]
+
+
+def _without_provenance(sig):
+    """The signature with every leaf's semantics forgotten: the key under which an entry whose
+    trace wrote nothing in place serves NumPy and JAX arguments alike."""
+    return sig._replace(numpy_leaves=None)
 
 
 def _run_entry(entry, leaves, arrays):
@@ -233,6 +239,8 @@ class Jitted:
         use_ag = config.autograph if self._autograph is None else self._autograph
         fun = autograph_convert(self._fun) if use_ag else self._fun
 
+        writes_before = functionalize.writes()
+
         def flat_fun(*tracers):
             tracers, session = functionalize.box_arguments(tracers, sig.numpy_leaves)   # issue 16
             args, kwargs = self._rebuild_call(sig.statics, sig.treedef, tracers)
@@ -240,7 +248,7 @@ class Jitted:
             flat, out_tree = tree_flatten(out)
             out_tree_box.append(out_tree)
             mutated, values = functionalize.mutated(session)    # issue 16: extra outputs
-            self._mutations[sig] = (mutated, session.layout_sensitive)
+            self._mutations[sig] = (mutated, session.layout_sensitive, functionalize.writes() == writes_before)
             return list(flat) + values
 
         program = trace_flat(flat_fun, sig.avals, self._name)
@@ -285,9 +293,19 @@ class Jitted:
         if entry is None:
             with self._lock:
                 entry = self._cache.get(key)
+                shared = (_without_provenance(sig), key[1])
                 if entry is None:
+                    # A program that wrote nothing in place is the same for NumPy and JAX arguments
+                    # (issue 16): f(np_array) then f(f(np_array)) compiles once.
+                    entry = self._cache.get(shared)
+                    if entry is not None:
+                        self._cache[key] = entry
+                        entry.used = True
+                        return entry
                     entry = self._compile(sig, traced)
                     self._cache[key] = entry
+                    if self._mutations.get(sig, ((), False, False))[2]:
+                        self._cache[shared] = entry
                     if sig not in self.signatures_compiled:   # (again after an eviction)
                         self.signatures_compiled.append(sig)
                     jit_cache.added(self, key, entry)

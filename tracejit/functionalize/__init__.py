@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from tracejit.functionalize import attach as _attach
 from tracejit.functionalize.args import box_arguments, check_call, is_numpy_leaf, mutated, write_back
+from tracejit.functionalize.state import writes
 
 _attach.attach()
 
-__all__ = ["box_arguments", "check_call", "is_numpy_leaf", "mutated", "write_back"]
+__all__ = ["box_arguments", "check_call", "is_numpy_leaf", "mutated", "write_back", "writes"]

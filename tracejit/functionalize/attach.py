@@ -218,7 +218,8 @@ def _view_function(func, a, args, kwargs, out):
     if name in _FN_VIEWS:
         readonly = name in ("diagonal", "broadcast_to")
         fn = _FN_VIEWS[name]
-        return state.make_fn_view(a, lambda v: fn(v, *args, **kwargs), out, readonly=readonly)
+        return state.make_fn_view(a, lambda v: fn(v, *args, **kwargs), out, readonly=readonly,
+                                  probe_fn=lambda p: func(p, *args, **kwargs))
     return None
 
 

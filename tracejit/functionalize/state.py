@@ -20,6 +20,8 @@ and ``probe.reshape(shape, copy=False)`` answers the question without reading me
 """
 from __future__ import annotations
 
+import threading
+
 import weakref
 
 import numpy as np
@@ -182,13 +184,24 @@ def make_view(src, kind, arg, value):
     return Tracer(value._trace, value.aval, value._v, view)
 
 
-def make_fn_view(src, fn, value, readonly=False, ambiguous=False):
+def make_fn_view(src, fn, value, readonly=False, ambiguous=False, probe_fn=None):
     """A view NumPy returns (``np.flip``, ``np.diagonal``...) that re-derives from its base
     after writes but cannot be written through. ``ambiguous``: NumPy returns a view or a copy
-    depending on memory layout; reading it after its base was written raises."""
+    depending on memory layout; reading it after its base was written raises. ``probe_fn``: the
+    NumPy function making the view, applied to the base's probe so the view's probe has the view's
+    shape and strides (later views of it -- ``np.broadcast_to(w, s).T`` -- are checked on it)."""
     state = src._np
     op = ("ambiguous", None) if ambiguous else ("fn", fn)
-    view = NpState(state.buf, state.chain + (op,), state.probe, readonly=readonly or state.readonly)
+    probe = state.probe
+    if probe_fn is not None:
+        try:
+            probe = probe_fn(state.probe)
+        except (TypeError, ValueError):
+            probe = None
+    if probe is None or np.shape(probe) != tuple(value.shape):
+        # The view's layout is unknown: a reshape of it would be a view or a copy depending on it.
+        op, probe = ("ambiguous", None), np.empty(tuple(value.shape), np.int8)
+    view = NpState(state.buf, state.chain + (op,), probe, readonly=readonly or state.readonly)
     value = plain(value)
     return Tracer(value._trace, value.aval, value._v, view)
 
@@ -205,9 +218,19 @@ def check_writable(t, what="in-place update"):
             "function. Pass the array in and return its new value instead.")
 
 
+_writes = threading.local()
+
+
+def writes() -> int:
+    """In-place writes made by this thread so far: a trace that made none traced the same program
+    whichever semantics its arguments had (``tracejit.api`` then shares one compiled entry)."""
+    return getattr(_writes, "count", 0)
+
+
 def write(t, new):
     """Replace the whole value of NumPy array ``t`` by ``new`` (same shape and dtype): the base
     and every alias see it."""
+    _writes.count = writes() + 1
     check_writable(t)
     state = t._np
     new = plain(new)
