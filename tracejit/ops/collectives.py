@@ -44,23 +44,28 @@ pmin_p = _collective("pmin")
 ppermute_p = _collective("ppermute")
 
 
-def _all_gather_abstract(x, *, axis_name, axis, tiled):
-    n = _check_bound(axis_name)
+def all_gather_aval(x, n: int, axis: int, tiled: bool) -> ShapedArray:
+    """The result of gathering ``x`` from ``n`` members along ``axis`` (a new axis unless ``tiled``);
+    shared with the process-axis collective (``ops/mpi_collectives.py``)."""
     if not 0 <= axis <= x.ndim - (1 if tiled else 0):
         raise ValueError(f"all_gather: axis {axis} is out of bounds for an operand of rank {x.ndim}")
     if tiled:
         shape = x.shape[:axis] + (x.shape[axis] * n,) + x.shape[axis + 1:]
     else:
         shape = x.shape[:axis] + (n,) + x.shape[axis:]
-    return [ShapedArray(shape, x.dtype)]
+    return ShapedArray(shape, x.dtype)
+
+
+def _all_gather_abstract(x, *, axis_name, axis, tiled):
+    return [all_gather_aval(x, _check_bound(axis_name), axis, tiled)]
 
 
 all_gather_p = _collective("all_gather", _all_gather_abstract)
 
 
-def _psum_scatter_abstract(x, *, axis_name, scatter_dimension, tiled):
-    n = _check_bound(axis_name)
-    d = scatter_dimension
+def psum_scatter_aval(x, n: int, d: int, tiled: bool) -> ShapedArray:
+    """The block of ``x`` each of ``n`` members keeps when its ``d`` axis is scattered (dropped
+    unless ``tiled``); shared with the process-axis collective (``ops/mpi_collectives.py``)."""
     if not 0 <= d < x.ndim:
         raise ValueError(f"psum_scatter: scatter_dimension {d} is out of bounds for rank {x.ndim}")
     if tiled:
@@ -73,7 +78,11 @@ def _psum_scatter_abstract(x, *, axis_name, scatter_dimension, tiled):
             raise ValueError(f"psum_scatter: the scattered dimension ({x.shape[d]}) must equal the axis "
                              f"size ({n}) unless tiled=True")
         shape = x.shape[:d] + x.shape[d + 1:]
-    return [ShapedArray(shape, x.dtype)]
+    return ShapedArray(shape, x.dtype)
+
+
+def _psum_scatter_abstract(x, *, axis_name, scatter_dimension, tiled):
+    return [psum_scatter_aval(x, _check_bound(axis_name), scatter_dimension, tiled)]
 
 
 psum_scatter_p = _collective("psum_scatter", _psum_scatter_abstract)

@@ -37,6 +37,7 @@ import numpy as np
 from tracejit.core import dtypes
 from tracejit.core.avals import ShapedArray
 from tracejit.core.primitive import NATIVE_CALL, Primitive, def_rules
+from tracejit.ops.collectives import all_gather_aval, psum_scatter_aval
 
 __all__ = ["mpi_psum_p", "mpi_pmax_p", "mpi_pmin_p", "mpi_allgather_p", "mpi_reduce_scatter_p",
            "mpi_alltoall_p", "mpi_ppermute_p", "mpi_axis_index_p", "CHECK_HEADERS"]
@@ -147,13 +148,7 @@ mpi_pmin_p = def_rules(Primitive("mpi_pmin"), abstract_eval=_same_aval, impl=_al
 # --------------------------------------------------------------------------- all_gather
 
 def _allgather_abstract(x, *, axis_name, size, axis, tiled):
-    if not 0 <= axis <= x.ndim - (1 if tiled else 0):
-        raise ValueError(f"all_gather: axis {axis} is out of bounds for an operand of rank {x.ndim}")
-    if tiled:
-        shape = x.shape[:axis] + (x.shape[axis] * size,) + x.shape[axis + 1:]
-    else:
-        shape = x.shape[:axis] + (size,) + x.shape[axis:]
-    return [ShapedArray(shape, x.dtype)]
+    return [all_gather_aval(x, size, axis, tiled)]
 
 
 def _allgather_impl(x, *, axis_name, size, axis, tiled):
@@ -177,20 +172,7 @@ mpi_allgather_p = def_rules(Primitive("mpi_all_gather"), abstract_eval=_allgathe
 # --------------------------------------------------------------------------- psum_scatter
 
 def _reduce_scatter_abstract(x, *, axis_name, size, scatter_dimension, tiled):
-    d = scatter_dimension
-    if not 0 <= d < x.ndim:
-        raise ValueError(f"psum_scatter: scatter_dimension {d} is out of bounds for rank {x.ndim}")
-    if tiled:
-        if x.shape[d] % size:
-            raise ValueError(f"psum_scatter: the scattered dimension ({x.shape[d]}) must be a multiple of "
-                             f"the axis size ({size})")
-        shape = x.shape[:d] + (x.shape[d] // size,) + x.shape[d + 1:]
-    else:
-        if x.shape[d] != size:
-            raise ValueError(f"psum_scatter: the scattered dimension ({x.shape[d]}) must equal the axis "
-                             f"size ({size}) unless tiled=True")
-        shape = x.shape[:d] + x.shape[d + 1:]
-    return [ShapedArray(shape, x.dtype)]
+    return [psum_scatter_aval(x, size, scatter_dimension, tiled)]
 
 
 def _reduce_scatter_impl(x, *, axis_name, size, scatter_dimension, tiled):
