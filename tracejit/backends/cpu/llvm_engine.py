@@ -71,6 +71,7 @@ _CHILD_LOCKS = (
     ("tracejit.backends.cpu.warmup", "_lock"),
     ("tracejit.backends.cpu.object_cache", "_lock"),
     ("tracejit.autograph.convert", "_lock"),
+    ("tracejit.backends.cpu.native_calls", "_lock"),
 )
 
 

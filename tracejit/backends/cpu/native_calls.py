@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
+import threading
 import zlib
 
 import numpy as np
@@ -38,6 +39,7 @@ EXIT = "tracejit_mpi_exit"
 _TAG = 17
 _OPS = {"mpi_psum": "sum", "mpi_pmax": "max", "mpi_pmin": "min"}
 _registered: list = []      # the handle table and the mismatch callback, kept alive for the process
+_lock = threading.Lock()    # two threads compiling collectives register once
 
 
 def _library_path() -> str:
@@ -61,8 +63,12 @@ def _mismatch(site: int) -> None:
 def register() -> None:
     """Make MPI's functions, this process's handle table and the mismatch report resolvable by the
     generated code (once per process; before any module calling them is linked)."""
-    if _registered:
-        return
+    with _lock:
+        if not _registered:
+            _register()
+
+
+def _register() -> None:
     from llvmlite import binding as llvm
     from mpi4py import MPI
     lib = ctypes.CDLL(_library_path())
