@@ -60,9 +60,6 @@ from tracejit.lax.extras import __all__ as _extras_all  # noqa: E402
 
 __all__ += list(_extras_all)
 from tracejit.lax import linalg  # noqa: E402,F401  (jax.lax.linalg, a submodule)
-from tracejit.lax.gamma_grads import *  # noqa: E402,F401,F403
-from tracejit.lax.gamma_grads import __all__ as _gg_all  # noqa: E402
-__all__ += list(_gg_all)
 from tracejit.lax.conv_local import *  # noqa: E402,F401,F403
 from tracejit.lax.conv_local import __all__ as _cl_all  # noqa: E402
 __all__ += list(_cl_all)
