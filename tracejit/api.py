@@ -315,7 +315,10 @@ class Jitted:
     def _forget(self, key, entry) -> None:
         """Drop ``entry`` (evicted by the in-process cache's budget) if it is still cached under ``key``."""
         if self._cache.get(key) is entry:
-            self._cache.pop(key, None)
+            # Also the other keys that share it (NumPy and JAX arguments of a program that writes
+            # nothing in place: _entry_for).
+            for k in [k for k, e in list(self._cache.items()) if e is entry]:   # (a snapshot: no lock)
+                self._cache.pop(k, None)
         for fast, hit in list(self._fast_cache.items()):
             if hit is entry:
                 self._fast_cache.pop(fast, None)
