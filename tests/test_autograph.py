@@ -389,3 +389,162 @@ def test_wrappers_of_user_functions_are_not_replaced_by_the_wrapped_source():
         return inner
     np.testing.assert_allclose(jax.jit(plus_100(_looped))(2.0), 2.0 * 1.01 ** 20 + 100.0, rtol=1e-14)
     np.testing.assert_allclose(jax.jit(_looped)(2.0), 2.0 * 1.01 ** 20, rtol=1e-14)
+
+
+# ------------------------------------------------------------------ NumPy programs as written (bench_numpy_programs)
+def _check_np(f, *args, static=()):
+    """jit(f) and f on copies: equal results and equal argument arrays afterwards."""
+    eager = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    expected = f(*eager)
+    got = jax.jit(f, static_argnums=static)(*args)
+    if expected is not None:
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+    for e, g in zip(eager, args):
+        if isinstance(e, np.ndarray):
+            np.testing.assert_array_equal(g, e)
+
+
+def jacobi_inplace(u, steps):
+    for t in range(steps):
+        u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+    return u
+
+
+def test_loop_writing_numpy_argument_in_place_is_one_loop():
+    # The carried NumPy array is a NumPy array inside the compiled body (it was unrolled before:
+    # item assignment of the plain carry failed), and the argument is written back.
+    u = np.random.default_rng(0).random((8, 9))
+    _check_np(jacobi_inplace, u, 40, static=(1,))
+    prog = jax.make_jaxpr(jacobi_inplace, static_argnums=1)(u, 40)
+    assert "scan" in _prims(prog) and _n_eqns(prog) < 10
+
+
+def views_see_loop_writes(x):
+    v = x[1:]                  # a view made before the loop
+    for i in range(40):
+        x += 1.0
+        x[0] = i
+    return v.sum() + x.sum()
+
+
+def rebinding_in_loop(d):
+    e = d                      # alias of the argument; the loop rebinds d, e is untouched
+    for k in range(20):
+        d = np.minimum(d, d[:, k % 4, None] + d[None, k % 4, :])
+    d[0, 0] = -1.0             # a NumPy array after the loop (writable), not the argument
+    return d, e
+
+
+def test_views_and_aliases_of_carried_numpy_arrays():
+    _check_np(views_see_loop_writes, np.arange(5.0))
+    _check_np(rebinding_in_loop, np.random.default_rng(1).random((4, 4)))
+
+
+def nussinov_small(seq):
+    n = seq.shape[0]
+    table = np.zeros((n, n), dtype=np.int64)
+    for i in range(n - 1, -1, -1):
+        for j in range(i + 1, n):           # traced bounds once the outer loop compiles
+            best = table[i, j - 1]          # first assigned in the body
+            if i + 1 < n:
+                best = max(best, table[i + 1, j])
+            if seq[i] + seq[j] == 3:
+                best = max(best, table[i + 1, j - 1] + 1)
+            table[i, j] = best
+    return table
+
+
+def test_nussinov_as_written():
+    # np.zeros(...) written with traced values, builtin max on traced scalars inside a traced if,
+    # a variable first assigned in a traced-bound loop body.
+    seq = np.random.default_rng(2).integers(0, 4, 24)
+    _check_np(nussinov_small, seq)
+
+
+def crc16_bytes(data):
+    crc = 0xFFFF
+    for byte in data:
+        crc ^= int(byte) << 8
+        for _ in range(8):
+            if crc & 0x8000:
+                crc = ((crc << 1) ^ 0x1021) & 0xFFFF
+            else:
+                crc = (crc << 1) & 0xFFFF
+    return crc
+
+
+def test_crc_with_int_of_traced_byte():
+    data = np.random.default_rng(3).integers(0, 256, 40).astype(np.uint8)
+    assert int(jax.jit(crc16_bytes)(data)) == crc16_bytes(data)
+
+
+def builtins_on_traced(x):
+    out = np.zeros(4)
+    for i in range(20):
+        a, b = x[i % 3], x[(i + 1) % 3]
+        if a > 0:
+            out[0] = max(a, b)
+            out[1] = min(a, b, 0.5)
+            out[2] = float(int(a * 3.7))
+        out[3] += max(b, a)
+    return out
+
+
+def test_builtin_max_min_int_float_on_traced_scalars():
+    _check_np(builtins_on_traced, np.array([1.5, -2.0, np.nan]))
+    _check_np(builtins_on_traced, np.array([np.nan, 2.0, -0.7]))
+
+
+def hist_into_zeros(x, nbins):
+    counts = np.zeros(nbins, dtype=np.int64)
+    idx = (x * nbins).astype(np.int64)
+    np.add.at(counts, idx, 1)
+    return counts
+
+
+def add_at_in_loop(x):
+    counts = np.zeros(5, dtype=np.int64)
+    for i in range(30):
+        np.add.at(counts, np.array([i % 5, 0]), x[i])
+    return counts
+
+
+def test_arrays_from_np_zeros_written_with_traced_values():
+    x = np.random.default_rng(4).random(100)
+    _check_np(hist_into_zeros, x, 7, static=(1,))
+    _check_np(add_at_in_loop, np.arange(30))
+
+
+def test_np_zeros_not_written_stays_concrete():
+    def f(x):
+        shape_src = np.zeros(3)             # never written: stays a NumPy constant
+        return x + shape_src.size
+    assert "__ag.new_array" not in getattr(autograph.convert(f), "__autograph_source__", "")
+    np.testing.assert_array_equal(jax.jit(f)(np.ones(2)), np.ones(2) + 3)
+
+
+def view_read_in_body(x):
+    v = x[1:]                  # not carried: read inside the body while x is written
+    for i in range(20):
+        x[0] = v.sum() * 0.5
+        x[1:] += 1.0
+    return x
+
+
+def test_view_read_inside_compiled_body_is_not_stale():
+    # A compiled body would read v's value from before the loop: the loop is unrolled instead.
+    _check_np(view_read_in_body, np.arange(4.0))
+
+
+def two_views_written_in_traced_if(x):
+    v = x[1:]
+    if x.sum() > 0:
+        x[0] = 5.0
+        v *= 2
+    return v
+
+
+def test_two_carried_views_of_one_array_in_traced_if_raise():
+    # Carried separately they would lose their aliasing (a wrong answer): a clear error instead.
+    with pytest.raises(autograph.AutographError, match="views of the same NumPy array"):
+        jax.jit(two_views_written_in_traced_if)(np.arange(4.0))

@@ -300,3 +300,14 @@ def test_write_inside_control_flow_body_is_an_error():
         return jax.lax.fori_loop(0, 2, body, 1.0)
     with pytest.raises(NotImplementedError, match="cannot leave that"):
         jax.jit(f, autograph=False)(np.zeros(3)) if "autograph" in jax.jit.__code__.co_varnames else jax.jit(f)(np.zeros(3))
+
+
+def test_element_read_is_a_copy_not_a_view():
+    # x[1, 2] is a NumPy scalar (a copy): a later write to x does not change it.
+    def f(x):
+        s = x[1, 2]
+        t = x[-1, 0]
+        x[1, 2] = 10.0
+        x[-1, 0] += 1.0
+        return s + 0, t * 1
+    check(f, x23())

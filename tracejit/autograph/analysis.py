@@ -78,6 +78,10 @@ def _stores_of(n) -> set:
             r = _root_name(f.value)
             if r:
                 out.add(r)
+        if isinstance(f, ast.Attribute) and f.attr == "at" and n.args:    # np.add.at(a, idx, v)
+            r = _root_name(n.args[0])
+            if r:
+                out.add(r)
         if isinstance(f, (ast.Attribute, ast.Name)):
             fname = f.attr if isinstance(f, ast.Attribute) else f.id
             if fname in ARRAY_WRITERS and n.args:
@@ -105,6 +109,25 @@ def assigned(stmts) -> set:
     out = set()
     for s in stmts:
         for n in walk_scope(s):
+            out |= _stores_of(n)
+    return out
+
+
+def written_in_place(fn) -> set:
+    """Names whose array the function writes in place (``a[i] = v``, ``a += v``, ``out=a``,
+    ``np.add.at(a, ...)``, ``a.fill(...)``, ``np.copyto(a, ...)``), nested scopes excluded.
+
+    Examples
+    --------
+    >>> import ast
+    >>> sorted(written_in_place(ast.parse("a[0] = 1\\nb = 2\\nc += 1\\nnp.add.at(d, i, 1)")))
+    ['a', 'c', 'd']
+    """
+    out = set()
+    for n in walk_scope(fn):
+        if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+            out.add(n.target.id)
+        elif isinstance(n, (ast.Subscript, ast.Call)):
             out |= _stores_of(n)
     return out
 

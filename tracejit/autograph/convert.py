@@ -23,7 +23,9 @@ Examples
 from __future__ import annotations
 
 import ast
+import dis
 import inspect
+import linecache
 import os
 import sysconfig
 import textwrap
@@ -32,7 +34,8 @@ import types
 import weakref
 
 from tracejit.autograph import runtime
-from tracejit.autograph.transformer import AG, Converter
+from tracejit.autograph import analysis
+from tracejit.autograph.transformer import AG, BUILTINS, CREATION, Converter, is_creation
 
 _cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
@@ -44,7 +47,7 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
 def _ag_namespace():
     ns = types.SimpleNamespace(**{name: getattr(runtime, name) for name in (
         "for_range", "for_iter", "while_stmt", "if_stmt", "static_test", "range_params", "ld",
-        "and_", "or_", "not_")})
+        "and_", "or_", "not_", "py_max", "py_min", "py_int", "py_float", "new_array")})
     ns.cc = converted_call
     return ns
 
@@ -122,6 +125,15 @@ def convert(fun):
     return out
 
 
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+
+
+def _has_jumps(code) -> bool:
+    """Whether the bytecode branches or loops (an ``if``, a loop, ``and``/``or``, a conditional
+    expression): only such functions can hold something to convert."""
+    return any(ins.opcode in _JUMPS for ins in dis.get_instructions(code))
+
+
 def _convert(fun):
     code = fun.__code__
     if fun.__name__ == "<lambda>" or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE
@@ -129,23 +141,30 @@ def _convert(fun):
         return fun
     if "__class__" in code.co_freevars:      # zero-argument super() needs the class cell
         return fun
-    # The source of this code object: inspect.getsource(fun) would follow ``__wrapped__`` to the
-    # function a wrapper wraps, and compile that in the wrapper's place.
-    source = textwrap.dedent(inspect.getsource(code))
+    if not _has_jumps(code) and not CREATION & set(code.co_names):
+        return fun          # straight-line code making no NumPy array: nothing to convert (no source read)
+    # The source of this code object, read from its file's lines: inspect.getsource(fun) would
+    # follow ``__wrapped__`` to the function a wrapper wraps (and compile that in the wrapper's
+    # place), and its module lookup walks every loaded module (tens of ms on a first call).
+    lines = linecache.getlines(code.co_filename, fun.__globals__)
+    if not lines or code.co_firstlineno > len(lines):
+        return fun
+    source = textwrap.dedent("".join(inspect.getblock(lines[code.co_firstlineno - 1:])))
     tree = ast.parse(source)
     if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef) or tree.body[0].name != code.co_name:
         return fun
     fn = tree.body[0]
     # getsource starts at the first decorator, which is where co_firstlineno points.
     ast.increment_lineno(tree, code.co_firstlineno - 1)
-    if not any(isinstance(n, (ast.For, ast.While, ast.If)) for n in ast.walk(fn)):
+    written = analysis.written_in_place(fn)
+    if not any(isinstance(n, (ast.For, ast.While, ast.If)) or is_creation(n, written) for n in ast.walk(fn)):
         return fun          # nothing to convert: the function is traced exactly as written
     for n in ast.walk(fn):
         ident = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else ""
         if ident.startswith("__") and not ident.endswith("__"):
             return fun      # private names were mangled by the class body; recompiling would break them
     fn.decorator_list = []
-    shadowed = {"range"} & (set(fun.__globals__) | set(code.co_varnames) | set(code.co_freevars))
+    shadowed = ({"range"} | set(BUILTINS)) & (set(fun.__globals__) | set(code.co_varnames) | set(code.co_freevars))
     Converter(fn, shadowed).convert()
     # A factory whose parameters are the free variables, so the inner function's free
     # variables can be bound to the original cells.

@@ -23,8 +23,9 @@ import numpy as np
 from tracejit import lax
 from tracejit import numpy as jnp
 from tracejit.core.pytree import tree_leaves
-from tracejit.core.trace import trace_flat
+from tracejit.core.trace import current_trace, trace_flat
 from tracejit.core.tracer import NO_VALUE, Tracer
+from tracejit.functionalize import state as _fstate
 
 # A static-bound loop of at most this many iterations runs as Python (unrolled when traced), as
 # without autograph: a short unrolled loop compiles to less than a loop would.
@@ -138,21 +139,81 @@ def _split_run(run, state, lineno):
 
 
 def _wrapped(fn, state, dyn, ignore=frozenset()):
-    """(to_full, check): rebuild a full state from carried values; keep only carried outputs."""
+    """(to_full, check, finish): rebuild a full state from carried values (inside a compiled body);
+    keep only carried outputs; the full state after the compiled statement.
+
+    A carried NumPy-semantics array (an ``np.ndarray`` argument, ``np.zeros_like(x)``...) is a
+    NumPy array inside the body too (a base of its own, so ``u[1:-1] = ...`` works there). When
+    every traced body gave back that same array (it was only written in place, never rebound),
+    the statement's result is written into the original array, so its views and aliases see it
+    as in NumPy; a rebound one (``d = np.minimum(d, ...)``) becomes a new NumPy array.
+    """
     idx = sorted(dyn)
+    boxed = {}                  # position -> the NumPy array the current body trace got
+    rebound, written = set(), set()
+
+    bufs = [state[i]._np.buf for i in idx if _fstate.is_numpy(state[i])]
+    if len({id(b) for b in bufs}) != len(bufs):
+        # Two carried arrays are views of one base: separate carries would lose the aliasing.
+        raise TypeError("two variables carried by the statement are views of the same NumPy array")
 
     def to_full(vals):
         full = list(state)
+        boxed.clear()
         for j, i in enumerate(idx):
-            full[i] = vals[j]
+            v = vals[j]
+            if _fstate.is_numpy(state[i]):
+                v = boxed[i] = _fstate.new_base(v)
+            full[i] = v
         return tuple(full)
 
     def check(out):
         for i, (o, s) in enumerate(zip(out, state)):
             if i not in dyn and i not in ignore and not _same(o, s):
                 raise _NotInvariant(i)
-        return tuple(out[i] for i in idx)
-    return to_full, check
+        for i in idx:
+            if i in boxed:
+                if out[i] is boxed[i]:
+                    if boxed[i]._np.buf.version:
+                        written.add(i)
+                else:
+                    rebound.add(i)
+        return tuple(_fstate.plain(out[i]) for i in idx)
+
+    def finish(vals):
+        full = list(state)
+        for j, i in enumerate(idx):
+            v = vals[j]
+            if _fstate.is_numpy(state[i]) and i not in rebound:
+                if i in written:
+                    _fstate.write(state[i], v)
+                v = state[i]
+            elif _fstate.is_numpy(state[i]):
+                v = _fstate.new_base(v)
+            full[i] = v
+        return tuple(full)
+    def guarded(run, *args):
+        """``run(*args)`` (the lax statement) with the carried arrays' buffers unreadable: a view
+        or alias of one read inside the body (not carried) would show the value before the
+        statement, so the body fails to compile and the loop is unrolled instead."""
+        args = tuple(tuple(_fstate.plain(a) for a in arg) if isinstance(arg, tuple) else arg for arg in args)
+        saved = [(b, b.value, b.version) for b in bufs]
+        for b in bufs:
+            b.value, b.version = _Poison(), b.version + 1
+        try:
+            return run(*args)
+        finally:
+            for b, value, version in saved:
+                b.value, b.version = value, version
+    return to_full, check, finish, guarded
+
+
+class _Poison:
+    """The value of a carried NumPy array's buffer while its statement's body is traced."""
+
+    def __getattr__(self, name):
+        raise TypeError("a view or alias of a NumPy array carried by the statement is read inside its "
+                        "compiled body")
 
 
 def _scalar_int(x, what, lineno):
@@ -201,6 +262,7 @@ def for_range(rng, args, body, init, names, lineno, side):
         span = stop - start if step > 0 else start - stop
         n = jnp.maximum((span + abs(step) - 1) // abs(step), 0)
         try:
+            init = _define(lambda st: body(start, st), init, names, lineno, "loop")
             return _compiled_range(start, step, 0, n, body, init, lineno)
         except AutographError:
             raise
@@ -215,10 +277,10 @@ def for_range(rng, args, body, init, names, lineno, side):
 
 def _compiled_range(start, step, k0, n, body, state, lineno):
     def run(dyn):
-        to_full, check = _wrapped(body, state, dyn)
-        out = lax.fori_loop(k0, n, lambda k, c: check(body(start + k * step, to_full(c))),
-                            tuple(state[i] for i in sorted(dyn)))
-        return to_full(out)
+        to_full, check, finish, guarded = _wrapped(body, state, dyn)
+        out = guarded(lax.fori_loop, k0, n, lambda k, c: check(body(start + k * step, to_full(c))),
+                      tuple(state[i] for i in sorted(dyn)))
+        return finish(out)
     return _split_run(run, state, lineno)
 
 
@@ -242,10 +304,10 @@ def for_iter(iterable, body, init, names, lineno, side):
 
     def compiled(k, state):
         def run(dyn):
-            to_full, check = _wrapped(body, state, dyn)
-            out, _ = lax.scan(lambda c, x: (check(body(x, to_full(c))), None),
-                              tuple(state[i] for i in sorted(dyn)), iterable[k:])
-            return to_full(out)
+            to_full, check, finish, guarded = _wrapped(body, state, dyn)
+            out, _ = guarded(lax.scan, lambda c, x: (check(body(x, to_full(c))), None),
+                             tuple(state[i] for i in sorted(dyn)), iterable[k:])
+            return finish(out)
         return _split_run(run, state, lineno)
     return _static_loop(n, iterable.__getitem__, body, init, lineno, side, compiled)
 
@@ -305,29 +367,43 @@ def while_stmt(cond, body, init, names, lineno, side):
         return _compiled_while(cond, body, state, names, lineno)
 
 
-def _compiled_while(cond, body, state, names, lineno):
+def _define(run_body, state, names, lineno, what):
+    """``state`` with its ``Undefined`` variables (first assigned in a loop body with a traced trip
+    count) given zeros of the type the body gives them (traced once, thrown away): their value
+    is unused if no iteration runs."""
     undefined = [i for i, v in enumerate(state) if isinstance(v, Undefined)]
-    if undefined:
-        # A variable first assigned in the body: its type is what the body gives it (traced
-        # once here, thrown away); it starts as zeros, as its value is unused if no iteration runs.
-        def probe():
-            out = body(state)
-            return [jnp.asarray(out[i]) for i in undefined]
-        try:
-            avals = trace_flat(probe, [], "autograph probe").out_avals
-        except (TypeError, ValueError) as e:
-            raise _err(lineno, f"variables {[names[i] for i in undefined]} are assigned in the while loop "
-                       "but have no value before it", "assign them before the loop", e) from e
-        state = list(state)
-        for i, a in zip(undefined, avals):
-            state[i] = jnp.zeros(a.shape, a.dtype)
-        state = tuple(state)
+    if not undefined:
+        return state
+
+    traced = [i for i, v in enumerate(state) if isinstance(v, Tracer)]
+
+    def probe(*args):
+        # The state's arrays are inputs of the probe (NumPy arrays stay writable NumPy arrays).
+        st = list(state)
+        for i, a in zip(traced, args):
+            st[i] = _fstate.new_base(a) if _fstate.is_numpy(state[i]) else a
+        out = run_body(tuple(st))
+        return [jnp.asarray(_fstate.plain(out[i])) for i in undefined]
+    try:
+        avals = trace_flat(probe, [state[i].aval for i in traced], "autograph probe").out_avals
+    except (TypeError, ValueError) as e:
+        raise _err(lineno, f"variables {[names[i] for i in undefined]} are assigned in the {what} "
+                   "but have no value before it", "assign them before the loop", e) from e
+    state = list(state)
+    for i, a in zip(undefined, avals):
+        state[i] = jnp.zeros(a.shape, a.dtype)
+    return tuple(state)
+
+
+def _compiled_while(cond, body, state, names, lineno):
+    state = _define(body, state, names, lineno, "while loop")
 
     def run(dyn):
-        to_full, check = _wrapped(body, state, dyn)
+        to_full, check, finish, guarded = _wrapped(body, state, dyn)
         c_fn = lambda c: _as_pred(cond(to_full(c)), lineno)
-        out = lax.while_loop(c_fn, lambda c: check(body(to_full(c))), tuple(state[i] for i in sorted(dyn)))
-        return to_full(out)
+        out = guarded(lax.while_loop, c_fn, lambda c: check(body(to_full(c))),
+                      tuple(state[i] for i in sorted(dyn)))
+        return finish(out)
     try:
         return _split_run(run, state, lineno)
     except AutographError:
@@ -377,14 +453,15 @@ def if_stmt(pred, then, orelse, init, names, lineno, side, both=()):
 
     def run(dyn):
         dyn = dyn | (undefined - dropped)
-        to_full, check = _wrapped(None, state, dyn, ignore=dropped)
+        to_full, check, finish, guarded = _wrapped(None, state, dyn, ignore=dropped)
 
         def branch(fn):
             def f(*vals):
                 full = to_full(vals)
                 return check(fn(tuple(init[i] if i in undefined else v for i, v in enumerate(full))))
             return f
-        return to_full(lax.cond(p, branch(then), branch(orelse), *[state[i] for i in sorted(dyn)]))
+        return finish(guarded(lambda *ops: lax.cond(p, branch(then), branch(orelse), *ops),
+                              *[_fstate.plain(state[i]) for i in sorted(dyn)]))
     try:
         out = _split_run(run, state, lineno)
     except (AutographError, _NotInvariant):
@@ -482,3 +559,100 @@ def not_(x):
     True
     """
     return jnp.logical_not(x) if is_traced(x) else not x
+
+
+# --------------------------------------------------------------------------- builtins on traced scalars
+
+def _scalar_tracers(args):
+    return any(is_traced(a) for a in args) and all(np.ndim(a) == 0 for a in args)
+
+
+def _fold(args, better):
+    cur = args[0]
+    for x in args[1:]:
+        # Python keeps the first of equal values and replaces only when the new one is strictly
+        # better, which also decides NaN: max(nan, 1) is nan, max(1, nan) is 1.
+        cur = jnp.where(better(x, cur), x, cur)
+    return cur
+
+
+def py_max(*args, **kwargs):
+    """Python's ``max``; on traced scalars (``max(a, b)``), a ``where`` with Python's tie and NaN rule.
+
+    Examples
+    --------
+    >>> py_max(1, 3, 2)
+    3
+    """
+    if len(args) >= 2 and not kwargs and _scalar_tracers(args):
+        return _fold(args, operator.gt)
+    return builtins.max(*args, **kwargs)
+
+
+def py_min(*args, **kwargs):
+    """Python's ``min``; on traced scalars, a ``where`` with Python's tie and NaN rule.
+
+    Examples
+    --------
+    >>> py_min(1, 3, 2)
+    1
+    """
+    if len(args) >= 2 and not kwargs and _scalar_tracers(args):
+        return _fold(args, operator.lt)
+    return builtins.min(*args, **kwargs)
+
+
+def py_int(*args, **kwargs):
+    """Python's ``int``; a traced scalar becomes a traced int64 (truncated toward zero, as ``int``).
+
+    Examples
+    --------
+    >>> py_int(2.7), py_int("12")
+    (2, 12)
+    """
+    if len(args) == 1 and not kwargs and is_traced(args[0]) and np.ndim(args[0]) == 0:
+        return jnp.asarray(args[0]).astype(np.int64)
+    return builtins.int(*args, **kwargs)
+
+
+def py_float(*args, **kwargs):
+    """Python's ``float``; a traced scalar becomes a traced float64.
+
+    Examples
+    --------
+    >>> py_float(2)
+    2.0
+    """
+    if len(args) == 1 and not kwargs and is_traced(args[0]) and np.ndim(args[0]) == 0:
+        return jnp.asarray(args[0]).astype(np.float64)
+    return builtins.float(*args, **kwargs)
+
+
+# --------------------------------------------------------------------------- arrays made by np.zeros(...)
+
+def new_array(value, kind):
+    """``a = np.zeros(...)`` (any NumPy creation function) for an ``a`` the function writes in place:
+    under a trace, a traced NumPy array (mutable, NumPy semantics) with the same contents, so that
+    traced values can be written into it; otherwise ``value`` itself.
+
+    An ``np.empty`` array is given zeros (its contents are undefined in NumPy).
+
+    Examples
+    --------
+    >>> new_array(np.zeros(2), "zeros")
+    array([0., 0.])
+    """
+    if type(value) is not np.ndarray:
+        return value
+    trace = current_trace()
+    if not hasattr(trace, "to_atom"):
+        return value
+    if kind in ("empty", "empty_like") or (value.size and not value.any()):
+        traced = jnp.zeros(value.shape, value.dtype)
+    elif value.size and (value == value.reshape(-1)[0]).all():
+        traced = jnp.full(value.shape, value.reshape(-1)[0], value.dtype)
+    else:
+        traced = _fstate.lift(value, trace)
+    if not isinstance(traced, Tracer):
+        traced = _fstate.lift(np.asarray(traced), trace)
+    return _fstate.new_base(traced)

@@ -35,6 +35,13 @@ import builtins
 from tracejit.autograph import analysis
 
 AG = "__ag"
+# Builtins whose traced-scalar form autograph supplies (runtime.py_max...): Python's max(a, b)
+# on traced scalars would ask for bool(b > a).
+BUILTINS = {"max": "py_max", "min": "py_min", "int": "py_int", "float": "py_float"}
+# NumPy creation functions: an array made by one of them and then written in place with traced
+# values becomes a traced NumPy array (runtime.new_array).
+CREATION = frozenset({"zeros", "ones", "empty", "full", "eye", "identity", "arange", "array",
+                      "zeros_like", "ones_like", "empty_like", "full_like", "linspace", "tri"})
 _FLAG_FREE = (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)
 
 
@@ -100,6 +107,7 @@ class Converter(ast.NodeTransformer):
     def __init__(self, fn, shadowed):
         self.fn = fn
         self.shadowed = shadowed
+        self.written = analysis.written_in_place(fn)
         self.count = 0
         self.loops = []         # loads of the enclosing loops (read again on their next iteration)
         # Names read in nested scopes may be read whenever those run: always live.
@@ -199,10 +207,20 @@ class Converter(ast.NodeTransformer):
     def visit_ClassDef(self, node):
         return node     # names in a class body are mangled (``__ag`` would not resolve): left as written
 
+    def visit_Assign(self, node):
+        self.generic_visit(node)
+        if is_creation(node, self.written):
+            # ``a = np.zeros(n)`` and later ``a[i] = v``: traced when v is (runtime decides).
+            node.value = ast.copy_location(_call("new_array", node.value, ast.Constant(node.value.func.attr)),
+                                           node.value)
+        return node
+
     def visit_Call(self, node):
         self.generic_visit(node)
         f = node.func
-        if isinstance(f, ast.Name) and f.id not in builtins.__dict__ and not f.id.startswith(AG):
+        if isinstance(f, ast.Name) and f.id in BUILTINS and f.id not in self.shadowed:
+            node.func = ast.copy_location(_attr(BUILTINS[f.id]), f)
+        elif isinstance(f, ast.Name) and f.id not in builtins.__dict__ and not f.id.startswith(AG):
             # A function of the user's module called here is converted too (runtime decides).
             node.func = ast.copy_location(_call("cc", f, _name("__name__")), f)
         return node
@@ -340,6 +358,13 @@ class Converter(ast.NodeTransformer):
         if not names:
             return ast.Expr(value=call)
         return ast.Assign(targets=[_tuple(names, True)], value=call)
+
+
+def is_creation(node, written):
+    """Whether ``node`` is ``name = X.zeros(...)`` (a NumPy creation function) with ``name`` written in place."""
+    return (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id in written and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute) and node.value.func.attr in CREATION)
 
 
 def _as_list(x):

@@ -39,9 +39,17 @@ def is_basic(idx) -> bool:
 def getitem(x, idx, original):
     """``x[idx]`` for NumPy array ``x``: a view for a basic index, else a copy."""
     value = original(state.plain(x), idx)
-    if is_basic(idx):
+    if is_basic(idx) and not _selects_element(x, idx):
         return state.make_view(x, "index", idx, value)
+    # An element (``a[i, j]`` with an int per axis) is a NumPy scalar, a copy: it aliases nothing.
     return state.new_base(value)
+
+
+def _selects_element(x, idx):
+    entries = idx if isinstance(idx, tuple) else (idx,)
+    return len(entries) == x.ndim and all(
+        isinstance(e, (int, np.integer)) and not isinstance(e, bool)
+        or isinstance(e, Tracer) and e.shape == () and e.dtype.kind in "iu" for e in entries)
 
 
 def _concrete_bool_to_ints(idx):
