@@ -124,10 +124,12 @@ def _igammac_cf(a, x):
     # F = 1 / (b1 + a2 / (b2 + a3 / ...)), b_n = x + 2n - 1 - a, a_{n+1} = n (a - n).
     b1 = x + 1.0 - a
     # A_{-1}=1, A_0=0, B_{-1}=0, B_0=1; after n=1: A_1 = 1, B_1 = b1
-    init = (zero, one, one, b1, zero, zero, zero, -one, one / b1)
+    # state ends with (f, df/da); the derivative can converge later than f (for integer a the
+    # fraction terminates at n = a while its derivative does not), so both are tested.
+    init = (zero, one, one, b1, zero, zero, zero, -one, one / b1, -(-one) / (b1 * b1))
 
     def step(n, c):
-        Am, A, Bm, B, dAm, dA, dBm, dB, f = c
+        Am, A, Bm, B, dAm, dA, dBm, dB, f, df = c
         an = n * (a - n)
         dan = n
         bn = x + 2.0 * n + 1.0 - a
@@ -136,13 +138,15 @@ def _igammac_cf(a, x):
         dAn = -A + bn * dA + dan * Am + an * dAm
         dBn = -B + bn * dB + dan * Bm + an * dBm
         scale = 1.0 / jnp.where(Bn == 0, 1.0, jnp.abs(Bn))
-        return (A * scale, An * scale, B * scale, Bn * scale,
-                dA * scale, dAn * scale, dB * scale, dBn * scale, An / Bn)
-    out = _iterate(step, lambda new, old: jnp.abs(new[8] - old[8]) <= _EPS * jnp.abs(new[8]), init,
-                   maxiter=_IGAMMA_MAXITER)
-    _, A, _, B, _, dA, _, dB, f = out
-    df = (dA * B - A * dB) / (B * B)
-    return f, df
+        As, Bs, dAs, dBs = An * scale, Bn * scale, dAn * scale, dBn * scale
+        return (A * scale, As, B * scale, Bs, dA * scale, dAs, dB * scale, dBs,
+                As / Bs, (dAs * Bs - As * dBs) / (Bs * Bs))
+
+    def converged(new, old):
+        return ((jnp.abs(new[8] - old[8]) <= _EPS * jnp.abs(new[8]))
+                & (jnp.abs(new[9] - old[9]) <= _EPS * jnp.abs(new[9])))
+    out = _iterate(step, converged, init, maxiter=_IGAMMA_MAXITER)
+    return out[8], out[9]
 
 
 def _igamma_parts(a, x):
@@ -627,20 +631,38 @@ def expn(n, x):
 
 # ---------------------------------------------------------------------------- hyp1f1
 
-def _hyp1f1_series(a, b, x):
-    """sum_k (a)_k / (b)_k x^k / k! (run to convergence per element)."""
+def _hyp1f1_series(a, b, x, derivs=False):
+    """sum_k (a)_k / (b)_k x^k / k! (run to convergence per element); with ``derivs`` also
+    its a- and b-derivatives, carried term by term.
+
+    The derivatives get their own convergence test: at a non-positive integer ``a`` the
+    series terminates while its a-derivative does not."""
     one = jnp.ones_like(x)
+    zero = jnp.zeros_like(x)
 
     def step(k, c):
-        t, s = c
-        t = t * (a + k - 1.0) / (b + k - 1.0) * x / k
-        return t, s + t
-    _, s = _iterate(step, lambda new, old: jnp.abs(new[0]) <= _EPS * jnp.abs(new[1]), (one, one),
-                    maxiter=_IGAMMA_MAXITER)
-    return s
+        t, s, ta, sa, tb, sb = c
+        r = x / k / (b + k - 1.0)             # t_k = t_{k-1} (a + k - 1) r
+        ta = (ta * (a + k - 1.0) + t) * r
+        tb = (tb * (a + k - 1.0) - t * (a + k - 1.0) / (b + k - 1.0)) * r
+        t = t * (a + k - 1.0) * r
+        return t, s + t, ta, sa + ta, tb, sb + tb
+
+    def small(term, total):
+        return jnp.abs(term) <= _EPS * jnp.abs(total)
+
+    def converged(new, old):
+        done = small(new[0], new[1])
+        if derivs:
+            done = done & small(new[2], new[3]) & small(new[4], new[5])
+        return done
+    _, s, _, sa, _, sb = _iterate(step, converged, (one, one, zero, zero, zero, zero),
+                                  maxiter=_IGAMMA_MAXITER)
+    return (s, sa, sb) if derivs else s
 
 
-def _hyp1f1_64(a, b, x):
+def _hyp1f1_64(a, b, x, derivs=False):
+    """M(a, b, x), with ``derivs`` also (dM/da, dM/db)."""
     bad = jnp.isnan(a) | jnp.isnan(b) | jnp.isnan(x) | ((b <= 0) & (b == jnp.floor(b)))
     a_ = _where(bad, 1.0, a)
     b_ = _where(bad, 1.0, b)
@@ -648,10 +670,14 @@ def _hyp1f1_64(a, b, x):
     # Kummer's transformation for x < 0: M(a, b, x) = e^x M(b - a, b, -x) (positive terms when b > a)
     neg = x_ < 0
     aa = _where(neg, b_ - a_, a_)
-    out = _hyp1f1_series(aa, b_, jnp.abs(x_))
-    out = _where(neg, jnp.exp(x_) * out, out)
-    # a = 0 (or b - a = 0 after the transformation): exactly 1 (times e^x)
-    return _where(bad, np.nan, out)
+    scale = _where(neg, jnp.exp(x_), 1.0)
+    if not derivs:
+        return _where(bad, np.nan, scale * _hyp1f1_series(aa, b_, jnp.abs(x_)))
+    s, sa, sb = _hyp1f1_series(aa, b_, jnp.abs(x_), derivs=True)
+    # after the transformation the first parameter is b - a: d/da = -d/d(first), d/db adds it
+    da = scale * _where(neg, -sa, sa)
+    db = scale * _where(neg, sa + sb, sb)
+    return tuple(_where(bad, np.nan, v) for v in (scale * s, da, db))
 
 
 @custom_jvp
@@ -662,9 +688,10 @@ def _hyp1f1_cj(a, b, x):
 @_hyp1f1_cj.defjvp
 def _hyp1f1_jvp(primals, tangents):
     a, b, x = primals
-    _, _, tx = tangents
-    # d/dx M(a, b, x) = a / b M(a + 1, b + 1, x); the a- and b-derivatives are not implemented (zero)
-    return _hyp1f1_cj(a, b, x), tx * (a / b) * _hyp1f1_cj(a + 1.0, b + 1.0, x)
+    ta, tb, tx = tangents
+    # d/dx M(a, b, x) = a / b M(a + 1, b + 1, x); the parameter derivatives are series of their own
+    _, da, db = _hyp1f1_64(a, b, x, derivs=True)
+    return _hyp1f1_cj(a, b, x), tx * (a / b) * _hyp1f1_cj(a + 1.0, b + 1.0, x) + ta * da + tb * db
 
 
 def hyp1f1(a, b, x):
@@ -672,9 +699,9 @@ def hyp1f1(a, b, x):
     (``jax.scipy.special.hyp1f1``).
 
     Power series run to convergence (Kummer's transformation for ``x < 0``); NaN at
-    non-positive integer ``b``. Differentiable in ``x`` (``a``, ``b``: zero derivative,
-    not implemented). Accurate to ~1e-14 where the series has no cancellation (``x >= 0``
-    with ``a, b > 0``; ``x < 0`` with ``b > a``); large ``|x|`` costs ~``|x|`` iterations.
+    non-positive integer ``b``. Differentiable in ``a``, ``b`` and ``x``. Accurate to ~1e-14
+    where the series has no cancellation (``x >= 0`` with ``a, b > 0``; ``x < 0`` with
+    ``b > a``); large ``|x|`` costs ~``|x|`` iterations.
 
     Examples
     --------

@@ -520,6 +520,27 @@ def _zeta64(s, q):
     return _where(jnp.isnan(s) | jnp.isnan(q), np.nan, out)
 
 
+def _zeta_ds64(s, q):
+    """d/ds of the Euler-Maclaurin sum in ``_zeta64``, term by term:
+    -sum log(q + k) (q + k)^-s, the tail's derivative, and each correction term's
+    c_j P_j(s) a^(-s-2j+1) differentiated as c_j P_j a^(...) (P_j'/P_j - log a)."""
+    acc = jnp.zeros_like(s + q)
+    for k in range(_ZETA_N):
+        acc = acc - jnp.log(q + k) * jnp.power(q + k, -s)
+    a = q + _ZETA_N
+    log_a = jnp.log(a)
+    a_pow = jnp.power(a, -s)
+    acc = acc - a * a_pow * (log_a / (s - 1.0) + 1.0 / ((s - 1.0) * (s - 1.0))) - 0.5 * log_a * a_pow
+    fac = s * a_pow / a          # P_1(s) a^(-s-1), P_1 = s
+    dlog_p = 1.0 / s             # P_j'(s) / P_j(s)
+    inv_a2 = 1.0 / (a * a)
+    for j in range(1, _ZETA_M + 1):
+        acc = acc + (B2K[j - 1] / math.factorial(2 * j)) * fac * (dlog_p - log_a)
+        fac = fac * (s + 2 * j - 1) * (s + 2 * j) * inv_a2
+        dlog_p = dlog_p + 1.0 / (s + 2 * j - 1) + 1.0 / (s + 2 * j)
+    return _where((s > 1.0) & (q > 0), acc, np.nan)
+
+
 @custom_jvp
 def _zeta_cj(s, q):
     return _zeta64(s, q)
@@ -530,16 +551,15 @@ def _zeta_jvp(primals, tangents):
     s, q = primals
     ts, tq = tangents
     out = _zeta_cj(s, q)
-    # d/dq zeta(s, q) = -s zeta(s + 1, q); the s-derivative is not implemented (JAX raises).
-    return out, tq * (-s * _zeta_cj(s + 1.0, q)) + ts * 0.0
+    # d/dq zeta(s, q) = -s zeta(s + 1, q); d/ds from the same summation (NaN outside s > 1, q > 0)
+    return out, tq * (-s * _zeta_cj(s + 1.0, q)) + ts * _zeta_ds64(s, q)
 
 
 def zeta(x, q=None):
     """Hurwitz zeta function ``sum_{k>=0} (q + k)^-x`` (``jax.scipy.special.zeta``).
 
     ``q=None`` gives the Riemann zeta function (``q = 1``). Defined for ``x > 1``
-    (``inf`` at ``x = 1``, NaN below). The derivative in ``x`` is not implemented
-    (zero), as in JAX.
+    (``inf`` at ``x = 1``, NaN below). Differentiable in ``x`` (for ``q > 0``) and ``q``.
 
     Examples
     --------
