@@ -277,6 +277,16 @@ def test_funm():
         sl.funm(np.ones((2, 3)), jnp.sin)
 
 
+def test_funm_gradient_matches_expm():
+    # funm's derivative once was silently zero (its eigendecomposition was cut from differentiation)
+    a = RNG.normal(size=(4, 4))
+    w = RNG.normal(size=(4, 4))
+    via_funm = lambda x: jnp.sum(jnp.real(sl.funm(x, jnp.exp)) * w)
+    via_expm = lambda x: jnp.sum(sl.expm(x) * w)
+    _close(tracejit.grad(via_funm)(a), tracejit.grad(via_expm)(a), rtol=1e-9, atol=1e-11)
+    _close(tracejit.jit(tracejit.grad(via_funm))(a), tracejit.grad(via_expm)(a), rtol=1e-9, atol=1e-11)
+
+
 def test_solve_sylvester():
     for m, n in ((1, 1), (3, 2), (4, 4)):
         a = RNG.normal(size=(m, m)) + 3 * np.eye(m)

@@ -28,9 +28,8 @@ import numpy as np
 import tracejit.numpy as jnp
 import tracejit.scipy.linalg as _la
 from tracejit.core import dtypes
-from tracejit.core.avals import ShapedArray
-from tracejit.numpy._util import eager, promote, to_operand
-from tracejit.ops.callback import FlatCallback, pure_callback_p, split_callback_args
+from tracejit.lax import linalg as _lax_linalg
+from tracejit.numpy._util import promote, to_operand
 from tracejit.ops.control_flow_functions import fori_loop
 from tracejit.transforms.api_ad import jvp, stop_gradient
 
@@ -51,34 +50,6 @@ def _batch_last(*xs, core=1):
 
 def _complex_dtype(dt):
     return np.result_type(np.dtype(dt), np.complex64)
-
-
-# --------------------------------------------------------------------------- general eigenvalues
-
-def _host_eig(a):
-    w, v = np.linalg.eig(a)
-    dt = _complex_dtype(a.dtype)
-    return w.astype(dt), v.astype(dt)
-
-
-def _host_eigvals(a):
-    return np.linalg.eigvals(a).astype(_complex_dtype(a.dtype))
-
-
-def _eig(a, vectors=True):
-    """LAPACK ``?geev`` of a (batch of) square inexact matrices, always complex; a host callback
-    (``vmap`` passes the whole batch: NumPy batches over leading axes) under a trace. Its input
-    is cut from differentiation."""
-    if eager(a):
-        return _host_eig(np.asarray(a)) if vectors else _host_eigvals(np.asarray(a))
-    a = stop_gradient(a)
-    shape, cdt = jnp.shape(a), _complex_dtype(a.dtype)
-    fun = _host_eig if vectors else _host_eigvals
-    avals = (ShapedArray(shape[:-1], cdt),) + ((ShapedArray(shape, cdt),) if vectors else ())
-    in_tree, dynamic, static = split_callback_args((a,), {})
-    outs = pure_callback_p.bind(*dynamic, callback=FlatCallback(fun, in_tree, static, label=fun.__name__),
-                                result_avals=avals, vmap_method="broadcast_all", sharding=None)
-    return tuple(outs) if vectors else outs[0]
 
 
 # --------------------------------------------------------------------------- structured matrices
@@ -741,7 +712,8 @@ def funm(A, func, disp=True):
     Parlett's recurrence also breaks down, give inaccurate results. ``func`` receives the complex
     eigenvalues and its result is cast to complex, as in JAX; the result is complex even when its
     imaginary part vanishes (SciPy would return it real). The eigendecomposition is LAPACK
-    ``?geev`` (a host callback under ``jit``), so ``funm`` has no derivative.
+    ``?geev`` (a host callback under ``jit``); ``funm`` is differentiable through it where the
+    eigenvalues are distinct (JAX's raises: it has no Schur derivative).
 
     With ``disp=False`` it returns ``(F, err)``: JAX's/SciPy's error estimate evaluated on the
     complex Schur form ``T = R diag(w) R^-1`` from ``V = QR`` (SciPy's Schur form may order the
@@ -761,7 +733,8 @@ def funm(A, func, disp=True):
     (A,) = _la._inexact(A)
     if jnp.ndim(A) != 2 or jnp.shape(A)[0] != jnp.shape(A)[1]:
         raise ValueError("expected square array_like input")
-    w, v = _eig(A)
+    # lax.linalg.eig, not _eig: its eigenvector derivative makes f(A) differentiable
+    w, v = _lax_linalg.eig(A, compute_left_eigenvectors=False, enable_eigvec_derivs=True)
     fw = jnp.asarray(func(w)).astype(w.dtype)
     F = _mH(jnp.linalg.solve(_mH(v), _mH(v * fw[None, :])))          # (V diag(fw)) V^-1
     if disp:
@@ -814,7 +787,9 @@ def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):
     k4 = (A[..., :, None, :, None] * i_n[:, None, :]
           + im[:, None, :, None] * jnp.swapaxes(B, -1, -2)[..., None, :, None, :])
     K = jnp.reshape(k4, batch + (m * n, m * n))
-    wa, wb = _eig(A, vectors=False), _eig(B, vectors=False)
+    # the eigenvalues only decide singularity: no derivative flows through them
+    wa, wb = (_lax_linalg.eig(stop_gradient(M), compute_left_eigenvectors=False,
+                              compute_right_eigenvectors=False)[0] for M in (A, B))
     bad = jnp.any(jnp.abs(wa[..., :, None] + wb[..., None, :]) < tol, axis=(-2, -1))
     K = jnp.where(bad[..., None, None], np.eye(m * n, dtype=A.dtype), K)    # keep the solve nonsingular
     x = jnp.linalg.solve(K, jnp.reshape(C, batch + (m * n, 1)))
