@@ -229,6 +229,10 @@ def _fminmax(xp, op, a, b):
     if not np.any(tie):
         return r
     out = np.where(tie, np.asarray(a).astype(np.asarray(r).dtype), r)
+    if xp is NP_ARRAYS:
+        # keep the array oracle's 0-d arrays (np.where's plain ndarray decays to NumPy scalars
+        # later and brings scalar promotion back: seed 20028106)
+        return xp.wrap(out)
     return out[()] if isinstance(r, np.generic) else out
 
 
