@@ -215,6 +215,21 @@ def test_switches(monkeypatch):
     assert _n_eqns(f.trace(f._signature_of((x,), {})[0])[0]) < 20
 
 
+def test_config_switch_is_part_of_the_cache_key():
+    # a program traced with autograph on must not be reused once it is switched off (there the
+    # same function raises: an `if` on a traced value needs lax.cond)
+    x = np.arange(40.0)
+    f = jax.jit(skip_odd)
+    want = f(x)
+    config.update("autograph", False)
+    try:
+        with pytest.raises(jax.errors.TracerBoolConversionError):
+            f(x)
+    finally:
+        config.update("autograph", True)
+    np.testing.assert_array_equal(f(x), want)
+
+
 def carry_type_clash(x, n):
     s = 0
     for i in range(n):

@@ -178,8 +178,9 @@ class Config:
 
     def compile_key(self) -> tuple:
         """Options that change generated programs, part of every cache key."""
+        # autograph changes what a function traces to (a converted loop vs a concretization error)
         key = (self._values["backend"], self._values["num_threads"] == 1,
-               self.enable_x64 if self._x64_maybe_off else True)
+               self.enable_x64 if self._x64_maybe_off else True, self._values["autograph"])
         if self._user_contexts:     # tracejit.make_user_context values select programs too
             key += tuple(u.value for u in self._user_contexts)
         return key
