@@ -182,10 +182,6 @@ NOT_YET = {
         "bfloat16",
     ],
     "jax.lax": [
-        # A series version (left out): accurate only where x is not much above a (x = 30, 100:
-        # wrong by orders of magnitude; tests/test_lax_vs_jax.py caught it). Needs the continued
-        # fraction of the upper gamma for large x, differentiated in a.
-        "igamma_grad_a", "random_gamma_grad",
         "stage"
     ],
     "jax.random": [

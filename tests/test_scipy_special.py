@@ -301,3 +301,12 @@ def test_grad_under_jit_and_vmap():
     xs = np.array([0.5, 1.5, 3.0])
     g = np.array([float(jax.grad(f)(v)) for v in xs])
     np.testing.assert_allclose(jax.jit(jax.vmap(jax.grad(f)))(xs), g, rtol=1e-13)
+
+
+def test_docstring_examples():
+    import doctest
+    import tracejit.lax.special
+    from tracejit.scipy import _incomplete
+    for mod in (sp, tracejit.lax.special, _incomplete):
+        result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0 and result.attempted > 0, (mod.__name__, result)

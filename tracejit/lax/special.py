@@ -1,5 +1,5 @@
 """Special functions of ``jax.lax``: erfc, erf_inv, lgamma, digamma, igamma, igammac,
-polygamma, zeta, bessel_i0e, bessel_i1e, betainc.
+polygamma, zeta, bessel_i0e, bessel_i1e, betainc, igamma_grad_a, random_gamma_grad.
 
 Each is ``tracejit.scipy.special``'s function (so the same numerics, the same
 ``custom_jvp`` derivatives, and it runs eagerly, under ``jit`` and ``vmap``) behind
@@ -16,10 +16,11 @@ import numpy as np
 from tracejit.core import dtypes
 from tracejit.lax import ops as lax_ops
 from tracejit.numpy._util import aval, to_operand
+from tracejit.scipy import _incomplete as scipy_incomplete
 from tracejit.scipy import special as scipy_special
 
 __all__ = ["erfc", "erf_inv", "lgamma", "digamma", "igamma", "igammac", "polygamma", "zeta", "bessel_i0e",
-           "bessel_i1e", "betainc"]
+           "bessel_i1e", "betainc", "igamma_grad_a", "random_gamma_grad"]
 
 
 def _float_operands(name, *args):
@@ -126,10 +127,10 @@ def _odd_at_zero(out, x):
     return lax_ops.select(lax_ops.eq(x, _zero(x)), lax_ops.mul(x, _full(x, 0.5)), out)
 
 
-def _wrap(name, scipy_name, doc, example, conventions=None):
+def _wrap(name, scipy_name, doc, example, conventions=None, module=scipy_special):
     def fn(*args):
         dt, ops = _float_operands(name, *args)
-        out = getattr(scipy_special, scipy_name)(*ops)
+        out = getattr(module, scipy_name)(*ops)
         out = out if aval(out).dtype == dt else lax_ops.convert_element_type(out, dt)
         return out if conventions is None else conventions(out, *ops)
     fn.__name__ = fn.__qualname__ = name
@@ -169,3 +170,11 @@ bessel_i1e = _wrap("bessel_i1e", "i1e", "Exponentially scaled modified Bessel fu
                    conventions=_i1e_conventions)
 betainc = _wrap("betainc", "betainc", "Regularized incomplete beta function ``I_x(a, b)``",
                 ">>> float(betainc(np.float64(1.0), np.float64(1.0), np.float64(0.25)))\n0.25")
+igamma_grad_a = _wrap("igamma_grad_a", "igamma_grad_a", "Derivative ``dP(a, x)/da`` of the regularized lower "
+                      "incomplete gamma function in ``a`` (0 at ``x = 0``, NaN at ``x = inf``)",
+                      ">>> round(float(igamma_grad_a(np.float64(2.0), np.float64(3.0))), 12)\n-0.197425419579",
+                      module=scipy_incomplete)
+random_gamma_grad = _wrap("random_gamma_grad", "random_gamma_grad", "Derivative of a ``Gamma(a, 1)`` sample "
+                          "``x`` in ``a`` at fixed uniform draw, ``-(dP/da) / (dP/dx)`` (0 at ``x = 0``)",
+                          ">>> round(float(random_gamma_grad(np.float64(2.0), np.float64(3.0))), 12)\n"
+                          "1.321798518178", module=scipy_incomplete)

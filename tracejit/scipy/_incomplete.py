@@ -103,17 +103,20 @@ def _gamma_prefix(a, x):
 
 
 def _igamma_series(a, x):
-    """(S, dS/da) with P(a, x) = prefix * S, S = sum_n x^n / (a (a+1) ... (a+n))."""
-    t0 = 1.0 / a
+    """(S1, dS1/da) with P(a, x) = prefix * S1 / a, S1 = sum_n x^n / ((a+1) ... (a+n)).
+
+    S1 rather than S1 / a: dP/da = prefix / a (S1 (log x - digamma(a + 1)) + dS1/da) has no
+    cancellation at small a (with S1 / a, two terms of size 1/a^2 cancel)."""
     one = jnp.ones_like(x)
+    zero = jnp.zeros_like(x)
 
     def step(n, c):
         s, t, ds, h = c
-        h = h + 1.0 / (a + n)               # sum_{j<=n} 1/(a+j)
+        h = h + 1.0 / (a + n)               # sum_{1<=j<=n} 1/(a+j)
         t = t * x / (a + n)
         return s + t, t, ds - t * h, h
     s, _, ds, _ = _iterate(step, lambda new, old: jnp.abs(new[1]) <= _EPS * jnp.abs(new[0]),
-                           (t0 * one, t0 * one, -t0 / a * one, one / a), maxiter=_IGAMMA_MAXITER)
+                           (one, one, zero, zero), maxiter=_IGAMMA_MAXITER)
     return s, ds
 
 
@@ -124,12 +127,14 @@ def _igammac_cf(a, x):
     # F = 1 / (b1 + a2 / (b2 + a3 / ...)), b_n = x + 2n - 1 - a, a_{n+1} = n (a - n).
     b1 = x + 1.0 - a
     # A_{-1}=1, A_0=0, B_{-1}=0, B_0=1; after n=1: A_1 = 1, B_1 = b1
-    # state ends with (f, df/da); the derivative can converge later than f (for integer a the
-    # fraction terminates at n = a while its derivative does not), so both are tested.
-    init = (zero, one, one, b1, zero, zero, zero, -one, one / b1, -(-one) / (b1 * b1))
+    # state ends with (f, df/da, f converged); the derivative can converge later than f (for
+    # integer a the fraction terminates at n = a while its derivative does not), so both are
+    # tested, and f stays at the value it converged to while df goes on.
+    init = (zero, one, one, b1, zero, zero, zero, -one, one / b1, 1.0 / (b1 * b1),
+            jnp.zeros(jnp.shape(x), dtype=bool))
 
     def step(n, c):
-        Am, A, Bm, B, dAm, dA, dBm, dB, f, df = c
+        Am, A, Bm, B, dAm, dA, dBm, dB, f, df, f_done = c
         an = n * (a - n)
         dan = n
         bn = x + 2.0 * n + 1.0 - a
@@ -139,18 +144,21 @@ def _igammac_cf(a, x):
         dBn = -B + bn * dB + dan * Bm + an * dBm
         scale = 1.0 / jnp.where(Bn == 0, 1.0, jnp.abs(Bn))
         As, Bs, dAs, dBs = An * scale, Bn * scale, dAn * scale, dBn * scale
+        f_new = As / Bs
         return (A * scale, As, B * scale, Bs, dA * scale, dAs, dB * scale, dBs,
-                As / Bs, (dAs * Bs - As * dBs) / (Bs * Bs))
+                _where(f_done, f, f_new), (dAs * Bs - As * dBs) / (Bs * Bs),
+                f_done | (jnp.abs(f_new - f) <= _EPS * jnp.abs(f_new)))
 
     def converged(new, old):
-        return ((jnp.abs(new[8] - old[8]) <= _EPS * jnp.abs(new[8]))
-                & (jnp.abs(new[9] - old[9]) <= _EPS * jnp.abs(new[9])))
+        return new[10] & (jnp.abs(new[9] - old[9]) <= _EPS * jnp.abs(new[9]))
     out = _iterate(step, converged, init, maxiter=_IGAMMA_MAXITER)
     return out[8], out[9]
 
 
 def _igamma_parts(a, x):
-    """(P, Q, dP/da) for a > 0, 0 < x < inf (elements outside use safe values)."""
+    """(P, Q, dP/da, g) for a > 0, 0 < x < inf (elements outside use safe values), where
+    dP/da = prefix * g (prefix = x^a e^-x / Gamma(a)): g alone stays representable where the
+    prefix underflows."""
     sp = _sp()
     use_series = (x < a + 1.0)
     xs = _where(use_series, x, 0.0)              # unused lanes converge at once
@@ -161,14 +169,15 @@ def _igamma_parts(a, x):
     lp = _log_gamma_prefix(a, x_)
     pref = jnp.exp(lp)
     dlp = jnp.log(x_) - sp._digamma64(a)
-    p_series = pref * s
+    p_series = pref * s / a
     q_cf = pref * f
     small_a = use_series & (a < 1.0)
     q_small = _igammac_small_a(_where(small_a, a, 0.5), _where(small_a, x, 0.5))
     P = _where(use_series, p_series, 1.0 - q_cf)
     Q = _where(use_series, _where(small_a, q_small, 1.0 - p_series), q_cf)
-    dP = _where(use_series, p_series * dlp + pref * ds, -(q_cf * dlp + pref * df))
-    return P, Q, dP
+    g_series = (s * (jnp.log(x_) - sp._digamma64(a + 1.0)) + ds) / a
+    g = _where(use_series, g_series, -(f * dlp + df))
+    return P, Q, pref * g, g
 
 
 def _igamma_domain(a, x):
@@ -180,14 +189,14 @@ def _igamma_domain(a, x):
 
 def _gammainc64(a, x):
     bad, ok, a_, x_ = _igamma_domain(a, x)
-    P, _, _ = _igamma_parts(a_, x_)
+    P = _igamma_parts(a_, x_)[0]
     out = _where(x == 0, 0.0, _where(jnp.isinf(x), 1.0, P))
     return _where(bad, np.nan, out)
 
 
 def _gammaincc64(a, x):
     bad, ok, a_, x_ = _igamma_domain(a, x)
-    _, Q, _ = _igamma_parts(a_, x_)
+    Q = _igamma_parts(a_, x_)[1]
     out = _where(x == 0, 1.0, _where(jnp.isinf(x), 0.0, Q))
     return _where(bad, np.nan, out)
 
@@ -195,13 +204,32 @@ def _gammaincc64(a, x):
 def _igamma_derivs(a, x):
     """(dP/da, dP/dx)."""
     bad, ok, a_, x_ = _igamma_domain(a, x)
-    _, _, dPa = _igamma_parts(a_, x_)
+    dPa = _igamma_parts(a_, x_)[2]
     dPx = jnp.exp((a_ - 1.0) * jnp.log(x_) - x_ - _sp()._lgamma64(a_))
     dPa = _where(ok, dPa, _where(bad, np.nan, 0.0))
     # at x == 0: dP/dx = x^(a-1)/Gamma(a) (inf for a < 1, 1 at a == 1, 0 above)
     at0 = _where(a < 1, np.inf, _where(a == 1, 1.0, 0.0))
     dPx = _where(ok, dPx, _where(bad, np.nan, _where(x == 0, at0, 0.0)))
     return dPa, dPx
+
+
+def igamma_grad_a(a, x):
+    """dP(a, x)/da with ``jax.lax.igamma_grad_a``'s conventions (0 at x = 0 for a > 0, also
+    a = inf; NaN at x = inf, a <= 0, x < 0)."""
+    dt, (a, x) = promote_args_inexact(a, x)
+    dPa, _ = _igamma_derivs(a, x)
+    dPa = _where((x == 0) & (a > 0), 0.0, dPa)                # also at a = inf, as JAX
+    return finish(_where(jnp.isinf(x), np.nan, dPa), dt)
+
+
+def random_gamma_grad(a, x):
+    """d sample / d alpha of a Gamma(a, 1) sample ``x`` (``jax.lax.random_gamma_grad``): by implicit
+    differentiation of P(a, x) = u, -(dP/da) / (dP/dx) = -x g, with dP/da = prefix g and
+    dP/dx = prefix / x (no prefix: it underflows where the ratio does not)."""
+    dt, (a, x) = promote_args_inexact(a, x)
+    bad, ok, a_, x_ = _igamma_domain(a, x)
+    out = -x_ * _igamma_parts(a_, x_)[3]
+    return finish(_where(ok, out, _where((x == 0) & (a > 0), 0.0, np.nan)), dt)
 
 
 @custom_jvp
