@@ -18,6 +18,8 @@ from tracejit.random._operands import to_operand
 from tracejit.ops.elementwise import unary_prims
 from tracejit.ops.random_bits import erf_inv_p, random_gamma_p, random_poisson_p, sort_key_val_p
 from tracejit.random._keys import canonical_shape, check_key, random_bits, split_key
+from tracejit.lax.special import random_gamma_grad
+from tracejit.transforms.ad_custom import custom_jvp
 
 import tracejit.numpy as jnp
 
@@ -571,7 +573,29 @@ def _gamma(key, a, shape, dtype, log_space=False):
         _check_shape("gamma", shape, _shape_of(a))
     if _shape_of(a) != tuple(shape):
         a = jnp.broadcast_to(a, shape)
-    return random_gamma_p.bind(to_operand(key), to_operand(a), log_space=log_space)
+    return _gamma_sample(to_operand(key), to_operand(a), log_space)
+
+
+def _gamma_sample_impl(key, a, log_space):
+    return random_gamma_p.bind(key, a, log_space=log_space)
+
+
+# Differentiable in ``a`` by implicit reparameterization, as JAX's: with the uniform draw held
+# fixed, d sample / d a = -(dP/da) / (dP/dx) at the sample (lax.random_gamma_grad).
+_gamma_sample = custom_jvp(_gamma_sample_impl, nondiff_argnums=(2,))
+
+
+@_gamma_sample.defjvp
+def _gamma_sample_jvp(log_space, primals, tangents):
+    key, a = primals
+    _, a_dot = tangents
+    out = _gamma_sample(key, a, log_space)
+    if not log_space:
+        return out, a_dot * random_gamma_grad(a, out)
+    # d log x = dx / x; exp(log x) may round to 0: use the smallest normal number there
+    x = jnp.exp(out)
+    x = jnp.where(x == 0, jnp.finfo(x.dtype).tiny, x)
+    return out, a_dot * (random_gamma_grad(a, x) / x)
 
 
 def _shape_or_none(shape):

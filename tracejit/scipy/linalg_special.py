@@ -28,10 +28,11 @@ import numpy as np
 import tracejit.numpy as jnp
 import tracejit.scipy.linalg as _la
 from tracejit.core import dtypes
-from tracejit.lax import linalg as _lax_linalg
-from tracejit.numpy._util import promote, to_operand
+from tracejit.core.avals import ShapedArray
+from tracejit.numpy._util import eager, promote, to_operand
+from tracejit.ops.callback import FlatCallback, pure_callback_p, split_callback_args
 from tracejit.ops.control_flow_functions import fori_loop
-from tracejit.transforms.api_ad import jvp, stop_gradient
+from tracejit.transforms.api_ad import custom_jvp, jvp, stop_gradient
 
 __all__ = ["circulant", "companion", "convolution_matrix", "dft", "eigh_tridiagonal", "expm_frechet", "fiedler",
            "fiedler_companion", "funm", "hadamard", "hankel", "helmert", "hessenberg", "hilbert", "invhilbert",
@@ -50,6 +51,56 @@ def _batch_last(*xs, core=1):
 
 def _complex_dtype(dt):
     return np.result_type(np.dtype(dt), np.complex64)
+
+
+# --------------------------------------------------------------------------- general eigenvalues
+
+def _host_eig(a):
+    w, v = np.linalg.eig(a)
+    dt = _complex_dtype(a.dtype)
+    return w.astype(dt), v.astype(dt)
+
+
+def _host_eigvals(a):
+    return np.linalg.eigvals(a).astype(_complex_dtype(a.dtype))
+
+
+def _eig_call(a, vectors):
+    """LAPACK ``?geev`` of a (batch of) square inexact matrices, always complex; a host callback
+    (``vmap`` passes the whole batch: NumPy batches over leading axes) under a trace."""
+    if eager(a):
+        return _host_eig(np.asarray(a)) if vectors else _host_eigvals(np.asarray(a))
+    shape, cdt = jnp.shape(a), _complex_dtype(a.dtype)
+    fun = _host_eig if vectors else _host_eigvals
+    avals = (ShapedArray(shape[:-1], cdt),) + ((ShapedArray(shape, cdt),) if vectors else ())
+    in_tree, dynamic, static = split_callback_args((a,), {})
+    outs = pure_callback_p.bind(*dynamic, callback=FlatCallback(fun, in_tree, static, label=fun.__name__),
+                                result_avals=avals, vmap_method="broadcast_all", sharding=None)
+    return tuple(outs) if vectors else outs[0]
+
+
+def _eigvals_no_derivative(a):
+    """Eigenvalues for decisions only (no derivative flows through them)."""
+    return _eig_call(stop_gradient(a), vectors=False)
+
+
+@custom_jvp
+def _eig(a):
+    """(w, V) with A V = V diag(w) of one square matrix, differentiable where the eigenvalues are
+    distinct: with C = V^-1 dA V, dw = diag(C) and dV = V (C / (w_j - w_i)) off the diagonal. The
+    columns' scale is left free, which functions of A built as V f(w) V^-1 do not see."""
+    return _eig_call(a, vectors=True)
+
+
+@_eig.defjvp
+def _eig_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    w, v = _eig(a)
+    c = jnp.linalg.solve(v, jnp.asarray(da).astype(v.dtype) @ v)
+    n = jnp.shape(a)[-1]
+    off = ~np.eye(n, dtype=bool)
+    gap = jnp.where(off, w[None, :] - w[:, None], 1.0)
+    return (w, v), (jnp.diagonal(c), v @ jnp.where(off, c / gap, 0.0))
 
 
 # --------------------------------------------------------------------------- structured matrices
@@ -733,8 +784,7 @@ def funm(A, func, disp=True):
     (A,) = _la._inexact(A)
     if jnp.ndim(A) != 2 or jnp.shape(A)[0] != jnp.shape(A)[1]:
         raise ValueError("expected square array_like input")
-    # lax.linalg.eig, not _eig: its eigenvector derivative makes f(A) differentiable
-    w, v = _lax_linalg.eig(A, compute_left_eigenvectors=False, enable_eigvec_derivs=True)
+    w, v = _eig(A)
     fw = jnp.asarray(func(w)).astype(w.dtype)
     F = _mH(jnp.linalg.solve(_mH(v), _mH(v * fw[None, :])))          # (V diag(fw)) V^-1
     if disp:
@@ -787,9 +837,8 @@ def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):
     k4 = (A[..., :, None, :, None] * i_n[:, None, :]
           + im[:, None, :, None] * jnp.swapaxes(B, -1, -2)[..., None, :, None, :])
     K = jnp.reshape(k4, batch + (m * n, m * n))
-    # the eigenvalues only decide singularity: no derivative flows through them
-    wa, wb = (_lax_linalg.eig(stop_gradient(M), compute_left_eigenvectors=False,
-                              compute_right_eigenvectors=False)[0] for M in (A, B))
+    # the eigenvalues only decide singularity
+    wa, wb = _eigvals_no_derivative(A), _eigvals_no_derivative(B)
     bad = jnp.any(jnp.abs(wa[..., :, None] + wb[..., None, :]) < tol, axis=(-2, -1))
     K = jnp.where(bad[..., None, None], np.eye(m * n, dtype=A.dtype), K)    # keep the solve nonsingular
     x = jnp.linalg.solve(K, jnp.reshape(C, batch + (m * n, 1)))
