@@ -65,6 +65,8 @@ CASES = [
     ((1, 2, 6, 5), (3, 2, 3, 2), (1, 2), [(-1, 2), (1, -1)], (2, 1), (1, 2), 1, 1),
     ((2, 4, 5, 5), (6, 2, 3, 3), (1, 1), "SAME", None, (2, 2), 2, 1),
     ((1, 4, 5, 5), (4, 1, 3, 3), (1, 1), "SAME_LOWER", None, None, 4, 1),    # depthwise
+    ((2, 3, 6, 5), (6, 1, 3, 2), (2, 1), [(1, 1), (0, 1)], None, (1, 2), 3, 1),   # depthwise, multiplier 2
+    ((1, 2, 7), (2, 1, 3), (1,), "VALID", (2,), None, 2, 1),                # depthwise, input dilation
     ((4, 2, 5), (6, 2, 2), (1,), "VALID", None, None, 1, 2),
     ((1, 1, 4, 4, 3), (2, 1, 2, 2, 2), (1, 2, 1), "VALID", (1, 1, 2), None, 1, 1),
     ((1, 2, 1), (1, 2, 3), (1,), "VALID", None, None, 1, 1),                  # empty output
@@ -96,6 +98,41 @@ def test_conv_general_dilated_matches_definition(case, layout):
         got = back(np.asarray(got))
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("layout", ["canonical", "nhwc"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}x{c[1]}")
+def test_conv_gradients_match_the_definition(case, layout):
+    # The convolution is bilinear, so the central difference of <ct, conv(x + e dx, w + e dw)> at
+    # e = +-1 is its directional derivative exactly (up to rounding): the vjp of both operands,
+    # in every layout, checked against the independent reference implementation.
+    xs, ws, strides, padding, lhs_dil, rhs_dil, groups, bgroups = case
+    rng = np.random.default_rng(1)
+    x, w, dx, dw = (rng.standard_normal(s) for s in (xs, ws, xs, ws))
+    nsp = len(xs) - 2
+    eff = [(k - 1) * d + 1 for k, d in zip(ws[2:], rhs_dil or (1,) * nsp)]
+    pads = lax.padtype_to_pads(xs[2:], eff, strides, padding)
+
+    def ref(a, b):
+        return reference_conv(a, b, strides, pads, lhs_dil or (1,) * nsp, rhs_dil or (1,) * nsp, groups, bgroups)
+    ct = rng.standard_normal(ref(x, w).shape)
+    want = (np.sum(ct * ref(x + dx, w + dw)) - np.sum(ct * ref(x - dx, w - dw))) / 2
+    if layout == "canonical":
+        dn, to_x, to_w, to_out = None, (lambda a: a), (lambda a: a), (lambda a: a)
+    else:
+        sp = "HWD"[:nsp]
+        dn = ("N" + sp + "C", sp + "IO", "N" + sp + "C")
+        spec = lax.conv_dimension_numbers(xs, ws, dn)
+        to_x, to_w = (lambda a: _to(a, spec.lhs_spec)), (lambda a: _to(a, spec.rhs_spec))
+        to_out = lambda a: _to(a, spec.out_spec)  # noqa: E731
+
+    def grads(a, b, c):
+        _, pull = tracejit.vjp(lambda u, v: lax.conv_general_dilated(
+            u, v, strides, padding, lhs_dil, rhs_dil, dn, feature_group_count=groups, batch_group_count=bgroups), a, b)
+        return pull(c)
+    for gx, gw in (grads(to_x(x), to_w(w), to_out(ct)), tracejit.jit(grads)(to_x(x), to_w(w), to_out(ct))):
+        got = np.sum(np.asarray(gx) * to_x(dx)) + np.sum(np.asarray(gw) * to_w(dw))
+        assert got == pytest.approx(want, rel=1e-10, abs=1e-10)
 
 
 def test_conv_dtypes_and_errors():

@@ -2,8 +2,8 @@
 
 ``conv_general_dilated`` gathers the input window of every kernel tap with a strided static
 slice, stacks the taps next to the input features (an im2col built from ``slice``,
-``reshape`` and ``concatenate``) and contracts features and taps with the kernel in one
-``dot_general``. Feature groups and batch groups become a batch dimension of that
+``reshape`` and ``concatenate``, channels last) and contracts features and taps with the kernel
+in one ``dot_general``. Feature groups and batch groups become a batch dimension of that
 contraction. Because it is made of primitives that already have derivative, batching
 and compile rules, convolutions differentiate (both operands, any order), ``vmap`` and
 ``jit`` like any other program. It lives with the primitives (not in ``tracejit.lax``) because
@@ -20,7 +20,7 @@ import numpy as np
 
 from tracejit.core import dtypes
 from tracejit.core.values import get_aval as aval
-from tracejit.ops.binders import broadcast_in_dim, concatenate, pad, reshape, slice, transpose
+from tracejit.ops.binders import add, broadcast_in_dim, concatenate, mul, pad, reshape, slice, transpose
 from tracejit.ops.dot import dot_general_p
 from tracejit.ops.operands import concrete_operand, convert
 
@@ -202,11 +202,13 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
     if groups < 1 or bgroups < 1 or (groups > 1 and bgroups > 1):
         raise ValueError(f"feature_group_count={groups} and batch_group_count={bgroups}: each must be >= 1 and "
                          "at most one above 1")
-    # Canonical layouts: x (N, C, spatial...), w (O, I, spatial...).
-    x = transpose(lhs, dn.lhs_spec)
-    w = transpose(rhs, dn.rhs_spec)
-    n, c, *in_sizes = aval(x).shape
-    o, i, *window = aval(w).shape
+    # Channels-last canonical layouts: x (N, spatial..., C), w (spatial..., I, O). The im2col rows
+    # are then (taps, C) runs and the product a plain (N * out) x (taps * C) by (taps * C) x O GEMM
+    # whose result is already (N, out..., O): NHWC programs transpose nothing.
+    x = transpose(lhs, (dn.lhs_spec[0], *dn.lhs_spec[2:], dn.lhs_spec[1]))
+    w = transpose(rhs, (*dn.rhs_spec[2:], dn.rhs_spec[1], dn.rhs_spec[0]))
+    n, *in_sizes, c = aval(x).shape
+    *window, i, o = aval(w).shape
     if c != i * groups:
         raise TypeError(f"conv_general_dilated: lhs feature dimension {c} must equal rhs input feature dimension "
                         f"{i} times feature_group_count {groups}")
@@ -221,33 +223,53 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
         else [tuple(int(v) for v in p) for p in padding]
     if len(pads) != nsp:
         raise ValueError(f"padding needs one (low, high) pair per spatial dim ({nsp}), got {padding!r}")
-    spatial = list(range(2, 2 + nsp))
+    spatial = list(range(1, 1 + nsp))
     x = _spatial_prepare(x, spatial, pads, lhs_dil, 0)
-    out_sizes = _out_sizes(aval(x).shape[2:], window, strides, rhs_dil)
+    out_sizes = _out_sizes(aval(x).shape[1:1 + nsp], window, strides, rhs_dil)
     nb = n // bgroups
     out_dtype = la.dtype
     taps = math.prod(window)
+    # the output's axes in channels-last order (N, out..., O), as positions of the canonical (N, O, out...)
+    from_canonical = [0 if q == 0 else 1 + nsp if q == 1 else q - 1 for q in np.argsort(dn.out_spec)]
     if 0 in (nb, o, *out_sizes) or taps == 0 or i == 0:
-        shape = [nb, o] + out_sizes
-        result = broadcast_in_dim(np.zeros((), out_dtype)[()], [shape[dn.out_spec.index(d)] for d in range(la.ndim)], ())
+        shape = [nb, *out_sizes, o]
+        result = broadcast_in_dim(np.zeros((), out_dtype)[()], [shape[a] for a in from_canonical], ())
         return convert_element_type(result, preferred_element_type) if preferred_element_type else result
-    # im2col: (N, C, taps, out...) from one strided slice per tap.
-    cols = [reshape(t, (n, c, 1, *out_sizes)) for t in _window_taps(x, spatial, window, strides, rhs_dil, out_sizes)]
-    patches = cols[0] if len(cols) == 1 else concatenate(cols, 2)
-    g = groups if groups > 1 else bgroups
-    og = o // g
-    if groups > 1:
-        # (N, G, I, taps, out...) x (G, O/G, I, taps): groups are a batch dim of the contraction.
-        p = reshape(patches, (n, groups, i, taps, *out_sizes))
-        k = reshape(w, (groups, og, i, taps))
-        y = dot_general(p, k, (((2, 3), (2, 3)), ((1,), (0,))))          # (G, N, out..., O/G)
-        y = transpose(y, (1, 0, 2 + nsp, *range(2, 2 + nsp)))            # (N, G, O/G, out...)
+    tap_slices = _window_taps(x, spatial, window, strides, rhs_dil, out_sizes)
+    if groups > 1 and i == 1:
+        # Depthwise (one input feature per group): per tap a broadcast multiply, summed over the
+        # taps; no im2col, no product with a one-column matrix per group.
+        og = o // groups
+        k = reshape(w, (taps, groups, og))
+        y = None
+        for t, tap in enumerate(tap_slices):
+            full = (n, *out_sizes, groups, og)
+            term = mul(broadcast_in_dim(tap, full, tuple(range(nsp + 2))),
+                       broadcast_in_dim(reshape(slice(k, (t, 0, 0), (t + 1, groups, og)), (groups, og)), full,
+                                        (nsp + 1, nsp + 2)))
+            y = term if y is None else add(y, term)
+        y = transpose(reshape(y, (n, *out_sizes, o)), tuple(from_canonical))
+        return convert_element_type(y, preferred_element_type) if preferred_element_type else y
+    # im2col: (N, out..., taps, C) from one strided slice per tap.
+    cols = [reshape(t, (n, *out_sizes, 1, c)) for t in tap_slices]
+    patches = cols[0] if len(cols) == 1 else concatenate(cols, 1 + nsp)
+    tap_ax = 1 + nsp
+    if groups == 1 and bgroups == 1:
+        k = reshape(w, (taps, i, o))
+        y = dot_general(patches, k, (((tap_ax, tap_ax + 1), (0, 1)), ((), ())))      # (N, out..., O)
+    elif groups > 1:
+        # (N, out..., taps, G, I) x (taps, I, G, O/G): groups are a batch dim of the contraction.
+        og = o // groups
+        p = reshape(patches, (n, *out_sizes, taps, groups, i))
+        k = reshape(w, (taps, i, groups, og))
+        y = dot_general(p, k, (((tap_ax, tap_ax + 2), (0, 1)), ((tap_ax + 1,), (2,))))   # (G, N, out..., O/G)
+        y = reshape(transpose(y, (*range(1, 2 + nsp), 0, 2 + nsp)), (n, *out_sizes, o))
     else:
-        # Batch groups (B=1 is the plain case): (B, N/B, C, taps, out...) x (B, O/B, C, taps).
-        p = reshape(patches, (g, nb, c, taps, *out_sizes))
-        k = reshape(w, (g, og, i, taps))
-        y = dot_general(p, k, (((2, 3), (2, 3)), ((0,), (0,))))          # (B, N/B, out..., O/B)
-        y = transpose(y, (1, 0, 2 + nsp, *range(2, 2 + nsp)))            # (N/B, B, O/B, out...)
-    y = reshape(y, (nb, o, *out_sizes))
-    y = transpose(y, tuple(np.argsort(dn.out_spec)))
+        # Batch groups: (B, N/B, out..., taps, C) x (taps, C, B, O/B).
+        og = o // bgroups
+        p = reshape(patches, (bgroups, nb, *out_sizes, taps, c))
+        k = reshape(w, (taps, i, bgroups, og))
+        y = dot_general(p, k, (((tap_ax + 1, tap_ax + 2), (0, 1)), ((0,), (2,))))   # (B, N/B, out..., O/B)
+        y = reshape(transpose(y, (*range(1, 2 + nsp), 0, 2 + nsp)), (nb, *out_sizes, o))
+    y = transpose(y, tuple(from_canonical))
     return convert_element_type(y, preferred_element_type) if preferred_element_type else y

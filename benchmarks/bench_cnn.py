@@ -1,0 +1,243 @@
+"""Convolutional networks (issue 15): a LeNet-5-like CNN forward and SGD training step at batch 64, a
+ResNet basic block forward+backward at 56x56x64, and a depthwise 3x3 convolution; tracejit vs JAX
+vs PyTorch (eager and ``torch.compile``), float32, NHWC (PyTorch: NCHW, its native layout).
+
+Each model is written once against the ``jax.lax`` / ``jax.numpy`` API and run with tracejit's and
+JAX's modules, so both compile the same program. Before timing, tracejit's results are checked
+against JAX's (and PyTorch's, when installed) on the same inputs. Reported: medians of the run
+time (after compiling) per peer, and the ratio peer time / tracejit time (> 1: tracejit faster;
+target >= 1.0 on every row). A missing peer is skipped with a note (``pip install -e .[peers]``;
+PyTorch is not in that extra: ``pip install torch`` where a CPU build is at hand).
+
+Run: ``.venv/bin/python -m benchmarks.bench_cnn [--repeat N]``. The machine may be shared:
+compare ratios, not absolute times.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+
+import numpy as np
+
+import tracejit
+from benchmarks.common import block, header, jax_cpu, median_time, optional, row
+
+_NHWC = ("NHWC", "HWIO", "NHWC")
+
+
+# ====================================================================== models (lax/jnp API)
+
+def _conv(lax, x, w, padding="SAME", groups=1):
+    return lax.conv_general_dilated(x, w, (1, 1), padding, dimension_numbers=_NHWC,
+                                    feature_group_count=groups)
+
+
+def _max_pool(lax, x):
+    return lax.reduce_window(x, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+
+
+def lenet(lax, jnp, params, x):
+    """LeNet-5-like: conv5x5(6) relu pool, conv5x5(16) relu pool, dense 120, 84, 10."""
+    (w1, b1), (w2, b2), (w3, b3), (w4, b4), (w5, b5) = params
+    h = _max_pool(lax, jnp.maximum(_conv(lax, x, w1) + b1, 0.0))                  # 14x14x6
+    h = _max_pool(lax, jnp.maximum(_conv(lax, h, w2, "VALID") + b2, 0.0))         # 5x5x16
+    h = jnp.reshape(h, (h.shape[0], -1))
+    h = jnp.maximum(h @ w3 + b3, 0.0)
+    h = jnp.maximum(h @ w4 + b4, 0.0)
+    return h @ w5 + b5
+
+
+def lenet_loss(lax, jnp, params, x, labels):
+    logits = lenet(lax, jnp, params, x)
+    m = jnp.max(logits, axis=1, keepdims=True)
+    logp = logits - m - jnp.log(jnp.sum(jnp.exp(logits - m), axis=1, keepdims=True))
+    return -jnp.sum(logp * labels) / x.shape[0]
+
+
+def lenet_train_step(jax, lax, jnp, params, x, labels, lr=0.01):
+    loss, grads = jax.value_and_grad(lambda p: lenet_loss(lax, jnp, p, x, labels))(params)
+    return loss, jax.tree_util.tree_map(lambda p, g: p - lr * g, params, grads)
+
+
+def basic_block(lax, jnp, params, x):
+    """ResNet basic block: conv3x3 -> scale/shift -> relu -> conv3x3 -> scale/shift -> + x -> relu
+    (the scale/shift stands for an inference-mode batch norm)."""
+    w1, s1, t1, w2, s2, t2 = params
+    h = jnp.maximum(_conv(lax, x, w1) * s1 + t1, 0.0)
+    return jnp.maximum(_conv(lax, h, w2) * s2 + t2 + x, 0.0)
+
+
+def block_fwd_bwd(jax, lax, jnp, params, x):
+    """Forward and backward of the block: the loss and the gradients of parameters and input."""
+    def loss(p, xx):
+        return jnp.sum(basic_block(lax, jnp, p, xx) ** 2) / xx.size
+    return jax.value_and_grad(loss, argnums=(0, 1))(params, x)
+
+
+def depthwise(lax, jnp, w, x):
+    return _conv(lax, x, w, groups=x.shape[-1])
+
+
+# ====================================================================== PyTorch equivalents (NCHW)
+
+def _torch_params_lenet(torch, params):
+    (w1, b1), (w2, b2), (w3, b3), (w4, b4), (w5, b5) = params
+    conv_w = lambda w: torch.tensor(np.ascontiguousarray(np.transpose(w, (3, 2, 0, 1))), requires_grad=True)
+    dense = lambda a: torch.tensor(np.ascontiguousarray(a), requires_grad=True)
+    return [conv_w(w1), dense(b1), conv_w(w2), dense(b2), dense(w3), dense(b3), dense(w4), dense(b4), dense(w5),
+            dense(b5)]
+
+
+def _torch_lenet_step(torch):
+    F = torch.nn.functional
+
+    def step(p, x, labels, lr=0.01):
+        w1, b1, w2, b2, w3, b3, w4, b4, w5, b5 = p
+        h = F.max_pool2d(F.relu(F.conv2d(x, w1, b1, padding=2)), 2)
+        h = F.max_pool2d(F.relu(F.conv2d(h, w2, b2)), 2)
+        h = h.permute(0, 2, 3, 1).reshape(h.shape[0], -1)     # flatten in NHWC order, as the lax model
+        h = F.relu(h @ w3 + b3)
+        h = F.relu(h @ w4 + b4)
+        logits = h @ w5 + b5
+        loss = -(F.log_softmax(logits, dim=1) * labels).sum() / x.shape[0]
+        grads = torch.autograd.grad(loss, p)
+        with torch.no_grad():
+            return loss, [a - lr * g for a, g in zip(p, grads)]
+    return step
+
+
+def _torch_block_step(torch):
+    F = torch.nn.functional
+
+    def step(p, x):
+        w1, s1, t1, w2, s2, t2 = p
+        h = F.relu(F.conv2d(x, w1, padding=1) * s1 + t1)
+        out = F.relu(F.conv2d(h, w2, padding=1) * s2 + t2 + x)
+        loss = (out ** 2).sum() / x.numel()
+        return (loss,) + torch.autograd.grad(loss, list(p) + [x])
+    return step
+
+
+# ====================================================================== running
+
+def _lenet_inputs(rng, batch=64):
+    def w(*s):
+        return (rng.standard_normal(s) / np.sqrt(np.prod(s[:-1]))).astype(np.float32)
+    params = [(w(5, 5, 1, 6), np.zeros(6, np.float32)), (w(5, 5, 6, 16), np.zeros(16, np.float32)),
+              (w(400, 120), np.zeros(120, np.float32)), (w(120, 84), np.zeros(84, np.float32)),
+              (w(84, 10), np.zeros(10, np.float32))]
+    x = rng.standard_normal((batch, 28, 28, 1)).astype(np.float32)
+    labels = np.eye(10, dtype=np.float32)[rng.integers(0, 10, batch)]
+    return params, x, labels
+
+
+def _block_inputs(rng, batch=4, hw=56, c=64):
+    def w():
+        return (rng.standard_normal((3, 3, c, c)) / np.sqrt(9 * c)).astype(np.float32)
+    vec = lambda v: np.full(c, v, np.float32)
+    params = (w(), vec(1.0), vec(0.1), w(), vec(0.5), vec(0.0))
+    return params, rng.standard_normal((batch, hw, hw, c)).astype(np.float32)
+
+
+def _close(name, got, want, rtol=2e-4, atol=2e-5):
+    for g, w in zip(tracejit.tree_util.tree_leaves(got), tracejit.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=rtol, atol=atol, err_msg=name)
+
+
+def _case(title, tj_fn, tj_args, jax, jax_fn, torch_cases, repeat):
+    """Compile and time tracejit's function, then each peer's; check results against JAX's."""
+    header(title)
+    compiled = tracejit.jit(tj_fn).lower(*tj_args).compile()
+    out = compiled(*tj_args)
+    t_tj = median_time(lambda: compiled(*tj_args), repeat=repeat)
+    print(row("tracejit jit", t_tj))
+    if jax is not None:
+        jargs = jax.tree_util.tree_map(jax.device_put, tj_args)
+        jc = jax.jit(jax_fn).lower(*jargs).compile()
+        _close(title, out, block(jc(*jargs)))
+        t_jax = median_time(lambda: block(jc(*jargs)), repeat=repeat)
+        print(row("jax jit", t_jax, None, f"=> tracejit {t_jax / t_tj:.2f}x JAX's speed"))
+    for name, fn, check in torch_cases:
+        check(out, fn())
+        t = median_time(fn, repeat=repeat)
+        print(row(name, t, None, f"=> tracejit {t / t_tj:.2f}x its speed"))
+
+
+def _torch_cases(torch, make_step, args, compare):
+    """(name, call, check) for PyTorch eager and torch.compile of ``make_step(torch)``."""
+    if torch is None:
+        return []
+    step = make_step(torch)
+    cases = [("pytorch eager", lambda: step(*args), compare)]
+    try:
+        compiled = torch.compile(step)
+        compiled(*args)
+        cases.append(("pytorch torch.compile", lambda: compiled(*args), compare))
+    except Exception as e:  # noqa: BLE001 - a peer that cannot compile here is reported, not fatal
+        print(f"  [torch.compile unavailable here ({type(e).__name__}: {str(e)[:80]}); eager only]")
+    return cases
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=7)
+    opts = ap.parse_args(argv)
+    rng = np.random.default_rng(0)
+    jax = jax_cpu()
+    jlax = __import__("jax.lax", fromlist=["x"]) if jax is not None else None
+    jnp_ = __import__("jax.numpy", fromlist=["x"]) if jax is not None else None
+    torch = optional("torch")
+    if torch is not None:
+        torch.set_num_threads(os.cpu_count())
+    tlax, tnp = tracejit.lax, tracejit.numpy
+
+    params, x, labels = _lenet_inputs(rng)
+    fwd = (lambda lax, jnp: lambda p, xx: lenet(lax, jnp, p, xx))
+    _case("LeNet-5-like forward, batch 64, f32", fwd(tlax, tnp), (params, x), jax,
+          fwd(jlax, jnp_) if jax else None, [], opts.repeat)
+
+    step = (lambda m, lax, jnp: lambda p, xx, yy: lenet_train_step(m, lax, jnp, p, xx, yy))
+    torch_args = None
+    if torch is not None:
+        torch_args = (_torch_params_lenet(torch, params), torch.tensor(np.transpose(x, (0, 3, 1, 2)).copy()),
+                      torch.tensor(labels))
+
+    def lenet_check(tj_out, torch_out):
+        np.testing.assert_allclose(float(tj_out[0]), float(torch_out[0].detach()), rtol=1e-4)
+    _case("LeNet-5-like training step (loss, grad, SGD), batch 64, f32", step(tracejit, tlax, tnp),
+          (params, x, labels), jax, step(jax, jlax, jnp_) if jax else None,
+          _torch_cases(torch, _torch_lenet_step, torch_args, lenet_check), opts.repeat)
+
+    bparams, bx = _block_inputs(rng)
+    bstep = (lambda m, lax, jnp: lambda p, xx: block_fwd_bwd(m, lax, jnp, p, xx))
+    if torch is not None:
+        w1, s1, t1, w2, s2, t2 = bparams
+        nchw_w = lambda w: torch.tensor(np.ascontiguousarray(np.transpose(w, (3, 2, 0, 1))), requires_grad=True)
+        chan = lambda v: torch.tensor(v.reshape(1, -1, 1, 1), requires_grad=True)
+        torch_args = ((nchw_w(w1), chan(s1), chan(t1), nchw_w(w2), chan(s2), chan(t2)),
+                      torch.tensor(np.ascontiguousarray(np.transpose(bx, (0, 3, 1, 2))), requires_grad=True))
+
+    def block_check(tj_out, torch_out):
+        np.testing.assert_allclose(float(tj_out[0]), float(torch_out[0].detach()), rtol=1e-4)
+    _case("ResNet basic block forward+backward, 4x56x56x64, f32", bstep(tracejit, tlax, tnp), (bparams, bx), jax,
+          bstep(jax, jlax, jnp_) if jax else None,
+          _torch_cases(torch, _torch_block_step, torch_args, block_check), opts.repeat)
+
+    dw = (rng.standard_normal((3, 3, 1, 64)) / 3).astype(np.float32)
+    dx = rng.standard_normal((8, 56, 56, 64)).astype(np.float32)
+    dcases = []
+    if torch is not None:
+        F = torch.nn.functional
+        tw = torch.tensor(np.ascontiguousarray(np.transpose(dw, (3, 2, 0, 1))))
+        tx = torch.tensor(np.ascontiguousarray(np.transpose(dx, (0, 3, 1, 2))))
+
+        def dw_check(tj_out, torch_out):
+            np.testing.assert_allclose(np.asarray(tj_out), np.transpose(torch_out.numpy(), (0, 2, 3, 1)),
+                                       rtol=2e-4, atol=2e-5)
+        dcases = [("pytorch eager", lambda: F.conv2d(tx, tw, padding=1, groups=64), dw_check)]
+    _case("depthwise conv 3x3, 8x56x56x64, f32", lambda w, xx: depthwise(tlax, tnp, w, xx), (dw, dx), jax,
+          (lambda w, xx: depthwise(jlax, jnp_, w, xx)) if jax else None, dcases, opts.repeat)
+
+
+if __name__ == "__main__":
+    main()
