@@ -281,3 +281,40 @@ def test_max_and_min_pooling_start_from_the_first_tap_with_the_same_values():
         padded = tracejit.jit(lambda x, comp=comp, init=init: lax.reduce_window(x, init, comp, (1, 3), (1, 1), "SAME"))
         xp = np.pad(x, ((0, 0), (1, 1)), constant_values=init)
         np.testing.assert_array_equal(np.asarray(padded(x)), red(sliding_window_view(xp, (1, 3)), axis=(-2, -1)))
+
+
+@pytest.mark.parametrize("strides,groups", [((1, 1), 1), ((2, 1), 1), ((1, 1), 2)])
+def test_conv_primitive_second_order_derivatives(strides, groups):
+    # conv_general_dilated is a primitive with JAX's transpose rule for the input (itself a
+    # convolution) and the decomposition's transpose for the kernel: derivatives of derivatives,
+    # forward and reverse, checked against finite differences; vmap of grad against a loop.
+    from tracejit.test_util import check_grads
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal((2, 5, 4, 4)) * 0.5, rng.standard_normal((3, 3, 4 // groups, 4)) * 0.5
+
+    def f(a, b):
+        y = lax.conv_general_dilated(a, b, strides, "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                     feature_group_count=groups)
+        return tracejit.numpy.sum(tracejit.numpy.tanh(y))
+    check_grads(f, (x, w), order=2, modes=["fwd", "rev"], atol=1e-3, rtol=1e-3)   # finite differences: ~1e-5 noise
+    per_example = np.stack([tracejit.grad(f)(x[i:i + 1], w) for i in range(2)])
+    np.testing.assert_allclose(tracejit.vmap(tracejit.grad(f), in_axes=(0, None))(x[:, None], w), per_example,
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_conv_derivatives_match_jax():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((2, 6, 6, 3)), rng.standard_normal((3, 3, 3, 4))
+    for strides in ((1, 1), (2, 1)):
+        def loss(m):
+            return lambda a, b: m.numpy.sum(m.numpy.sin(m.lax.conv_general_dilated(
+                a, b, strides, "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))) ** 2)
+        pairs = [(tracejit.jit(tracejit.grad(loss(tracejit), argnums=(0, 1))), jax.grad(loss(jax), argnums=(0, 1))),
+                 (tracejit.hessian(loss(tracejit)), jax.hessian(loss(jax))),
+                 (tracejit.jacrev(tracejit.grad(loss(tracejit), argnums=1), argnums=1),
+                  jax.jacrev(jax.grad(loss(jax), argnums=1), argnums=1))]
+        for ours, theirs in pairs:
+            for a, b in zip(tracejit.tree_util.tree_leaves(ours(x, w)), jax.tree_util.tree_leaves(theirs(x, w))):
+                np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12)

@@ -1,7 +1,8 @@
 """Convolutions and windowed reductions of ``jax.lax``.
 
-``conv_general_dilated`` itself is a composition of primitives in ``tracejit/ops/convolution.py``
-(im2col from strided slices and one ``dot_general``); here are ``jax.lax``'s other convolution
+``conv_general_dilated`` is a primitive here, with JAX's derivative rules, whose decomposition is
+the composition of primitives in ``tracejit/ops/convolution.py`` (im2col from strided slices and
+one ``dot_general``); here are also ``jax.lax``'s other convolution
 entry points on top of it, and ``reduce_window``, which folds the window taps with the reducing
 function the same way (``max``/``min``/``add``/``mul`` and any other binary function of arrays).
 """
@@ -9,14 +10,181 @@ from __future__ import annotations
 
 import numpy as np
 
+import math
+
+from tracejit.core.avals import ShapedArray
+from tracejit.core.primitive import Primitive, batching_rules, decomposition_rules, def_rules
 from tracejit.lax.ops import broadcast_in_dim, rev
 from tracejit.lax.ops import max as lax_max, min as lax_min
 from tracejit.numpy._util import aval, to_operand
+from tracejit.ops.binders import add, reshape, transpose
 from tracejit.ops.convolution import (ConvDimensionNumbers, _dilated, _out_sizes, _positive_ints, _spatial_prepare,
-                                      _window_taps, conv_dimension_numbers, conv_general_dilated, padtype_to_pads)
+                                      _window_taps, conv_dimension_numbers, conv_output_shape, conv_params,
+                                      conv_with_params, padtype_to_pads)
+from tracejit.ops.operands import concrete_operand, convert
+from tracejit.transforms.ad import def_jvp, def_simple_vjp
+from tracejit.transforms.api_ad import vjp
+from tracejit.transforms.api_vmap import vmap
 
 __all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_dilated", "conv",
            "conv_with_general_padding", "conv_transpose", "padtype_to_pads", "reduce_window"]
+
+
+# --------------------------------------------------------------------------- the primitive
+#
+# conv_general_dilated is one primitive whose decomposition (ops/convolution.py: im2col and one
+# product) is what the compiler inlines, so it can carry JAX's transpose rule: the input's
+# cotangent is itself a convolution (of the output cotangent with the flipped kernel), which
+# costs what the forward convolution costs, where transposing the im2col would scatter every
+# tap back into a padded copy of the input and sum them.
+
+def _conv_abstract_eval(lhs, rhs, **params):
+    return [ShapedArray(conv_output_shape(lhs.shape, rhs.shape, **params), lhs.dtype)]
+
+
+def _conv_impl(lhs, rhs, **params):
+    return [np.asarray(conv_with_params(lhs, rhs, **params))]
+
+
+def _conv_cost(ins, outs, *, dimension_numbers, feature_group_count, **_):
+    rhs = ins[1]
+    per_output = math.prod(rhs.shape) // max(rhs.shape[dimension_numbers.rhs_spec[0]], 1)   # taps * I
+    return {"flops": 2 * outs[0].size * per_output, "transcendentals": 0}
+
+
+conv_general_dilated_p = def_rules(Primitive("conv_general_dilated"), abstract_eval=_conv_abstract_eval,
+                                   impl=_conv_impl, cost=_conv_cost)
+decomposition_rules[conv_general_dilated_p] = lambda lhs, rhs, **params: [conv_with_params(lhs, rhs, **params)]
+
+
+def _conv_jvp(primals, tangents, **params):
+    (x, w), (tx, tw) = primals, tangents
+    out = conv_general_dilated_p.bind(x, w, **params)
+    terms = [conv_general_dilated_p.bind(tx, w, **params)] if tx is not None else []
+    if tw is not None:
+        terms.append(conv_general_dilated_p.bind(x, tw, **params))
+    return [out], [None if not terms else terms[0] if len(terms) == 1 else add(*terms)]
+
+
+def _split_axis(x, axis, size):
+    """Axis ``axis`` of ``x`` split into (size, rest)."""
+    shape = list(aval(x).shape)
+    shape[axis:axis + 1] = [size, shape[axis] // size]
+    return reshape(x, tuple(shape))
+
+
+def _merge_axis(x, src, dst):
+    """Axis ``src`` of ``x`` merged into axis ``dst`` (numbered without ``src``), as its major part."""
+    shape = aval(x).shape
+    perm = [a for a in range(len(shape)) if a != src]
+    perm.insert(dst, src)
+    merged = [shape[a] for a in range(len(shape)) if a != src]
+    merged[dst] *= shape[src]
+    return reshape(transpose(x, tuple(perm)), tuple(merged))
+
+
+def _lhs_cotangent_padding(in_sizes, window, strides, out_sizes, padding, lhs_dilation, rhs_dilation):
+    pads = []
+    for n, k, s, m, (lo, _), ld, rd in zip(in_sizes, window, strides, out_sizes, padding, lhs_dilation,
+                                           rhs_dilation):
+        before = _dilated(k, rd) - lo - 1
+        pads.append((before, _dilated(n, ld) + _dilated(k, rd) - 1 - _dilated(m, s) - before))
+    return tuple(pads)
+
+
+def _conv_lhs_cotangent(g, lhs_aval, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                        dimension_numbers, feature_group_count, batch_group_count):
+    """JAX's rule: the input's cotangent is the convolution of ``g`` with the spatially flipped
+    kernel, input and output features swapped (groups moved from the output to the input
+    features), strides becoming input dilation."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    groups = feature_group_count
+    if feature_group_count > 1 or batch_group_count > 1:
+        groups = max(feature_group_count, batch_group_count)
+        rhs = _merge_axis(_split_axis(rhs, rhs_spec[0], groups), rhs_spec[0], rhs_spec[1])
+    t_rhs_spec = (rhs_spec[1], rhs_spec[0]) + tuple(rhs_spec[2:])
+    rshape, gshape = aval(rhs).shape, aval(g).shape
+    pads = _lhs_cotangent_padding([lhs_aval.shape[a] for a in lhs_spec[2:]], [rshape[a] for a in rhs_spec[2:]],
+                                  window_strides, [gshape[a] for a in out_spec[2:]], padding, lhs_dilation,
+                                  rhs_dilation)
+    out = conv_general_dilated_p.bind(
+        g, rev(rhs, tuple(rhs_spec[2:])), window_strides=tuple(lhs_dilation), padding=pads,
+        lhs_dilation=tuple(window_strides), rhs_dilation=tuple(rhs_dilation),
+        dimension_numbers=ConvDimensionNumbers(tuple(out_spec), t_rhs_spec, tuple(lhs_spec)),
+        feature_group_count=groups, batch_group_count=1)
+    if batch_group_count > 1:
+        out = _merge_axis(_split_axis(out, lhs_spec[1], batch_group_count), lhs_spec[1], lhs_spec[0])
+    return out
+
+
+def _conv_bwd(g, needed, ins, outs, **params):
+    x, w = ins
+    dx = dw = None
+    if needed[0]:
+        if all(s == 1 for s in params["window_strides"]):
+            dx = _conv_lhs_cotangent(g, aval(x), w, **params)
+        else:
+            # A strided convolution's rule would dilate g by the strides (a convolution over mostly
+            # zeros): the decomposition's own transpose is cheaper there.
+            dx = vjp(lambda a: conv_with_params(a, w, **params), x)[1](g)[0]
+    if needed[1]:
+        # The kernel's cotangent by JAX's rule is a convolution whose window is the whole output;
+        # the decomposition's transpose (one product of the im2col with g) is the fast form.
+        dw = vjp(lambda b: conv_with_params(x, b, **params), w)[1](g)[0]
+    return [dx, dw]
+
+
+def _conv_batching(args, dims, size, **params):
+    lhs, rhs = args
+    batched = vmap(lambda a, b: conv_with_params(a, b, **params), in_axes=tuple(dims))(lhs, rhs)
+    return [batched], [0]
+
+
+def_jvp(conv_general_dilated_p, _conv_jvp)
+def_simple_vjp(conv_general_dilated_p, _conv_bwd)
+batching_rules[conv_general_dilated_p] = _conv_batching
+
+
+def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
+                         dimension_numbers=None, feature_group_count=1, batch_group_count=1, precision=None,
+                         preferred_element_type=None):
+    """General N-d convolution (``jax.lax.conv_general_dilated``): a cross-correlation with strides,
+    padding, input (``lhs_dilation``, transposed convolutions) and kernel dilation, and feature or
+    batch groups.
+
+    Parameters
+    ----------
+    lhs, rhs : array
+        Input and kernel, of one dtype and rank.
+    window_strides : sequence of int
+        Step between windows per spatial dim.
+    padding : str or sequence of (int, int)
+        ``'SAME'``, ``'SAME_LOWER'``, ``'VALID'`` or explicit (low, high) pads (negative crops).
+    lhs_dilation, rhs_dilation : sequence of int, optional
+        Input and kernel dilation per spatial dim.
+    dimension_numbers : None, tuple of str or ConvDimensionNumbers
+        Layouts; None is ``('NC...', 'OI...', 'NC...')``.
+    feature_group_count, batch_group_count : int
+        Grouped (e.g. depthwise) convolutions; at most one of them above 1.
+    precision : ignored
+        Accepted for compatibility: CPU products run at the operands' precision.
+    preferred_element_type : dtype, optional
+        Result dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tracejit import lax
+    >>> x = np.arange(5.0).reshape(1, 1, 5)
+    >>> k = np.array([1.0, 0.0, -1.0]).reshape(1, 1, 3)
+    >>> lax.conv_general_dilated(x, k, (1,), "VALID")
+    Array([[[-2., -2., -2.]]])
+    """
+    lhs, rhs = concrete_operand(lhs), concrete_operand(rhs)
+    params = conv_params(aval(lhs), aval(rhs), window_strides, padding, lhs_dilation, rhs_dilation,
+                         dimension_numbers, feature_group_count, batch_group_count)
+    y = conv_general_dilated_p.bind(lhs, rhs, **params)
+    return convert(y, preferred_element_type) if preferred_element_type else y
 
 
 def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):

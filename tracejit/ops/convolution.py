@@ -187,7 +187,16 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
     Array([[[-2., -2., -2.]]])
     """
     lhs, rhs = concrete_operand(lhs), concrete_operand(rhs)
-    la, ra = aval(lhs), aval(rhs)
+    params = conv_params(aval(lhs), aval(rhs), window_strides, padding, lhs_dilation, rhs_dilation,
+                         dimension_numbers, feature_group_count, batch_group_count)
+    y = conv_with_params(lhs, rhs, **params)
+    return convert_element_type(y, preferred_element_type) if preferred_element_type else y
+
+
+def conv_params(la, ra, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+                feature_group_count, batch_group_count) -> dict:
+    """The checked, normalized parameters of a convolution of avals ``la`` and ``ra``: tuples of
+    ints, explicit pads and :class:`ConvDimensionNumbers` (hashable: a primitive's params)."""
     if la.dtype != ra.dtype:
         raise TypeError(f"conv_general_dilated requires arguments of one dtype, got {la.dtype.name} and "
                         f"{ra.dtype.name}")
@@ -202,13 +211,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
     if groups < 1 or bgroups < 1 or (groups > 1 and bgroups > 1):
         raise ValueError(f"feature_group_count={groups} and batch_group_count={bgroups}: each must be >= 1 and "
                          "at most one above 1")
-    # Channels-last canonical layouts: x (N, spatial..., C), w (spatial..., I, O). The im2col rows
-    # are then (taps, C) runs and the product a plain (N * out) x (taps * C) by (taps * C) x O GEMM
-    # whose result is already (N, out..., O): NHWC programs transpose nothing.
-    x = transpose(lhs, (dn.lhs_spec[0], *dn.lhs_spec[2:], dn.lhs_spec[1]))
-    w = transpose(rhs, (*dn.rhs_spec[2:], dn.rhs_spec[1], dn.rhs_spec[0]))
-    n, *in_sizes, c = aval(x).shape
-    *window, i, o = aval(w).shape
+    n, c = la.shape[dn.lhs_spec[0]], la.shape[dn.lhs_spec[1]]
+    o, i = ra.shape[dn.rhs_spec[0]], ra.shape[dn.rhs_spec[1]]
     if c != i * groups:
         raise TypeError(f"conv_general_dilated: lhs feature dimension {c} must equal rhs input feature dimension "
                         f"{i} times feature_group_count {groups}")
@@ -218,23 +222,54 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
     if n % bgroups:
         raise TypeError(f"conv_general_dilated: lhs batch dimension {n} must be a multiple of batch_group_count "
                         f"{bgroups}")
+    in_sizes = [la.shape[a] for a in dn.lhs_spec[2:]]
+    window = [ra.shape[a] for a in dn.rhs_spec[2:]]
     effective_window = [_dilated(k, d) for k, d in zip(window, rhs_dil)]
     pads = padtype_to_pads(in_sizes, effective_window, strides, padding) if isinstance(padding, str) \
         else [tuple(int(v) for v in p) for p in padding]
-    if len(pads) != nsp:
+    if len(pads) != nsp or any(len(p) != 2 for p in pads):
         raise ValueError(f"padding needs one (low, high) pair per spatial dim ({nsp}), got {padding!r}")
+    return dict(window_strides=strides, padding=tuple(tuple(int(v) for v in p) for p in pads),
+                lhs_dilation=lhs_dil, rhs_dilation=rhs_dil, dimension_numbers=dn, feature_group_count=groups,
+                batch_group_count=bgroups)
+
+
+def conv_output_shape(lhs_shape, rhs_shape, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                      dimension_numbers, feature_group_count, batch_group_count) -> tuple:
+    """The result shape of a convolution with :func:`conv_params`' parameters."""
+    dn = dimension_numbers
+    padded = [_dilated(lhs_shape[a], d) + lo + hi
+              for a, d, (lo, hi) in zip(dn.lhs_spec[2:], lhs_dilation, padding)]
+    window = [rhs_shape[a] for a in dn.rhs_spec[2:]]
+    canonical = [lhs_shape[dn.lhs_spec[0]] // batch_group_count, rhs_shape[dn.rhs_spec[0]],
+                 *_out_sizes(padded, window, window_strides, rhs_dilation)]
+    return tuple(canonical[q] for q in np.argsort(dn.out_spec))
+
+
+def conv_with_params(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+                     feature_group_count, batch_group_count):
+    """The convolution as primitives, for :func:`conv_params`' parameters (checked already)."""
+    dn, strides, pads, lhs_dil, rhs_dil = dimension_numbers, window_strides, padding, lhs_dilation, rhs_dilation
+    groups, bgroups = feature_group_count, batch_group_count
+    nsp = aval(lhs).ndim - 2
+    # Channels-last canonical layouts: x (N, spatial..., C), w (spatial..., I, O). The im2col rows
+    # are then (taps, C) runs and the product a plain (N * out) x (taps * C) by (taps * C) x O GEMM
+    # whose result is already (N, out..., O): NHWC programs transpose nothing.
+    x = transpose(lhs, (dn.lhs_spec[0], *dn.lhs_spec[2:], dn.lhs_spec[1]))
+    w = transpose(rhs, (*dn.rhs_spec[2:], dn.rhs_spec[1], dn.rhs_spec[0]))
+    n, *in_sizes, c = aval(x).shape
+    *window, i, o = aval(w).shape
     spatial = list(range(1, 1 + nsp))
     x = _spatial_prepare(x, spatial, pads, lhs_dil, 0)
     out_sizes = _out_sizes(aval(x).shape[1:1 + nsp], window, strides, rhs_dil)
     nb = n // bgroups
-    out_dtype = la.dtype
+    out_dtype = aval(lhs).dtype
     taps = math.prod(window)
     # the output's axes in channels-last order (N, out..., O), as positions of the canonical (N, O, out...)
     from_canonical = [0 if q == 0 else 1 + nsp if q == 1 else q - 1 for q in np.argsort(dn.out_spec)]
     if 0 in (nb, o, *out_sizes) or taps == 0 or i == 0:
         shape = [nb, *out_sizes, o]
-        result = broadcast_in_dim(np.zeros((), out_dtype)[()], [shape[a] for a in from_canonical], ())
-        return convert_element_type(result, preferred_element_type) if preferred_element_type else result
+        return broadcast_in_dim(np.zeros((), out_dtype)[()], [shape[a] for a in from_canonical], ())
     tap_slices = _window_taps(x, spatial, window, strides, rhs_dil, out_sizes)
     if groups > 1 and i == 1:
         # Depthwise (one input feature per group): per tap a broadcast multiply, summed over the
@@ -248,8 +283,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
                        broadcast_in_dim(reshape(slice(k, (t, 0, 0), (t + 1, groups, og)), (groups, og)), full,
                                         (nsp + 1, nsp + 2)))
             y = term if y is None else add(y, term)
-        y = transpose(reshape(y, (n, *out_sizes, o)), tuple(from_canonical))
-        return convert_element_type(y, preferred_element_type) if preferred_element_type else y
+        return transpose(reshape(y, (n, *out_sizes, o)), tuple(from_canonical))
     # im2col: (N, out..., taps, C) from one strided slice per tap.
     cols = [reshape(t, (n, *out_sizes, 1, c)) for t in tap_slices]
     patches = cols[0] if len(cols) == 1 else concatenate(cols, 1 + nsp)
@@ -271,5 +305,4 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
         k = reshape(w, (taps, i, bgroups, og))
         y = dot_general(p, k, (((tap_ax + 1, tap_ax + 2), (0, 1)), ((0,), (2,))))   # (B, N/B, out..., O/B)
         y = reshape(transpose(y, (*range(1, 2 + nsp), 0, 2 + nsp)), (nb, *out_sizes, o))
-    y = transpose(y, tuple(from_canonical))
-    return convert_element_type(y, preferred_element_type) if preferred_element_type else y
+    return transpose(y, tuple(from_canonical))
