@@ -163,6 +163,9 @@ DELIBERATE_OMISSIONS = {
         **dict.fromkeys(["map", "zip", "safe_map", "safe_zip", "unzip2"],
                         "jax._src.util helpers imported into the module's namespace, not its API"),
     },
+    "jax.custom_derivatives": {
+        **dict.fromkeys(["custom_jvp_call_p", "custom_vjp_call_p", "remat_opt_p"], PRIM),
+    },
 }
 
 # Names not implemented yet. Delete a name when it lands (the test says which). A list without
@@ -189,6 +192,10 @@ NOT_YET = {
     ],
     "jax.tree_util": [
         "default_registry"
+    ],
+    "jax.custom_derivatives": [
+        # Symbolic-zero custom rules (defjvp(symbolic_zeros=True) raises) and linear_call.
+        "CustomVJPPrimal", "SymbolicZero", "custom_vjp_primal_tree_values", "linear_call", "zero_from_primal",
     ],
 }
 

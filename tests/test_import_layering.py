@@ -45,7 +45,7 @@ LAYERS = [
     ["diagnostics"],
     ["tree_util"],
     ["tree", "dtypes", "errors", "typing"],
-    ["image", "custom_batching", "custom_derivatives", "dlpack"],   # jax submodules of issue 14
+    ["image", "custom_batching", "custom_derivatives", "dlpack", "ad_checkpoint"],   # jax submodules of issue 14
     ["__init__", "__main__"],
 ]
 RANK = {node: i for i, layer in enumerate(LAYERS) for node in layer}

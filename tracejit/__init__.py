@@ -75,7 +75,7 @@ _wrap_package_faces([lax, random, nn, nn.initializers, _jnp_fft, _jnp_linalg, _s
 from tracejit.array import wrap_module_functions as _wrap_module_functions  # noqa: E402
 _wrap_module_functions(vars(_ops), ["segment_sum", "segment_prod", "segment_max", "segment_min"])
 
-from tracejit import image, custom_batching, custom_derivatives, dlpack  # noqa: E402,F401  (jax submodules)
+from tracejit import image, custom_batching, custom_derivatives, dlpack, ad_checkpoint  # noqa: E402,F401  (jax submodules)
 
 from tracejit.version import __version__, __version_info__  # noqa: E402
 

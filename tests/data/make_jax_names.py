@@ -37,6 +37,7 @@ BASE = [
     "jax.tree", "jax.tree_util",
     "jax.example_libraries.optimizers", "jax.example_libraries.stax",
     "jax.debug", "jax.test_util",
+    "jax.ad_checkpoint", "jax.image", "jax.custom_derivatives", "jax.custom_batching", "jax.dlpack",
 ]
 
 

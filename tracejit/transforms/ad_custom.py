@@ -350,10 +350,48 @@ ad.def_vjp(custom_jvp_call_p, lambda needed, *ins, **params: ad.vjp_via_jvp(cust
 
 # --------------------------------------------------------------------------- checkpoint / remat
 
-class checkpoint_policies:
-    """Which intermediate values ``checkpoint`` saves instead of recomputing.
+def _name_jvp(primals, tangents, *, name):
+    return [name_p.bind(primals[0], name=name)], [tangents[0]]
 
-    A policy is ``policy(prim, *in_avals, **params) -> bool`` (True = save).
+
+# ``checkpoint_name(x, name)``: the identity, as an equation policies can select by ``name``.
+name_p = def_rules(Primitive("name"), abstract_eval=lambda x, *, name: [x], impl=lambda x, *, name: [x])
+decomposition_rules[name_p] = lambda x, *, name: [x]
+ad.def_jvp(name_p, _name_jvp)
+# A simple VJP rule: when a policy saved the named value, the backward pass takes it as saved.
+ad.def_simple_vjp(name_p, lambda ct, needed, ins, outs, *, name: [ct])
+batching_rules[name_p] = lambda args, dims, size, *, name: ([name_p.bind(args[0], name=name)], [dims[0]])
+
+
+def checkpoint_name(x, name):
+    """Name the value ``x`` (any pytree of arrays) for checkpoint policies (``jax.ad_checkpoint.checkpoint_name``).
+
+    The identity; inside ``checkpoint``, policies such as
+    ``checkpoint_policies.save_only_these_names(name)`` decide whether it is saved for the backward
+    pass or recomputed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tracejit.transforms.api_ad import grad
+    >>> f = checkpoint(lambda x: np.sin(checkpoint_name(np.sin(x), "h")),
+    ...                policy=checkpoint_policies.save_only_these_names("h"))
+    >>> round(float(grad(f)(0.5)), 6)
+    0.778644
+    """
+    leaves, tree = tree_flatten(x)
+    return tree_unflatten(tree, [name_p.bind(v, name=name) if isinstance(v, Tracer) else v for v in leaves])
+
+
+def _is_named(prim, params, names):
+    return prim is name_p and params.get("name") in names
+
+
+class checkpoint_policies:
+    """Which intermediate values ``checkpoint`` saves instead of recomputing (``jax.checkpoint_policies``).
+
+    A policy is ``policy(prim, *in_avals, **params) -> bool`` (True = save). Offloading to host
+    memory means keeping the value on this CPU-only backend: the offloading policies save.
     """
 
     @staticmethod
@@ -366,13 +404,45 @@ class checkpoint_policies:
 
     @staticmethod
     def dots_saveable(prim, *avals, **params):
-        return prim.name == "dot_general"
+        return prim.name in ("dot_general", "conv_general_dilated")    # as JAX's: convolutions too
 
     checkpoint_dots = dots_saveable
 
     @staticmethod
     def dots_with_no_batch_dims_saveable(prim, *avals, **params):
         return prim.name == "dot_general" and not params["dimension_numbers"][1][0]
+
+    checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
+
+    @staticmethod
+    def offload_dot_with_no_batch_dims(offload_src, offload_dst):
+        return checkpoint_policies.dots_with_no_batch_dims_saveable
+
+    @staticmethod
+    def save_only_these_names(*names_which_can_be_saved):
+        names = frozenset(names_which_can_be_saved)
+        return lambda prim, *avals, **params: _is_named(prim, params, names)
+
+    @staticmethod
+    def save_any_names_but_these(*names_not_to_save):
+        names = frozenset(names_not_to_save)
+        return lambda prim, *avals, **params: prim is name_p and not _is_named(prim, params, names)
+
+    @staticmethod
+    def save_anything_except_these_names(*names_not_to_save):
+        names = frozenset(names_not_to_save)
+        return lambda prim, *avals, **params: not _is_named(prim, params, names)
+
+    @staticmethod
+    def save_from_both_policies(policy_1, policy_2):
+        return lambda prim, *avals, **params: bool(policy_1(prim, *avals, **params) or
+                                                   policy_2(prim, *avals, **params))
+
+    @staticmethod
+    def save_and_offload_only_these_names(*, names_which_can_be_saved, names_which_can_be_offloaded,
+                                          offload_src, offload_dst):
+        names = frozenset(names_which_can_be_saved) | frozenset(names_which_can_be_offloaded)
+        return lambda prim, *avals, **params: _is_named(prim, params, names)
 
 
 def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
