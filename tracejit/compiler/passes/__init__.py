@@ -12,6 +12,7 @@ from tracejit.compiler.passes.dot_layout import transpose_dots
 from tracejit.compiler.passes.inline import inline
 from tracejit.compiler.passes.loop_carries import forward_unchanged_carries
 from tracejit.compiler.passes.loop_invariants import hoist_loop_invariants
+from tracejit.compiler.passes.native_pads import pads_as_native_ops
 from tracejit.compiler.passes.short_sums import short_sums_as_additions
 from tracejit.compiler.passes.simplify import simplify
 from tracejit.compiler.passes.small_dots import small_dots_as_kernels
@@ -23,6 +24,7 @@ PIPELINE = [
     ("loop_invariants", hoist_loop_invariants),  # body work that reads only loop constants runs before the loop
     ("small_dots", small_dots_as_kernels),  # matrix-vector and tiny products as fusible sums
     ("short_sums", short_sums_as_additions),  # sums over an axis of 2-4 elements as additions (map kernels)
+    ("native_pads", pads_as_native_ops),  # interior padding and negative edges as concatenations and slices
     ("cse", cse),              # one equation per distinct (primitive, inputs, params)
     ("dot_layout", transpose_dots),  # transpose(a @ b) computed as b^T @ a^T (no transposed copy)
     ("dce", dce),              # equations whose results are unused removed
