@@ -34,3 +34,21 @@ def test_max_pool_gradient_has_no_host_steps():
     text = tracejit.jit(tracejit.grad(loss)).lower(x).compile().as_text()
     assert "numpy" not in text
     np.testing.assert_allclose(tracejit.jit(tracejit.grad(loss))(x), tracejit.grad(loss)(x), rtol=1e-15)
+
+
+def test_random_pads_match_reference():
+    # the class of the rewrite: random ranks, sizes (0 and 1 included), interior and negative edges
+    rng = np.random.default_rng(7)
+    for _ in range(80):
+        shape = tuple(int(s) for s in rng.integers(0, 5, rng.integers(1, 4)))
+        config = []
+        for s in shape:
+            interior = int(rng.integers(0, 3))
+            full = s + max(s - 1, 0) * interior
+            lo = int(rng.integers(-full - 2, 3))
+            hi = int(rng.integers(max(-full - lo, -3), 3))
+            config.append((lo, hi, interior))
+        x = rng.standard_normal(shape)
+        want = lax.pad(x, -1.5, config)
+        got = tracejit.jit(lambda a: lax.pad(a, -1.5, config))(x)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want), err_msg=f"{shape} {config}")
