@@ -154,37 +154,17 @@ def _positive_ints(name, values, n):
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
                          dimension_numbers=None, feature_group_count=1, batch_group_count=1, precision=None,
                          preferred_element_type=None):
-    """General N-d convolution (``jax.lax.conv_general_dilated``): a cross-correlation with strides,
-    padding, input (``lhs_dilation``, transposed convolutions) and kernel dilation, and feature or
-    batch groups.
-
-    Parameters
-    ----------
-    lhs, rhs : array
-        Input and kernel, of one dtype and rank.
-    window_strides : sequence of int
-        Step between windows per spatial dim.
-    padding : str or sequence of (int, int)
-        ``'SAME'``, ``'SAME_LOWER'``, ``'VALID'`` or explicit (low, high) pads (negative crops).
-    lhs_dilation, rhs_dilation : sequence of int, optional
-        Input and kernel dilation per spatial dim.
-    dimension_numbers : None, tuple of str or ConvDimensionNumbers
-        Layouts; None is ``('NC...', 'OI...', 'NC...')``.
-    feature_group_count, batch_group_count : int
-        Grouped (e.g. depthwise) convolutions; at most one of them above 1.
-    precision : ignored
-        Accepted for compatibility: CPU products run at the operands' precision.
-    preferred_element_type : dtype, optional
-        Result dtype.
+    """The convolution of ``tracejit.lax.conv_general_dilated`` (same arguments and results) as
+    primitives, for layers below ``tracejit.lax`` (``jnp.convolve``, ``scipy.signal``): no
+    convolution primitive, so derivatives transpose the im2col itself.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from tracejit import lax
     >>> x = np.arange(5.0).reshape(1, 1, 5)
     >>> k = np.array([1.0, 0.0, -1.0]).reshape(1, 1, 3)
-    >>> lax.conv_general_dilated(x, k, (1,), "VALID")
-    Array([[[-2., -2., -2.]]])
+    >>> np.asarray(conv_general_dilated(x, k, (1,), "VALID"))
+    array([[[-2., -2., -2.]]])
     """
     lhs, rhs = concrete_operand(lhs), concrete_operand(rhs)
     params = conv_params(aval(lhs), aval(rhs), window_strides, padding, lhs_dilation, rhs_dilation,
