@@ -218,6 +218,17 @@ def _power_with_scalar_exponent(x, y):
             if y == value:
                 return fast[name]()
         return _prim("pow")(x, y)
+    return _traced_scalar_power(x, y)
+
+
+@custom_jvp
+def _traced_scalar_power(x, y):
+    """x ** y for a traced scalar exponent, with NumPy's values at y in {0.5, 2, -1, 1} (sqrt,
+    x * x, 1 / x, x). The selects would cut the derivative in y (zero where y is one of those
+    values: d/dy 0.3 ** y at y = 2 came out 0), so the derivative is pow's own."""
+    d = aval(x).dtype
+    fast = {"sqrt": lambda: _prim("sqrt")(x), "square": lambda: _prim("mul")(x, x),
+            "reciprocal": lambda: _prim("div")(np.asarray(1, d)[()], x), "identity": lambda: x}
     out = _prim("pow")(x, y)
     for value, name in _SCALAR_EXPONENTS:
         pick, case = broadcast_operands(_prim("eq")(y, np.asarray(value, d)[()]), fast[name]())[0]
@@ -227,6 +238,11 @@ def _power_with_scalar_exponent(x, y):
             case = broadcast_to_shape(case, shape_of(out))
         out = select_n_p.bind(pick, out, case)
     return out
+
+
+@_traced_scalar_power.defjvp
+def _traced_scalar_power_jvp(primals, tangents):
+    return _traced_scalar_power(*primals), jvp_(_prim("pow"), tuple(primals), tuple(tangents))[1]
 
 
 def power_operator(x, y):

@@ -473,8 +473,10 @@ def comb(N, k, *, exact=False, repetition=False):
     Ns = _where(ok, N, 1.0)
     ks = _where(ok, k, 0.0)
     val = jnp.exp(_gammaln_cj(Ns + 1.0) - _gammaln_cj(ks + 1.0) - _gammaln_cj(Ns - ks + 1.0))
-    # exact integers where the result is an integer that fits
-    val = _where((Ns == jnp.floor(Ns)) & (ks == jnp.floor(ks)) & (val < 2.0 ** 52), jnp.round(val), val)
+    # exact integers where the result is an integer that fits; the rounding is a correction of
+    # below an ULP or so that carries no derivative (rounding alone made both derivatives 0 there)
+    exact = (Ns == jnp.floor(Ns)) & (ks == jnp.floor(ks)) & (val < 2.0 ** 52)
+    val = val + stop_gradient(_where(exact, jnp.round(val) - val, 0.0))
     return finish(_where(ok, val, 0.0), dt)
 
 
