@@ -207,12 +207,18 @@ def _signed_unsigned(np_ufunc, ops, signed_pos, shape):
 _SCALAR_EXPONENTS = ((0.5, "sqrt"), (2.0, "square"), (-1.0, "reciprocal"), (1.0, "identity"))
 
 
+def _exact_powers(x):
+    """NumPy's exact values of ``x ** y`` per name of :data:`_SCALAR_EXPONENTS`, built on demand."""
+    d = aval(x).dtype
+    return {"sqrt": lambda: _prim("sqrt")(x), "square": lambda: _prim("mul")(x, x),
+            "reciprocal": lambda: _prim("div")(np.asarray(1, d)[()], x), "identity": lambda: x}
+
+
 def _power_with_scalar_exponent(x, y):
     d = aval(x).dtype
     if d not in (dtypes.float32, dtypes.float64) or shape_of(y) != ():
         return _prim("pow")(x, y)
-    fast = {"sqrt": lambda: _prim("sqrt")(x), "square": lambda: _prim("mul")(x, x),
-            "reciprocal": lambda: _prim("div")(np.asarray(1, d)[()], x), "identity": lambda: x}
+    fast = _exact_powers(x)
     if not is_tracer(y):
         for value, name in _SCALAR_EXPONENTS:
             if y == value:
@@ -227,8 +233,7 @@ def _traced_scalar_power(x, y):
     x * x, 1 / x, x). The selects would cut the derivative in y (zero where y is one of those
     values: d/dy 0.3 ** y at y = 2 came out 0), so the derivative is pow's own."""
     d = aval(x).dtype
-    fast = {"sqrt": lambda: _prim("sqrt")(x), "square": lambda: _prim("mul")(x, x),
-            "reciprocal": lambda: _prim("div")(np.asarray(1, d)[()], x), "identity": lambda: x}
+    fast = _exact_powers(x)
     out = _prim("pow")(x, y)
     for value, name in _SCALAR_EXPONENTS:
         pick, case = broadcast_operands(_prim("eq")(y, np.asarray(value, d)[()]), fast[name]())[0]
