@@ -17,9 +17,10 @@ in the same run:
  8. nbody       pairwise forces, ``vel += dt * acc; pos += dt * vel`` in a time loop (writes its arguments)
  9. crc16       CRC-16/CCITT over bytes, ``for byte in data:`` with an inner bit loop and ``if``
 
-Loops whose slice shapes depend on the index (``L[i, :i]``, ``a[k+1:, k]``) are unrolled by
-autograph (at most ``tracejit.autograph.runtime.UNROLL_CAP`` iterations), so their sizes are
-kept small; the report says which programs ran unrolled.
+Loops whose slice shapes depend on the index (``L[i, :i]``, ``a[k+1:, k]``) compile to one loop
+with masked windows (``tracejit/autograph/masked.py``); a loop autograph cannot convert is
+unrolled (at most ``tracejit.autograph.runtime.UNROLL_CAP`` iterations), and the report says
+which programs ran unrolled.
 
 Every result (return value and every argument the program writes) is checked against NumPy
 before timing. Reported per program: medians of tracejit, numba and NumPy (each call gets fresh

@@ -110,6 +110,44 @@ def assigned(stmts) -> set:
     for s in stmts:
         for n in walk_scope(s):
             out |= _stores_of(n)
+    return out | _bases_written_through_views(stmts)
+
+
+_VIEW_METHODS = {"reshape", "view", "transpose", "swapaxes", "ravel", "squeeze", "T", "mT", "real", "imag"}
+
+
+def _bases_written_through_views(stmts) -> set:
+    """Names whose array the statements may write through a view bound to another name,
+    ``t = A[i, :i]; t *= 2`` (A is written, though no statement names it as a target).
+
+    Examples
+    --------
+    >>> import ast
+    >>> sorted(_bases_written_through_views(ast.parse("t = A[:, 0]\\nt *= 2\\nu = B.T\\nv = u").body))
+    ['A']
+    """
+    views, in_place = {}, set()
+    for s in stmts:
+        for n in walk_scope(s):
+            if (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)):
+                v = n.value
+                if isinstance(v, ast.Call):
+                    v = v.func if isinstance(v.func, ast.Attribute) and v.func.attr in _VIEW_METHODS else None
+                if isinstance(v, ast.Attribute) and v.attr not in _VIEW_METHODS:
+                    v = None
+                base = _root_name(v) if isinstance(v, (ast.Subscript, ast.Attribute, ast.Name)) else None
+                if base and base != n.targets[0].id:
+                    views.setdefault(n.targets[0].id, set()).add(base)
+            elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+                in_place.add(n.target.id)
+            elif isinstance(n, (ast.Subscript, ast.Call)):
+                in_place |= {r for r in _stores_of(n)}
+    out, todo = set(), [t for t in in_place if t in views]
+    while todo:
+        for base in views.get(todo.pop(), ()):
+            if base not in out:
+                out.add(base)
+                todo.append(base)
     return out
 
 

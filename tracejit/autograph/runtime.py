@@ -26,6 +26,7 @@ from tracejit.core.pytree import tree_leaves
 from tracejit.core.trace import current_trace, trace_flat
 from tracejit.core.tracer import NO_VALUE, Tracer
 from tracejit.functionalize import state as _fstate
+from tracejit.autograph import masked as _masked
 
 # A static-bound loop of at most this many iterations runs as Python (unrolled when traced), as
 # without autograph: a short unrolled loop compiles to less than a loop would.
@@ -33,6 +34,9 @@ STATIC_TRIP_MAX = 16
 # A loop whose body cannot be compiled as one loop body (shapes that depend on the index) is
 # unrolled in Python up to this many iterations; above it, an error names the line.
 UNROLL_CAP = 1000
+# Slices whose length depends on the loop index (``L[i, :i]``) run as masked windows inside the
+# compiled loop (tracejit/autograph/masked.py); False unrolls such loops as before (tests compare both).
+MASKED_SLICES = True
 
 
 class AutographError(TypeError):
@@ -263,7 +267,7 @@ def for_range(rng, args, body, init, names, lineno, side):
         n = jnp.maximum((span + abs(step) - 1) // abs(step), 0)
         try:
             init = _define(lambda st: body(start, st), init, names, lineno, "loop")
-            return _compiled_range(start, step, 0, n, body, init, lineno)
+            return _compiled_range(start, step, 0, n, body, init, lineno, _traced_range(start, stop, step))
         except AutographError:
             raise
         except (TypeError, ValueError) as e:
@@ -272,13 +276,34 @@ def for_range(rng, args, body, init, names, lineno, side):
                        "iterations and assign each one before the loop", e) from e
     r = range(start, stop, step)
     return _static_loop(len(r), r.__getitem__, body, init, lineno, side,
-                        lambda k, state: _compiled_range(start, step, k, len(r), body, state, lineno))
+                        lambda k, state: _compiled_range(start, step, k, len(r), body, state, lineno,
+                                                         (min(r[k], r[-1]), max(r[k], r[-1]))))
 
 
-def _compiled_range(start, step, k0, n, body, state, lineno):
+def _traced_range(start, stop, step):
+    """The static range [lo, hi] of ``range(start, stop, step)``'s values when its bounds are
+    ints or loop indices (``for j in range(i)``), else None."""
+    lo_start, lo_stop = _masked.interval_of(start), _masked.interval_of(stop)
+    if lo_start is None or lo_stop is None:
+        return None
+    if step > 0:
+        return lo_start[0], lo_stop[1] - 1
+    return lo_stop[0] + 1, lo_start[1]
+
+
+def _compiled_range(start, step, k0, n, body, state, lineno, span=None):
+    """``fori_loop`` over k in [k0, n) with ``body(start + k * step, state)``; ``span``: the
+    static range of the index's values, which makes the index an affine index (slices whose
+    length depends on it become masked windows, see :mod:`tracejit.autograph.masked`)."""
+    def index(k):
+        i = start + k * step
+        if span is None or not MASKED_SLICES or not isinstance(i, Tracer):
+            return i
+        return _masked.loop_index(i, *span)
+
     def run(dyn):
         to_full, check, finish, guarded = _wrapped(body, state, dyn)
-        out = guarded(lax.fori_loop, k0, n, lambda k, c: check(body(start + k * step, to_full(c))),
+        out = guarded(lax.fori_loop, k0, n, lambda k, c: check(body(index(k), to_full(c))),
                       tuple(state[i] for i in sorted(dyn)))
         return finish(out)
     return _split_run(run, state, lineno)

@@ -228,4 +228,45 @@ def donated_temporaries(plan: Plan, donated_inputs, donated_outputs) -> dict:
                 pairs[temp] = (pos, out)
                 used.add(pos)
                 break
+    _update_chains(plan, donated_inputs, donated_outputs, pairs, used, last_read, first_write, alias_bases)
     return pairs
+
+
+def _update_chains(plan, donated_inputs, donated_outputs, pairs, used, last_read, first_write, alias_bases):
+    """Add to ``pairs`` the temporaries of a chain of window updates that starts from a donated
+    input and ends in an output, ``c = c.at[j, j].set(d); (reads of c); c = c.at[:, j].set(col)``
+    (Cholesky's step): each update writes its window over the previous value, which nothing reads
+    afterwards, so the whole chain runs in the input's memory with no copy."""
+    bufs = plan.buffers
+    outputs = [b for b in plan.outputs if isinstance(b, int)]
+    updates = list(_window_updates(plan))
+    consumers: dict[int, list] = {}
+    for u, step in updates:
+        consumers.setdefault(base_buffer(bufs, step.operand), []).append((u, step))
+
+    def reads_operand_elsewhere(step, b):
+        return any(base_buffer(bufs, r) == b for r in step.reads()[1:])
+
+    for u, step in updates:
+        src = base_buffer(bufs, step.operand)
+        if bufs[src].kind != "input" or src in alias_bases or last_read.get(src, -1) > u \
+                or reads_operand_elsewhere(step, src):
+            continue
+        pos = next((p for p in donated_inputs if plan.inputs[p] == src), None)
+        if pos is None or pos in used:
+            continue
+        chain, cur_u, cur = [], u, step
+        while bufs[cur.out].kind == "temp":
+            t = cur.out
+            nxt = [(u2, s2) for u2, s2 in consumers.get(t, ()) if u2 > cur_u]
+            if (bufs[t].nbytes != bufs[src].nbytes or first_write.get(t) != cur_u or len(nxt) != 1
+                    or last_read.get(t) != nxt[0][0] or reads_operand_elsewhere(nxt[0][1], t)):
+                break
+            chain.append(t)
+            cur_u, cur = nxt[0]
+        out = cur.out
+        if (chain and bufs[out].kind == "output" and outputs.count(out) == 1 and out not in donated_outputs
+                and bufs[out].nbytes == bufs[src].nbytes and not any(t in pairs for t in chain)):
+            for t in chain:
+                pairs[t] = (pos, out)
+            used.add(pos)

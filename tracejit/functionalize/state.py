@@ -210,7 +210,9 @@ def make_fn_view(src, fn, value, readonly=False, ambiguous=False, probe_fn=None)
 def check_writable(t, what="in-place update"):
     if t._np.readonly:
         raise ValueError("assignment destination is read-only")
-    if current_trace() is not t._trace:
+    # The view's own trace, and its base's: a view made inside a loop body of an array from the
+    # enclosing function (``t = A[:, i]; t *= 2``) belongs to the body, its buffer does not.
+    if current_trace() is not t._trace or getattr(t._np.buf.value, "_trace", t._trace) is not t._trace:
         raise NotImplementedError(
             f"{what} of a NumPy array created outside the function being traced (inside a lax "
             "control-flow body, a vmap/grad-transformed function or a nested jit with "

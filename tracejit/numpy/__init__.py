@@ -78,6 +78,10 @@ def _strong_results(fn):
 
 def _strip_weak(out):
     if isinstance(out, _Tracer):
+        if out._np is not None:
+            # A jnp result is a JAX array, even where the function hands back its argument, a NumPy
+            # array under jit (``y = jnp.asarray(x); y += 1`` must not write into x).
+            out = _Tracer(out._trace, out.aval, out._var)
         return out if not out.aval.weak_type else _convert(out, out.aval.dtype)
     if type(out) in (_builtins.bool, int, float, complex):   # the builtin: jnp.bool is np.bool_
         return _np.asarray(out)[()]

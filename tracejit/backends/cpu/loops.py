@@ -101,7 +101,10 @@ class _SubPlan:
         # carry's memory (compiler/memory.donated_temporaries).
         self.temps_in_carry: dict[int, int] = {}
         for temp, (pos, out) in body.donated_temps.items():
-            if out in once and plan.outputs.index(out) == carry_io.get(pos) and pos not in self.in_place.values():
+            # (a chain of window updates puts several temporaries in one carry's memory)
+            mine = out in self.in_place and self.in_place[out] == pos and pos in self.temps_in_carry.values()
+            if out in once and plan.outputs.index(out) == carry_io.get(pos) and (
+                    mine or pos not in self.in_place.values()):
                 self.in_place[out] = pos
                 self.temps_in_carry[temp] = pos
         self._nested_loops_in_place(plan, once, carry_io)
