@@ -499,3 +499,33 @@ def test_a_carry_rewrite_stays_out_of_place_when_the_old_values_are_read(variant
     got = tracejit.jit(f)(a, 0.0)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("variant", ["chain", "first_read_after_second", "carry_read_after_first"])
+def test_a_chain_of_window_updates_of_a_carry_runs_in_its_memory(variant):
+    # Cholesky's step: l[j, j] = d, reads of the new l, then l[:, j] = col -- two window updates of
+    # the carry with reads between (compiler/memory._update_chains). Only when nothing reads a value
+    # after the next update overwrites it.
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((40, 40))
+
+    def f(a, s):
+        def step(j, c):
+            l, s = c
+            first = l.at[j, j].set(l[j, j] * 0.5 + 1.0)
+            col = first[:, j] * 0.25 + first[j, :].sum() * 1e-3
+            second = first.at[:, j].set(col)
+            if variant == "first_read_after_second":
+                return second, s + first[j, j] + second[0, 0]
+            if variant == "carry_read_after_first":
+                return second, s + (l[:, j] * first[:, j]).sum()
+            return second, s + second[j, j]
+        return lax.fori_loop(0, 25, step, (a, s))
+    compiled = tracejit.jit(f).lower(a, 0.0).compile()
+    want = tracejit.jit(f, backend="reference")(a, 0.0)
+    got = compiled(a, 0.0)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-13)     # sums in another order
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-13)
+    (step,) = helpers.control_flow_steps(compiled)
+    body = step.loop.construct.body
+    assert bool(body.temps_in_carry) == (variant == "chain")
