@@ -96,7 +96,7 @@ def test_switch_in_scan_clamps_the_index(index):
 
 def test_top_level_cond_with_bool_and_integer_predicates():
     f = lambda p, x: lax.cond(p, lambda x: x * 2, lambda x: x - 1, x)  # noqa: E731
-    x = np.arange(4.0)
+    x = np.arange(40.0)         # (a cond of a few scalar operations becomes a select: cheap_conds)
     np.testing.assert_array_equal(tracejit.jit(f)(True, x), x * 2)
     np.testing.assert_array_equal(tracejit.jit(f)(False, x), x - 1)
     np.testing.assert_array_equal(tracejit.jit(f)(np.int32(5), x), x * 2)

@@ -779,12 +779,19 @@ def _merge_candidates(merged, step, produced_at, plan):
         if tuple(k.shape) != tuple(step.shape) or len(k.phases) != 1:
             continue
         identity = IndexMap.identity(len(step.shape)).terms
-        if not all(n.map.terms == identity for b, n in reads if b in own):
+        # Over a one-element space, a one-element buffer is read at the element it is written
+        # (a loop body's scalar steps, ``j = i + k; jj = j if j >= 0 else j + n``, chain into one kernel).
+        single = all(d == 1 for d in step.shape)
+
+        def same_element(b, terms):
+            return terms == identity or single and all(d == 1 for d in plan.buffers[b].shape)
+        if not all(same_element(b, n.map.terms) for b, n in reads if b in own):
             continue
         # A buffer k stores into at several places or through a map (slabs of a concatenation) is
         # not one expression per element: a sibling reading it keeps its load, so it cannot join.
         stores = [(bid, m.terms) for bid, m in zip(k.phases[0].outputs, k.phases[0].out_maps)]
-        if any(b in own and (sum(bid == b for bid, _ in stores) > 1 or (b, identity) not in stores) for b, _ in reads):
+        if any(b in own and (sum(bid == b for bid, _ in stores) > 1
+                             or not any(bid == b and same_element(b, t) for bid, t in stores)) for b, _ in reads):
             continue
         yield k, None
 

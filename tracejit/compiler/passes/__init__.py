@@ -6,6 +6,7 @@ memory, bodies); it times, dumps and checks each.
 """
 from __future__ import annotations
 
+from tracejit.compiler.passes.cheap_conds import cheap_conds_as_selects
 from tracejit.compiler.passes.cse import cse
 from tracejit.compiler.passes.dce import dce
 from tracejit.compiler.passes.dot_layout import transpose_dots
@@ -20,6 +21,7 @@ from tracejit.compiler.passes.small_dots import small_dots_as_kernels
 PIPELINE = [
     ("inline", inline),        # call equations and decomposable primitives expanded
     ("simplify", simplify),    # constant folding and algebraic identities
+    ("cheap_conds", cheap_conds_as_selects),  # two-branch conds of a few safe scalar ops: both sides + select
     ("loop_carries", forward_unchanged_carries),  # results of carries a loop never changes are its operands
     ("loop_invariants", hoist_loop_invariants),  # body work that reads only loop constants runs before the loop
     ("small_dots", small_dots_as_kernels),  # matrix-vector and tiny products as fusible sums
