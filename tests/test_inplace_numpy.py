@@ -1,10 +1,13 @@
 """NumPy's in-place semantics under jit (issue 16, tracejit/functionalize): every case runs the
 same function eagerly on copies of the inputs and compares the results and the arguments."""
+import inspect
+
 import numpy as np
 import pytest
 
 import tracejit as jax
 import tracejit.numpy as jnp
+import tracejit
 
 
 def check(f, *args):
@@ -311,3 +314,41 @@ def test_element_read_is_a_copy_not_a_view():
         x[-1, 0] += 1.0
         return s + 0, t * 1
     check(f, x23())
+
+
+def test_jnp_results_are_jax_arrays_under_jit():
+    # Regression: jnp.asarray(x), jnp.copy(x), jnp.reshape(x, x.shape), np.real(x)... of a NumPy
+    # array argument handed x itself back, so `y += 1` on the result wrote into x.
+    hits = []
+
+    def probe(x):
+        for name in sorted(dir(jnp)):
+            fn = getattr(jnp, name)
+            if name.startswith("_") or not callable(fn) or inspect.isclass(fn):
+                continue
+            for args in ((x,), (x, x.shape), (x, x.dtype), (x, 0), (x, None)):
+                try:
+                    out = fn(*args)
+                except Exception:
+                    continue
+                outs = out if isinstance(out, (tuple, list)) else (out,)
+                if any(o is x or getattr(o, "_np", None) is not None for o in outs):
+                    hits.append(name)
+                break
+        return x.sum()
+    tracejit.jit(probe)(np.ones((3, 3)))
+    assert hits == []
+
+    def others(x):
+        outs = [tracejit.lax.bitcast_convert_type(x, x.dtype), tracejit.lax.optimization_barrier(x),
+                tracejit.nn.identity(x), tracejit.device_put(x)]
+        assert all(o._np is None for o in outs)
+        return x.sum()
+    tracejit.jit(others)(np.ones(3))
+
+    def g(x):
+        y = jnp.asarray(x)
+        t = y[:3]
+        t += 1.0
+        return y
+    np.testing.assert_array_equal(tracejit.jit(g)(np.zeros(5)), np.zeros(5))

@@ -24,7 +24,7 @@ import numpy as np
 
 from tracejit.array import Array, as_array_result
 from tracejit.core.pytree import tree_map
-from tracejit.core.tracer import Tracer
+from tracejit.core.tracer import Tracer, jax_value
 # The value types are defined below the array layer (Array methods build them); this module,
 # above it, re-exports them with the public functions.
 from tracejit.device_types import _PROCESS, Device, Shard, SingleDeviceSharding, _check_placement
@@ -164,7 +164,7 @@ def process_indices(backend=None) -> list:
 
 def _put_leaf(x, donate: bool, may_alias):
     if isinstance(x, Tracer):
-        return x            # under jit/grad/vmap, device_put is the identity
+        return jax_value(x)  # under jit/grad/vmap, the identity (a NumPy array argument becomes a JAX array)
     if type(x) is Array:
         return x            # immutable already
     if isinstance(x, np.ndarray):

@@ -169,3 +169,19 @@ class Tracer:
     def block_until_ready(self):
         """Tracers have no pending computation: returns the tracer itself."""
         return self
+
+
+def jax_value(x):
+    """``x`` as a JAX-semantics value: a NumPy-semantics tracer (an ``np.ndarray`` argument under
+    ``jit``, which ``x += 1`` writes in place) becomes a plain tracer of the same value. A
+    ``jnp``/``lax`` function that hands back its argument (``jnp.asarray(x)``, a no-op cast)
+    returns a JAX array, as in JAX; other values are returned unchanged.
+
+    Examples
+    --------
+    >>> jax_value(3.0)
+    3.0
+    """
+    if isinstance(x, Tracer) and x._np is not None:
+        return Tracer(x._trace, x.aval, x._var)
+    return x

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracejit.core import dtypes
+from tracejit.core.tracer import jax_value
 from tracejit.lax.ops import (add, bitwise_and, bitwise_or, broadcast_in_dim, concatenate, convert_element_type, div,
                               eq, expand_dims, ge, le, lt, mul, real, reshape, select, shift_left, shift_right,
                               slice_in_dim, sub)
@@ -296,7 +297,7 @@ def bitcast_convert_type(operand, new_dtype):
         raise TypeError(f"lax.bitcast_convert_type does not support bool or complex values unless the operand "
                         f"and destination types match. Got operand dtype={old.name}, new_dtype={new.name}.")
     if new == old:
-        return x
+        return jax_value(x)
     if eager(x):
         a = np.ascontiguousarray(x)
         if new.itemsize <= old.itemsize:

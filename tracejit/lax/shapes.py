@@ -14,6 +14,7 @@ import operator
 import numpy as np
 
 from tracejit.core import dtypes
+from tracejit.core.tracer import jax_value
 from tracejit.core.pytree import tree_map
 from tracejit.lax.indexing import dynamic_update_slice_in_dim
 from tracejit.ops.elementwise import binary_prims
@@ -332,7 +333,7 @@ def optimization_barrier(operand, /):
     >>> lax.optimization_barrier((np.ones(2), 3.0))
     (Array([1., 1.]), 3.0)
     """
-    return tree_map(lambda v: v if is_tracer(v) or dtypes.is_python_scalar(v) else to_operand(v), operand)
+    return tree_map(lambda v: jax_value(v) if is_tracer(v) or dtypes.is_python_scalar(v) else to_operand(v), operand)
 
 
 def dtype(x):

@@ -13,6 +13,7 @@ import numpy as np
 
 import tracejit.numpy as jnp
 from tracejit import lax
+from tracejit.core.tracer import jax_value
 from tracejit.transforms.api_ad import custom_jvp, stop_gradient
 
 __all__ = [
@@ -353,7 +354,7 @@ def identity(x):
     >>> identity(3.0)
     3.0
     """
-    return x
+    return jax_value(x)
 
 
 def tanh(x):

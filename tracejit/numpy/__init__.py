@@ -78,10 +78,9 @@ def _strong_results(fn):
 
 def _strip_weak(out):
     if isinstance(out, _Tracer):
-        if out._np is not None:
-            # A jnp result is a JAX array, even where the function hands back its argument, a NumPy
-            # array under jit (``y = jnp.asarray(x); y += 1`` must not write into x).
-            out = _Tracer(out._trace, out.aval, out._var)
+        # A jnp result is a JAX array, even where the function hands back its argument, a NumPy
+        # array under jit (``y = jnp.asarray(x); y += 1`` must not write into x).
+        out = _jax_value(out)
         return out if not out.aval.weak_type else _convert(out, out.aval.dtype)
     if type(out) in (_builtins.bool, int, float, complex):   # the builtin: jnp.bool is np.bool_
         return _np.asarray(out)[()]
@@ -104,7 +103,7 @@ import builtins as _builtins  # noqa: E402
 import inspect as _inspect  # noqa: E402
 
 from tracejit.array import Array as _Array, eager_results as _eager_results  # noqa: E402
-from tracejit.core.tracer import Tracer as _Tracer  # noqa: E402
+from tracejit.core.tracer import Tracer as _Tracer, jax_value as _jax_value  # noqa: E402
 from tracejit.numpy._util import convert as _convert  # noqa: E402
 
 _wrap_public_functions(globals())

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracejit.core import dtypes
-from tracejit.core.tracer import Tracer
+from tracejit.core.tracer import jax_value
 from tracejit.ops.composites import complex_from_parts
 from tracejit.ops.elementwise import select_n_p, unary_prims
 from tracejit.numpy._util import (aval, broadcast_operands, convert, eager, promote, to_operand, weak_pair)
@@ -224,8 +224,7 @@ def real(val):
         return _python_part(unary_prims["real"].bind(x) if dtypes.is_complex(aval(x).dtype) else x)
     if dtypes.is_complex(aval(x).dtype):
         return unary_prims["real"].bind(x)
-    # A JAX array even when ``val`` is a NumPy array under jit (``y = real(x); y += 1`` keeps x).
-    return Tracer(x._trace, x.aval, x._var) if isinstance(x, Tracer) and x._np is not None else x
+    return jax_value(x)      # a JAX array even when ``val`` is a NumPy array under jit
 
 
 def imag(val):

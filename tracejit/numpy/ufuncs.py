@@ -13,7 +13,7 @@ from tracejit.array import arrays_in
 
 from tracejit.core import dtypes
 from tracejit.core.trace import note_weak_int_cast
-from tracejit.core.tracer import Tracer
+from tracejit.core.tracer import jax_value
 from tracejit.ops.elementwise import binary_prims, select_n_p, unary_prims
 from tracejit.numpy._util import (aval, broadcast_operands, broadcast_shapes, broadcast_to_shape, convert,
                                   eager, is_tracer, numpy_type_arg, shape_of, to_operand)
@@ -67,12 +67,8 @@ class Ufunc:
         if where is not None or kwargs:
             raise NotImplementedError(f"{self.__name__}: arguments {sorted(kwargs) + (['where'] if where is not None else [])} "
                                       "are not supported on traced arrays")
-        out = self._apply(args, dtype, weak_result=False)
-        if isinstance(out, Tracer) and out._np is not None:
-            # ``np.real(x)``/``positive(x)`` hand back a NumPy array under jit: the call's result
-            # is a JAX array (a later ``y += 1`` must not write into x).
-            out = Tracer(out._trace, out.aval, out._var)
-        return out
+        # ``positive(x)`` hands back a NumPy array under jit: the call's result is a JAX array.
+        return jax_value(self._apply(args, dtype, weak_result=False))
 
     def _operator(self, *args):
         """The ufunc as a Python operator on a tracer (``t + 1``, ``-t``): Python scalars
