@@ -4,7 +4,10 @@ Each seed gives a NumPy function with one ``for i in range(...)`` loop of more t
 iterations (so autograph compiles it) whose body reads, reduces, contracts and writes in place
 slices such as ``A[i, :i]``, ``A[i + 1:, i]``, ``v[2:n - i]``: bounds drawn from ints, ``i``,
 ``i +- c``, ``n - i``, ``-c``, ``i // 2`` (not affine: unrolled), some leaving the axis in some
-iterations (Python clamps or wraps them: unrolled). Three runs must agree:
+iterations (Python clamps or wraps them: unrolled). A third of the programs nest an inner loop
+``for j in range(i + 1, n)`` (or ``range(i)``, ``range(0, n - i)``) whose slices use ``i`` and
+``j``; its trip count is traced, so it is compiled or raises ``AutographError`` (counted as a
+limitation, not a finding, when NumPy runs the program). Three runs must agree:
 
 * the function as NumPy runs it (the reference; a NumPy error there must be an error under jit),
 * ``tracejit.jit`` with masked windows (``runtime.MASKED_SLICES = True``),
@@ -38,6 +41,8 @@ class _Gen:
         self.m = self.n + int(rng.choice([0, 0, 3]))
         self.dtype = str(rng.choice(["float64", "float64", "float32", "int64"]))
         self.reverse = rng.random() < 0.2
+        self.k = "i"              # the index the statements use (j inside the inner loop)
+        self.vars = ["i"]         # the indices bounds may use
 
     def pick(self, options, p=None):
         return options[int(self.rng.choice(len(options), p=p))]
@@ -45,10 +50,11 @@ class _Gen:
     def bound(self):
         """A slice bound: mostly inside the axis in every iteration (converted); now and then one
         Python clamps or wraps in some iteration, or one that is not affine (unrolled)."""
+        v = self.pick(self.vars)
         if self.rng.random() < 0.12:
             c = int(self.rng.integers(2, 5))
-            return self.pick([f"i + {c}", f"i - {c - 1}", "i // 2", "2 * i - n", f"-{c + 30}"])
-        return self.pick(["None", "None", "i", "i", "i + 1", "0", "1", "2", "n - i", "-1", "-2"])
+            return self.pick([f"{v} + {c}", f"{v} - {c - 1}", f"{v} // 2", f"2 * {v} - n", f"-{c + 30}"])
+        return self.pick(["None", "None", v, v, f"{v} + 1", "0", "1", "2", f"n - {v}", "-1", "-2"])
 
     def slice(self):
         return f"{self.bound()}:{self.bound()}".replace("None", "")
@@ -56,9 +62,9 @@ class _Gen:
     def vec(self, axis, sl):
         """A 1-D read over an axis of length n ('n') or m ('m') with slice ``sl``."""
         if axis == "n":
-            src = self.pick([f"A[{sl}, i]", f"v[{sl}]", f"x[{sl}]", f"A[{sl}, 0]"])
+            src = self.pick([f"A[{sl}, {self.k}]", f"v[{sl}]", f"x[{sl}]", f"A[{sl}, 0]"])
         else:
-            src = self.pick([f"A[i, {sl}]", f"w[{sl}]", f"y[{sl}]", f"A[-1, {sl}]"])
+            src = self.pick([f"A[{self.k}, {sl}]", f"w[{sl}]", f"y[{sl}]", f"A[-1, {sl}]"])
         r = self.rng.random()
         if r < 0.45:
             return src
@@ -98,19 +104,19 @@ class _Gen:
             axis, sl = self.axis_slice()
             tgt = "x" if axis == "n" else "y"
             op = self.pick(["+=", "-=", "*="] + (["/="] if floaty else []))
-            rhs = self.pick(["2", "A[i, i]", self.vec(axis, sl)])
+            rhs = self.pick(["2", f"A[{self.k}, {self.k}]", self.vec(axis, sl)])
             if op == "/=":
                 rhs = f"(np.abs({rhs}) + 1.0)"
             return [f"{tgt}[{sl}] {op} {rhs}"]
         if kind == 4:
             _, sr = ("n", self.slice())
             op = "/=" if floaty else "-="
-            rhs = "(A[i, i] + 3.0)" if floaty else "A[i, i]"
-            return [f"A[{sr}, i] {op} {rhs}"]
+            rhs = f"(A[{self.k}, {self.k}] + 3.0)" if floaty else f"A[{self.k}, {self.k}]"
+            return [f"A[{sr}, {self.k}] {op} {rhs}"]
         if kind == 5:
             sr, sc = self.slice(), self.slice()
             scale = " * 0.01" if floaty else ""
-            return [f"A[{sr}, {sc}] -= np.outer(A[{sr}, i], A[i, {sc}]){scale}"]
+            return [f"A[{sr}, {sc}] -= np.outer(A[{sr}, {self.k}], A[{self.k}, {sc}]){scale}"]
         if kind == 6:
             sr, sc = self.slice(), self.slice()
             scale = " * 0.1" if floaty else ""
@@ -119,7 +125,7 @@ class _Gen:
         if kind == 7:
             axis, sl = self.axis_slice()
             t = self.vec(axis, sl)
-            return [f"t = {'A[' + sl + ', i]' if axis == 'n' else 'A[i, ' + sl + ']'}",
+            return [f"t = {'A[' + sl + ', ' + self.k + ']' if axis == 'n' else 'A[' + self.k + ', ' + sl + ']'}",
                     f"t {'*= 2' if not floaty else '*= 0.5'}",
                     f"s = s + t.sum()"]
         if kind == 8:
@@ -143,6 +149,12 @@ def generate(seed: int):
     loop = (f"range(n - 1, {int(rng.integers(-1, 2))}, -1)" if g.reverse
             else f"range({int(rng.integers(0, 3))}, n - {int(rng.integers(0, 2))})")
     body = [line for _ in range(int(rng.integers(1, 5))) for line in g.stmt()]
+    if rng.random() < 0.3:
+        # An inner loop whose bounds depend on i (a traced trip count: compiled, never unrolled).
+        g.k, g.vars = "j", ["i", "j"]
+        inner = g.pick(["range(i + 1, n)", "range(i)", "range(0, n - i)"])
+        body += [f"for j in {inner}:"] + ["    " + line for _ in range(int(rng.integers(1, 3)))
+                                          for line in g.stmt()]
     src = ["def f(A, v, w):",
            "    n = A.shape[0]",
            "    x = np.zeros_like(v)",
@@ -233,6 +245,8 @@ def check(seed: int, unrolled: bool = True):
                 compiled = any(p in text for p in ("scan[", "while[", "fori_loop["))
         finally:
             runtime.MASKED_SLICES = saved
+        if got[0] == "error" and want[0] == "ok" and got[1].startswith("AutographError"):
+            return compiled, None     # a traced-bound inner loop autograph cannot compile: a clear error
         if got[0] != want[0]:
             return compiled, f"seed {seed} ({name}): NumPy {want[0]} {want[1] if want[0] == 'error' else ''}, " \
                              f"jit {got[0]} {got[1] if got[0] == 'error' else ''}\n{src}"
