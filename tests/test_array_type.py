@@ -340,3 +340,31 @@ def test_traced_operators_defer_to_objects_that_claim_priority():
     assert got == (3,)
     with pytest.raises(TypeError):
         tracejit.jit(lambda x: x @ object())(np.ones(3))
+
+
+def test_eager_results_do_not_change_when_the_numpy_input_is_written():
+    # Regression: jnp.reshape / transpose / ravel / split / flip / real ... of an np.ndarray returned
+    # Arrays viewing its memory, so writing the NumPy array later changed the (immutable) result;
+    # JAX copies host arrays. Every public function, with the argument patterns that apply.
+    import inspect
+    import warnings
+    changed = []
+    for name in sorted(dir(jnp)):
+        fn = getattr(jnp, name)
+        if name.startswith("_") or not callable(fn) or inspect.isclass(fn):
+            continue
+        for extra in ((), ((2, 3),), (0,), (None,), (np.float64,)):
+            x = np.arange(6.0).reshape(2, 3) + 1.0
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    out = fn(x, *extra)
+            except Exception:
+                continue
+            outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(o, np.ndarray)]
+            before = [np.array(o, copy=True) for o in outs]
+            x[...] = -7.0
+            if any(not np.array_equal(o, b, equal_nan=True) for o, b in zip(outs, before)):
+                changed.append(name)
+            break
+    assert changed == []

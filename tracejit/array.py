@@ -375,11 +375,28 @@ def eager_results(fn, post=None):
         out = fn(*args, **kwargs)
         if post is not None:
             out = post(out)
+        writable = [a for a in (*args, *kwargs.values()) if type(a) is np.ndarray and a.flags.writeable]
+        if writable:
+            out = _detached(out, writable)
         # Under a trace too: a value computed from constants there (jnp.zeros(3) inside grad) is a
         # concrete Array, with .at and the rest of JAX's array API; tracers pass through.
         return arrays_in(out)
     wrapper.__tracejit_eager_results__ = True
     return wrapper
+
+
+def _detached(out, writable):
+    """``out`` with every NumPy view of a writable argument copied: a JAX array does not change
+    when the NumPy array it was made from is written later (``v = jnp.reshape(x, s); x[0] = 5``)."""
+    def leaf(r):
+        if type(r) is np.ndarray and any(r is a or r.base is not None and np.may_share_memory(r, a) for a in writable):
+            return r.copy()
+        return r
+    if type(out) is np.ndarray:
+        return leaf(out)
+    if type(out) in (tuple, list):
+        return type(out)(leaf(r) for r in out)
+    return out
 
 
 def eager_values(out):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracejit.core import dtypes
+from tracejit.array import as_array_result
 from tracejit.core.tracer import jax_value
 from tracejit.ops.composites import complex_from_parts
 from tracejit.ops.elementwise import select_n_p, unary_prims
@@ -213,10 +214,21 @@ def _python_part(x):
                    else dtypes.float64, weak_type=True)
 
 
+def _eager_part(out, val):
+    # An Array of the part; a copy where it would view a writable NumPy argument (JAX arrays do not
+    # change when the array they were made from is written later). Python scalars stay scalars.
+    if not isinstance(out, np.ndarray):
+        return out
+    if type(val) is np.ndarray and val.flags.writeable and (out is val or out.base is not None
+                                                             and np.may_share_memory(out, val)):
+        out = out.copy()
+    return as_array_result(out)
+
+
 def real(val):
     """Real part (identity for real arrays)."""
     if eager(val):
-        return np.real(val)
+        return _eager_part(np.real(val), val)
     x = to_operand(val)
     if dtypes.is_python_scalar(x):
         return _python_part(x.real)
@@ -230,7 +242,7 @@ def real(val):
 def imag(val):
     """Imaginary part (zeros for real arrays)."""
     if eager(val):
-        return np.imag(val)
+        return _eager_part(np.imag(val), val)
     x = to_operand(val)
     if dtypes.is_python_scalar(x):
         return _python_part(x.imag)
