@@ -14,6 +14,8 @@ import subprocess
 import sys
 import warnings
 
+import pytest
+
 from tests.fuzz import program_check as pc
 from tests.fuzz import program_gen as pg
 
@@ -23,6 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # kernels between programs).
 CI_START, CI_COUNT = 0, 4000
 CLOSURE_COUNT = 300
+PAD_CONV_COUNT = 200
 
 # seed -> class of a known open bug it hits (none open now; the issue 12 note lists the fixed ones). A change to
 # the generator or to its error models changes the programs of the seeds: list them again then
@@ -89,6 +92,51 @@ def test_fuzz_programs_with_loop_bodies_reading_outer_values(tmp_path):
     bad = {r["seed"]: [m["key"] for m in r["mismatches"]] for r in records if r.get("mismatches")}
     assert len(records) == CLOSURE_COUNT and not bad, (
         f"{bad}; reproduce with: python -m tests.fuzz.program_check --seed SEED")
+
+
+def test_fuzz_programs_with_pads_and_convolutions(tmp_path):
+    # Seeds from PAD_CONV_SEEDS on: lax.pad with crops and interior padding (the native_pads
+    # pass), lax.conv_general_dilated (strides, pads, dilations, groups, layouts, vmap) and
+    # xp.convolve, each against an oracle of its own in the prelude (_pad, _conv_ref).
+    records, _ = _campaign(tmp_path, pg.PAD_CONV_SEEDS, PAD_CONV_COUNT, minimize_budget=0)
+    bad = {r["seed"]: [m["key"] for m in r["mismatches"]] for r in records if r.get("mismatches")}
+    assert len(records) == PAD_CONV_COUNT and not bad, (
+        f"{bad}; reproduce with: python -m tests.fuzz.program_check --seed SEED")
+    ops = [op for r in records for op in r["ops"]]
+    assert ops.count("pad") > 20 and ops.count("conv") > 20 and ops.count("convolve") > 5, ops
+
+
+def test_pad_and_conv_oracles_match_jax():
+    """The prelude's pad and convolution oracles are JAX's definitions (checked on random
+    configurations with integer values, where every summation order is exact)."""
+    jax = pytest.importorskip("jax")
+    import numpy as np
+    ns = pg.prelude_namespace()
+    rng = np.random.default_rng(5)
+    for _ in range(12):
+        shape = [int(rng.integers(0, 4)) for _ in range(int(rng.integers(1, 3)))]
+        cfg = tuple((int(rng.integers(-3, 3)), int(rng.integers(-3, 3)), int(rng.integers(0, 3))) for _ in shape)
+        x = rng.integers(-5, 5, size=shape).astype(np.int16)
+        try:
+            want = np.asarray(jax.lax.pad(x, np.int16(9), cfg))
+        except Exception:
+            with pytest.raises(Exception):
+                ns["_pad"](np, x, np.int16(9), cfg)
+            continue
+        got = ns["_pad"](np, x, np.int16(9), cfg)
+        assert got.dtype == want.dtype and np.array_equal(got, want), (shape, cfg)
+    cases = [((2, 5, 4, 4), (3, 2, 2, 4), (2, 1), [(1, -1), (0, 2)], (1, 2), (2, 1), ("NHWC", "HWIO", "NCHW"), 2, 1),
+             ((4, 3, 5), (2, 3, 2), (1,), "SAME", (1,), (2,), ("NCH", "OIH", "NHC"), 1, 2),
+             ((1, 2, 4, 3), (4, 1, 3, 2), (2, 3), "SAME_LOWER", (1, 1), (1, 1), ("NCWH", "OIHW", "NHWC"), 2, 1),
+             ((1, 3, 2, 2, 3), (3, 1, 2, 1, 2), (1, 1, 2), "VALID", (1, 1, 1), (1, 1, 1), ("NCHWD", "OIDHW", "NCHWD"),
+              3, 1)]
+    for lshape, rshape, strides, pads, ld, rd, dn, g, b in cases:
+        x = rng.integers(-3, 4, size=lshape).astype(np.float64)
+        w = rng.integers(-3, 4, size=rshape).astype(np.float64)
+        want = np.asarray(jax.lax.conv_general_dilated(x, w, strides, pads, ld, rd, dn, feature_group_count=g,
+                                                       batch_group_count=b))
+        got = ns["_conv_ref"](x, w, strides, pads, ld, rd, dn, g, b)
+        assert got.shape == want.shape and np.array_equal(got, want), (dn, pads)
 
 
 def test_fuzz_programs(tmp_path):

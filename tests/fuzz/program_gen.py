@@ -19,6 +19,14 @@ the magnitudes of the summands) are the only sources of error; the generator fee
 max/min, Lipschitz-1 functions, ...), never into comparisons, rounding, integer casts or
 predicates, so integer and boolean results are always compared exactly.
 
+Seeds from :data:`PAD_CONV_SEEDS` on also generate ``lax.pad`` (crops, interior padding, any dtype,
+the padding value a literal or a value of the program), ``lax.conv_general_dilated`` (1-3 spatial
+dims, layouts, strides, string or explicit pads, dilations, groups, under ``vmap``) and
+``xp.convolve``; their oracles are the prelude's ``_pad`` (each output index mapped back to its
+input) and ``_conv_ref`` (a direct float64 sum per output position), and a convolution's bound is
+per element, from the same convolution of the operands' magnitudes (``_conv_bound``). Seeds below
+generate exactly the programs they did.
+
 Exclusions for known open bugs (delete when fixed) are named in :data:`EXCLUSIONS`; each is off
 unless listed there.
 """
@@ -38,6 +46,10 @@ EXCLUSIONS: set[str] = {
     # tracejit raises NotImplementedError("sign of complex traced arrays is not supported"): a
     # documented gap, not a wrong answer; it would fill the report.
     "complex_sign",
+    # Convolutions multiply a non-finite kernel tap with padding zeros / dilation holes (NaN where
+    # NumPy and XLA add nothing): no xp.convolve whose second operand, and no conv whose kernel,
+    # holds inf or NaN while padding or input dilation is present (see /tmp/fuzz_findings.md F1).
+    "conv_nonfinite_kernel",
 }
 
 PRELUDE = '''\
@@ -247,6 +259,142 @@ def _at(xp, x, idx, how, u):
             {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}[how].at(r, idx, u)
         return r
     return getattr(x.at[idx], {"mul": "multiply"}.get(how, how))(u)
+
+
+def _pad(xp, x, value, config):
+    """``lax.pad(x, value, config)``: per axis (low, high, interior); negative edges crop. The
+    oracle maps every output index back to the input index it shows (or to the padding value),
+    axis by axis, instead of padding and slicing."""
+    if not _numpy(xp):
+        return lax.pad(x, value, config)
+    x = np.asarray(x)
+    if isinstance(value, (np.ndarray, np.generic)):
+        value = np.asarray(value)
+        if value.shape != () or value.dtype != x.dtype:
+            raise TypeError(f"pad: padding value {value.dtype}{list(value.shape)} for a {x.dtype} array")
+    else:
+        value = np.asarray(value, dtype=x.dtype)   # a Python scalar takes the array's dtype
+    if len(config) != x.ndim:
+        raise ValueError(f"pad: {len(config)} (low, high, interior) triples for rank {x.ndim}")
+    out = x
+    for ax, (lo, hi, interior) in enumerate(config):
+        if interior < 0:
+            raise ValueError("pad: negative interior padding")
+        n, step = x.shape[ax], interior + 1
+        size = lo + hi + ((n - 1) * step + 1 if n else 0)
+        if size < 0:
+            raise ValueError(f"pad: negative size {size} on axis {ax}")
+        j = np.arange(size) - lo               # position in the interior-padded axis
+        hit = (j >= 0) & (j % step == 0) & (j // step < n)
+        shape = [1] * x.ndim
+        shape[ax] = size
+        if n:
+            taken = np.take(out, np.where(hit, j // step, 0), axis=ax)
+        else:
+            full = list(out.shape)
+            full[ax] = size
+            taken = np.zeros(full, x.dtype)
+        out = np.where(hit.reshape(shape), taken, value)
+    out = np.array(out, dtype=x.dtype)
+    return xp.wrap(out) if xp is NP_ARRAYS else out
+
+
+def _conv_ref(lhs, rhs, strides, padding, lhs_dil, rhs_dil, dn, groups=1, batch_groups=1):
+    """``lax.conv_general_dilated`` computed directly in float64: the input dilated by ``lhs_dil``
+    (holes between its elements), then padded (negative pads crop); each output element the sum,
+    over the input features of its group and the kernel's taps (dilated by ``rhs_dil``), of input
+    times kernel, one output position at a time. Only taps that land on input elements count
+    (XLA's and NumPy's convolve: an infinite kernel tap over padding or a hole adds nothing, not
+    inf * 0 = NaN; JAX's lax_reference, which pads with zeros, would say NaN). Spatial dims are
+    numbered in the kernel spec's order (matched by letter)."""
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    if lhs.dtype != rhs.dtype or lhs.ndim != rhs.ndim or lhs.ndim < 2:
+        raise TypeError(f"conv: operands {lhs.dtype}{list(lhs.shape)} and {rhs.dtype}{list(rhs.shape)}")
+    lhs_spec, rhs_spec, out_spec = dn
+    for s, pair in ((lhs_spec, "NC"), (rhs_spec, "OI"), (out_spec, "NC")):
+        if len(s) != lhs.ndim or len(set(s)) != len(s) or any(s.count(c) != 1 for c in pair):
+            raise TypeError(f"conv: bad dimension spec {s!r}")
+    sp = [c for c in rhs_spec if c not in "OI"]
+    if sorted(sp) != sorted(c for c in lhs_spec if c not in "NC") or \
+            sorted(sp) != sorted(c for c in out_spec if c not in "NC"):
+        raise TypeError(f"conv: specs {dn!r} name different spatial dims")
+    x = np.transpose(lhs, [lhs_spec.index(c) for c in ["N", "C"] + sp]).astype(np.float64)
+    w = np.transpose(rhs, [rhs_spec.index(c) for c in ["O", "I"] + sp]).astype(np.float64)
+    (N, C), (O, I), G, B = x.shape[:2], w.shape[:2], int(groups), int(batch_groups)
+    if G < 1 or B < 1 or (G > 1 and B > 1) or C != I * G or O % G or O % B or N % B:
+        raise TypeError(f"conv: groups {G}/{B} for N={N} C={C} O={O} I={I}")
+    nsp = len(sp)
+    if len(strides) != nsp or len(lhs_dil) != nsp or len(rhs_dil) != nsp or \
+            min(tuple(strides) + tuple(lhs_dil) + tuple(rhs_dil) + (1,)) < 1:
+        raise ValueError("conv: strides and dilations need one positive int per spatial dim")
+    ksz = w.shape[2:]
+    eff = [(k - 1) * d + 1 if k else 0 for k, d in zip(ksz, rhs_dil)]
+    if isinstance(padding, str):
+        if any(d != 1 for d in lhs_dil):
+            raise ValueError("conv: string padding with lhs_dilation (JAX raises)")
+        pads = []
+        for n, e, s in zip(x.shape[2:], eff, strides):
+            total = max(0, (-(-n // s) - 1) * s + e - n) if padding in ("SAME", "SAME_LOWER") else 0
+            small, big = total // 2, total - total // 2
+            pads.append((small, big) if padding != "SAME_LOWER" else (big, small))
+    else:
+        pads = [(int(lo), int(hi)) for lo, hi in padding]
+    if len(pads) != nsp:
+        raise ValueError(f"conv: {len(pads)} (low, high) pads for {nsp} spatial dims")
+    on = np.ones(x.shape, bool)                # where the dilated, padded input holds an element
+    for a, (d, (lo, hi)) in enumerate(zip(lhs_dil, pads), start=2):
+        n = x.shape[a]
+        if ((n - 1) * d + 1 if n else 0) + lo + hi < 0:
+            raise ValueError("conv: negative padding larger than the (dilated) input (JAX raises)")
+        grown = []
+        for arr in (x, on):
+            shape = list(arr.shape)
+            shape[a] = (n - 1) * d + 1 if n else 0
+            z = np.zeros(shape, arr.dtype)
+            idx = [slice(None)] * arr.ndim
+            idx[a] = slice(None, None, d)
+            z[tuple(idx)] = arr
+            shape[a] = max(lo, 0)
+            before = np.zeros(shape, arr.dtype)
+            shape[a] = max(hi, 0)
+            z = np.concatenate([before, z, np.zeros(shape, arr.dtype)], axis=a)
+            idx[a] = slice(max(-lo, 0), max(z.shape[a] - max(-hi, 0), max(-lo, 0)))
+            grown.append(z[tuple(idx)])
+        x, on = grown
+    outs = [(P - e) // s + 1 if P >= e else 0 for P, e, s in zip(x.shape[2:], eff, strides)]
+    y = np.zeros((N // B, O) + tuple(outs))
+    for o in range(O):
+        g, b = o // (O // G), o // (O // B)
+        rows = (slice(b * (N // B), (b + 1) * (N // B)), slice(g * I, (g + 1) * I))
+        for pos in np.ndindex(*outs):
+            win = rows + tuple(slice(p * s, p * s + e, d) for p, s, e, d in zip(pos, strides, eff, rhs_dil))
+            with np.errstate(all="ignore"):
+                terms = np.where(on[win], x[win] * w[o], 0.0)
+            y[(slice(None), o) + pos] = terms.sum(axis=tuple(range(1, terms.ndim)))
+    canon = {"N": 0, "C": 1, **{c: 2 + i for i, c in enumerate(sp)}}
+    return np.transpose(y, [canon[c] for c in out_spec])
+
+
+def _conv(xp, lhs, rhs, strides, padding, lhs_dil, rhs_dil, dn, groups=1, batch_groups=1, vmap_axes=None):
+    """``lax.conv_general_dilated`` (``vmap_axes``: under ``vmap`` with these in_axes); the
+    oracle is :func:`_conv_ref` rounded once to the operands' dtype."""
+    if not _numpy(xp):
+        def f(a, b):
+            return lax.conv_general_dilated(a, b, strides, padding, lhs_dil, rhs_dil, dn,
+                                            feature_group_count=groups, batch_group_count=batch_groups)
+        return f(lhs, rhs) if vmap_axes is None else tracejit.vmap(f, in_axes=vmap_axes)(lhs, rhs)
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+
+    def f(a, b):
+        return _conv_ref(a, b, strides, padding, lhs_dil, rhs_dil, dn, groups, batch_groups).astype(a.dtype)
+    if vmap_axes is None:
+        out = f(lhs, rhs)
+    else:
+        la, ra = vmap_axes
+        n = lhs.shape[la] if la is not None else rhs.shape[ra]
+        out = np.stack([f(lhs if la is None else np.take(lhs, i, la), rhs if ra is None else np.take(rhs, i, ra))
+                        for i in range(n)])
+    return xp.wrap(out) if xp is NP_ARRAYS else out
 '''
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -469,6 +617,8 @@ def error_bound(model, out, dep_vals, dep_errs):
         if k * ma * mb * (2 if out.dtype.kind == "c" else 1) > float(np.finfo(out.dtype).max):
             return math.inf   # products or partial sums may overflow in one order and not in another
         err = (k / 4 + 8) * k * eps * ma * mb + 2 * eps * M
+    elif kind == "conv":                     # ("conv", k, spec): _conv's arguments; k products per output
+        return _conv_bound(model, out, dep_vals, exact_in)
     elif kind == "fixed":                    # a sub-graph whose bound was measured when generated
         err = max(model[1], E) if model[1] else (0.0 if exact_in else math.inf)
     else:
@@ -482,6 +632,29 @@ def error_bound(model, out, dep_vals, dep_errs):
     if math.isnan(err):
         return math.inf
     return err
+
+
+def _conv_bound(model, out, dep_vals, exact_in):
+    """Per-element bound of a float convolution of exact operands with ``k`` products per output:
+    any summation order is within ``(k + 2) * eps * S`` of the exact sum, where ``S`` is the same
+    convolution of the magnitudes (the finite ones: an infinite term makes the result inf or NaN
+    in every order) computed by the float64 reference; products that underflow lose up to a
+    subnormal each. Twice that, plus two ULPs of the result for the oracle's own rounding."""
+    if not exact_in or out.dtype.kind != "f":
+        return math.inf
+    _, k, spec = model
+    lhs, rhs = (np.asarray(dep_vals[0]), np.asarray(dep_vals[-1]))
+    with np.errstate(all="ignore"):
+        mag = [np.where(np.isfinite(a), np.abs(a.astype(np.float64)), 0.0) for a in (lhs, rhs)]
+        S = np.asarray(prelude_namespace()["_conv"](np, *mag, **spec), np.float64)
+        fi = np.finfo(out.dtype)
+        if S.size and float(S.max()) > float(fi.max) / 4:
+            return math.inf   # partial sums may overflow in one order and not in another
+        a = np.abs(out.astype(np.float64))
+        a = np.where(np.isfinite(a), a, 0.0)
+    k = max(int(k), 1)
+    return (2 * (k + 2) * float(fi.eps) * S + 2 * float(fi.eps) * a
+            + (k + 2) * float(fi.smallest_subnormal)).reshape(out.shape)
 
 
 def analyze(program: Program, env=None):
@@ -537,9 +710,10 @@ def _lit_float(x: float) -> str:
 class Gen:
     """Builds one (sub-)program. ``exact_only``: no ops that add rounding error (loop/vmap bodies)."""
 
-    def __init__(self, rng, prefix="v", exact_only=False, depth=0, counter=None, closures=False):
+    def __init__(self, rng, prefix="v", exact_only=False, depth=0, counter=None, closures=False, pad_conv=False):
         self.rng = rng
         self.closures = closures    # loop bodies may read values of the enclosing program (CLOSURE_SEEDS)
+        self.pad_conv = pad_conv    # lax.pad, convolutions (PAD_CONV_SEEDS)
         self.prefix = prefix
         self.exact_only = exact_only
         self.depth = depth
@@ -1039,7 +1213,7 @@ class Gen:
     def _subgraph(self, params, exact_only, n_ops, out_like=None):
         """A nested generator over ``params`` [(name, value)]; returns (gen, output var)."""
         g = Gen(self.rng, prefix=self.prefix, exact_only=exact_only, depth=self.depth + 1, counter=self.counter,
-                closures=self.closures)
+                closures=self.closures, pad_conv=self.pad_conv)
         for name, val, *err in params:
             g.vars.append(_Var(name, val, err[0] if err else 0.0))
         for _ in range(n_ops):
@@ -1166,6 +1340,171 @@ class Gen:
             return self.emit(f"xp.{fn}({v.name}, {int(self.rng.integers(-2, 3))})", [v.name], ("pass",), fn)
         return None
 
+    # -- pads and convolutions (PAD_CONV_SEEDS)
+    def _pad_literal(self, d) -> str:
+        """A Python scalar that ``np.asarray(x, d)`` holds exactly (lax.pad's weak padding value)."""
+        d = np.dtype(d)
+        if d.kind == "b":
+            return self.choice(["True", "False"])
+        if d.kind in "iu":
+            info = np.iinfo(d)
+            return str(self.choice([x for x in (0, 1, -1, 7, 100, -128, 127, int(info.max), int(info.min))
+                                    if info.min <= x <= info.max]))
+        if d.kind == "c" and self.r() < 0.5:
+            return self.choice(["(1-2j)", "1j", "complex(np.nan, 0.0)", "(-0.0-0j)", "complex(np.inf, 1.0)"])
+        return _lit_float(self.choice([0.0, -0.0, 1.0, -2.5, 0.5, 3.0, float("nan"), float("inf"),
+                                       -float("inf"), 1e-5, 1e30]))
+
+    def op_pad(self):
+        """``lax.pad`` (edges, crops, interior padding on any axis, any dtype; the value a literal
+        or a value of the program), sometimes ``xp.pad`` (NumPy's constant mode)."""
+        v = self.pick(lambda v: v.val.ndim >= 1 or self.r() < 0.1)
+        if v is None:
+            return None
+        if self.r() < 0.15 and v.val.ndim:
+            widths = tuple((int(self.rng.integers(0, 3)), int(self.rng.integers(0, 3))) for _ in v.shape)
+            lit = self._pad_literal(v.dtype) if v.kind != "c" else "0"
+            return self.emit(f"xp.pad({v.name}, {widths!r}, constant_values={lit})", [v.name], ("pass",), "np_pad")
+        cfg = []
+        for n in v.shape:
+            if self.r() < 0.25:
+                cfg.append((0, 0, 0))
+                continue
+            lo, hi = int(self.rng.integers(-3, 4)), int(self.rng.integers(-3, 4))
+            interior = self.choice([0, 0, 1, 1, 2, 3]) if n <= 64 else self.choice([0, 1])
+            if self.r() < 0.1:
+                lo, hi = -n - int(self.rng.integers(0, 3)), int(self.rng.integers(0, 4))   # crops past the data
+            cfg.append((lo, hi, interior))
+        deps = [v.name]
+        r = self.r()
+        same = self.pick(lambda w: w.dtype == v.dtype and w.val.size > 0)
+        if r < 0.45 and same is not None:
+            deps.append(same.name)
+            value = same.name if same.val.ndim == 0 else f"xp.ravel({same.name})[{int(self.rng.integers(same.size))}]"
+        elif r < 0.5 and self.pick(lambda w: w.val.size > 0) is not None:
+            w = self.pick(lambda w: w.val.size > 0)       # maybe another dtype: lax.pad raises (TypeError)
+            deps.append(w.name)
+            value = f"xp.ravel({w.name})[0]"
+        else:
+            value = self._pad_literal(v.dtype)
+        deps = list(dict.fromkeys(deps))
+        return self.emit(f"_pad(xp, {v.name}, {value}, {tuple(cfg)!r})", deps, ("pass",), "pad")
+
+    def _operand(self, src, n, shape, dtype):
+        """Emit ``reshape(first n values of src, repeated as needed)`` as ``dtype``, or a literal."""
+        if src is None:
+            vals = [float(x) for x in (self.rng.integers(-4, 5, size=n) / self.choice([1, 2, 4]))]
+            return self.emit(f"xp.asarray(_mk(np.{dtype}, {tuple(shape)!r}, {_fmt_vals(vals)}))", [], ("pass",),
+                             "literal", allow_raise=False)
+        flat = f"xp.ravel({src.name})"
+        if self.r() < 0.2:
+            flat += "[::-1]"
+        if src.size < n:
+            flat = f"xp.tile({flat}, {-(-n // src.size)})"
+        expr = f"xp.reshape({flat}[:{n}], {tuple(shape)!r})"
+        m = ("pass",)
+        if src.dtype != np.dtype(dtype):
+            expr += f".astype(np.{dtype})"
+            m = ("cast",)
+        return self.emit(expr, [src.name], m, "reshape", allow_raise=False)
+
+    def op_conv(self):
+        mark = (len(self.vars), len(self.stmts))
+        out = self._convolve() if self.r() < 0.3 else self._conv_general()
+        if out is None and not self.raised:
+            del self.vars[mark[0]:]       # the operands built for it go too
+            del self.stmts[mark[1]:]
+        return out
+
+    def _convolve(self):
+        """``xp.convolve`` of two 1-D values (any numeric dtype, the three modes)."""
+        a = self.pick(lambda v: v.val.size > 0 and (v.kind != "c" or self.r() < 0.3), exact=True)
+        b = self.pick(lambda v: v.val.size > 0 and (v.kind != "c" or self.r() < 0.3), exact=True)
+        if a is None or b is None:
+            return None
+        ops = []
+        for v in (a, b):
+            if v.val.ndim == 1 and 0 < v.size <= 24 and self.r() < 0.5:
+                ops.append(v)
+            else:
+                n = int(self.rng.integers(1, 9))
+                ops.append(self._operand(v, n, (n,), v.dtype))
+            if ops[-1] is None:
+                return None
+        if "conv_nonfinite_kernel" in EXCLUSIONS and not np.isfinite(ops[1].val).all():
+            return None
+        mode = self.choice(["", "", ", 'full'", ", 'same'", ", 'valid'", ", mode='same'"])
+        k = min(ops[0].size, ops[1].size)
+        deps = list(dict.fromkeys([ops[0].name, ops[1].name]))
+        return self.emit(f"xp.convolve({ops[0].name}, {ops[1].name}{mode})", deps, ("dot", k), "convolve")
+
+    def _conv_general(self):
+        """``lax.conv_general_dilated`` of small operands built from the program's values (or
+        literals): 1-3 spatial dims, any layout letters, strides, 'SAME'/'SAME_LOWER'/'VALID' or
+        explicit pads (negative: crops), input/kernel dilation, feature or batch groups, sometimes
+        under ``vmap``. Float dtypes only."""
+        if self.exact_only:
+            return None
+        nsp = self.choice([1, 1, 2, 2, 2, 3])
+        sp = "HWD"[:nsp]
+
+        def perm(s):
+            return "".join(self.rng.permutation(list(s)).tolist()) if self.r() < 0.25 else s
+        rsp = perm(sp)
+        lhs_spec = self.choice(["NC" + perm(sp), "N" + perm(sp) + "C", "NC" + perm(sp), "C" + perm(sp) + "N"])
+        rhs_spec = self.choice(["OI" + rsp, rsp + "IO", "OI" + rsp, "I" + rsp + "O"])
+        out_spec = self.choice(["NC" + perm(sp), "N" + perm(sp) + "C", "NC" + perm(sp), "C" + perm(sp) + "N"])
+        G = self.choice([1, 1, 1, 2, 3])
+        B = self.choice([1, 1, 1, 1, 2]) if G == 1 else 1
+        I = self.choice([1, 1, 2, 3])
+        O = G * B * self.choice([1, 2])
+        N = B * self.choice([1, 1, 2])
+        small = nsp == 3
+        ins = [self.choice([0, 1, 2, 3, 4] if small else [1, 2, 3, 4, 5, 6, 7]) if self.r() > 0.03 else 0
+               for _ in sp]
+        ks = [self.choice([1, 2] if small else [1, 2, 3]) for _ in sp]
+        strides = tuple(self.choice([1, 1, 2, 3]) for _ in sp)
+        rd = tuple(self.choice([1, 1, 1, 2]) for _ in sp)
+        ld = tuple(self.choice([1, 1, 1, 1, 2]) for _ in sp)
+        if any(d > 1 for d in ld) or self.r() < 0.35:
+            padding = tuple((int(self.rng.integers(-2, 4)), int(self.rng.integers(-2, 4))) for _ in sp)
+        else:
+            padding = self.choice(["SAME", "SAME", "VALID", "SAME_LOWER"])
+        dims = {"N": N, "C": G * I, **dict(zip(sp, ins))}
+        lshape = [dims[c] for c in lhs_spec]
+        kdims = {"O": O, "I": I, **dict(zip(sp, ks))}
+        rshape = [kdims[c] for c in rhs_spec]
+        vmap_axes = None
+        if self.r() < 0.15:
+            la = self.choice([0, len(lshape)])
+            ra = self.choice([None, 0])
+            V = self.choice([2, 3])
+            lshape.insert(la, V)
+            if ra is not None:
+                rshape.insert(ra, V)
+            vmap_axes = (la, ra)
+        src = self.pick(lambda v: v.val.size > 0 and v.kind in "biuf", exact=True)
+        dtype = src.dtype.name if src is not None and src.kind == "f" and self.r() < 0.7 else self.choice(FLOATS)
+        lhs = self._operand(src if self.r() < 0.85 else None, math.prod(lshape), lshape, dtype)
+        if lhs is None:
+            return None
+        ksrc = self.pick(lambda v: v.val.size > 0 and v.kind in "biuf", exact=True) if self.r() < 0.55 else None
+        rhs = self._operand(ksrc, math.prod(rshape), rshape, dtype)
+        if rhs is None:
+            return None
+        padded = padding in ("SAME", "SAME_LOWER") or any(d > 1 for d in ld) or (
+            not isinstance(padding, str) and any(lo > 0 or hi > 0 for lo, hi in padding))
+        if "conv_nonfinite_kernel" in EXCLUSIONS and padded and not np.isfinite(rhs.val).all():
+            return None
+        dn = (lhs_spec, rhs_spec, out_spec)
+        args = f"{strides!r}, {padding!r}, {ld!r}, {rd!r}, {dn!r}, {G}, {B}"
+        if vmap_axes is not None:
+            args += f", vmap_axes={vmap_axes!r}"
+        spec = dict(strides=strides, padding=padding, lhs_dil=ld, rhs_dil=rd, dn=dn, groups=G, batch_groups=B,
+                    vmap_axes=vmap_axes)
+        return self.emit(f"_conv(xp, {lhs.name}, {rhs.name}, {args})", [lhs.name, rhs.name],
+                         ("conv", math.prod(ks) * I, spec), "conv")
+
     def op_invalid(self):
         """A statement NumPy rejects for its shapes or dtypes (tracejit must raise as well)."""
         if self.depth:
@@ -1207,6 +1546,9 @@ class Gen:
         ops = [(self.op_invalid, 0.12 if self.depth == 0 else 0), (self.op_misc, 1.2), (self.op_unary, 3), (self.op_binary, 4), (self.op_where, 1), (self.op_cast, 1.5),
                (self.op_reduce, 2.5), (self.op_cumulative, 0.7), (self.op_struct, 3), (self.op_contract, 0.8),
                (self.op_index, 1.2), (self.op_control, 1.2 if self.depth == 0 else 0.3)]
+        if self.pad_conv:
+            # Appended (seeds below PAD_CONV_SEEDS draw from the list above, as they always did).
+            ops += [(self.op_pad, 1.5), (self.op_conv, 0.3 if self.exact_only else 1.2)]
         w = np.array([x[1] for x in ops])
         for _ in range(6):
             f = ops[int(self.rng.choice(len(ops), p=w / w.sum()))][0]
@@ -1355,6 +1697,9 @@ def _related_shape(rng, shape):
 # Seeds from here on also let loop bodies read the enclosing program's values (closures): seeds below
 # keep generating exactly the programs they always did (pinned campaign findings stay reproducible).
 CLOSURE_SEEDS = 20_000_000
+# Seeds from here on (closures too) also generate lax.pad (crops, interior padding: the native_pads
+# pass), lax.conv_general_dilated (oracle: _conv_ref, a direct float64 reference) and xp.convolve.
+PAD_CONV_SEEDS = 30_000_000
 
 
 def generate(seed: int, max_stmts: int | None = None) -> Program:
@@ -1362,7 +1707,7 @@ def generate(seed: int, max_stmts: int | None = None) -> Program:
     rng = np.random.default_rng([12, seed])
     n_in = int(rng.choice([1, 1, 2, 2, 3]))
     shape0 = _random_shape(rng)
-    inputs, gen = [], Gen(rng, closures=seed >= CLOSURE_SEEDS)
+    inputs, gen = [], Gen(rng, closures=seed >= CLOSURE_SEEDS, pad_conv=seed >= PAD_CONV_SEEDS)
     for i in range(n_in):
         shape = shape0 if i == 0 else _related_shape(rng, shape0)
         dt = str(rng.choice(DTYPES)) if i == 0 or rng.random() < 0.6 else inputs[0][2]
