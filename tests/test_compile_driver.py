@@ -62,7 +62,7 @@ def _nested(x):
 
 
 def test_loop_bodies_are_optimized_by_the_driver_at_compile_time(capsys):
-    x = np.linspace(0, 1, 4)
+    x = np.linspace(0, 1, 40)      # (a cond over a few elements would become a select: cheap_conds)
     opt = driver.optimize(_program(_nested, x), get_backend("cpu"))
     (loop,) = [s for s in opt.plan.steps if isinstance(s, NumpyStep)]
     (body,) = loop.bodies
@@ -89,7 +89,7 @@ def test_loop_bodies_are_optimized_by_the_driver_at_compile_time(capsys):
 
 
 def test_lowered_as_text_shows_each_body_under_its_loop():
-    text = tracejit.jit(_nested).lower(np.ones(4)).as_text()
+    text = tracejit.jit(_nested).lower(np.ones(40)).as_text()
     plan_part = text.split("# kernels and steps")[1]
     assert "  scan body:" in plan_part and "      while body:" in plan_part and "cond branch 1:" in plan_part
 
