@@ -12,6 +12,7 @@ import numpy as np
 
 import tracejit.numpy as jnp
 from tracejit.transforms.ad import aval_of, def_jvp, def_simple_vjp, zeros
+from tracejit.transforms.ad_custom import custom_jvp
 from tracejit.transforms.ad_rules_extra import instantiate_like, rules_for
 from tracejit.ops.binders import add, binary, c, convert, mul, neg, sub
 
@@ -116,22 +117,69 @@ def _cholesky_rules(chol_p, prims):
     def_jvp(chol_p, jvp)
 
 
-def _adjugate(a, det_p, svd_p):
-    """``adj(a)`` (``det(a) inv(a)`` when invertible), well defined for singular ``a``:
-    with ``a = U S V^H``, ``adj(a) = det(U) det(V^H) V diag(prod_{j != i} s_j) U^H``."""
-    u, s, vh = svd_p.bind(a, full_matrices=False, compute_uv=True, hermitian=False)
+def _exclusive_products(s):
+    """``(prod_{k < i} s_k, prod_{k > i} s_k)`` along the last axis, without divisions."""
     n = aval_of(s).shape[-1]
     ones = jnp.ones(aval_of(s).shape[:-1] + (1,), aval_of(s).dtype)
     left = jnp.concatenate([ones, jnp.cumprod(s, axis=-1)[..., :n - 1]], axis=-1)
     right = jnp.flip(jnp.concatenate([ones, jnp.cumprod(jnp.flip(s, -1), axis=-1)[..., :n - 1]], axis=-1), -1)
-    others = convert(left * right, aval_of(a).dtype)
-    phase = det_p.bind(u) * det_p.bind(vh)
-    return jnp.expand_dims(phase, (-2, -1)) * _matmul(_H(vh) * jnp.expand_dims(others, -2), _H(u))
+    return left, right
+
+
+def _pair_products(s):
+    """``q[..., i, j] = prod_{k not in (i, j)} s_k`` for ``i != j`` (0 on the diagonal), without divisions:
+    for ``i < j`` the products below ``i``, strictly between ``i`` and ``j`` (a running product along
+    each row, starting after column ``i``) and above ``j``."""
+    n = aval_of(s).shape[-1]
+    left, right = _exclusive_products(s)
+    rows, cols = np.arange(n)[:, None], np.arange(n)[None, :]
+    after_row = jnp.where(cols > rows, jnp.expand_dims(s, -2), jnp.ones_like(jnp.expand_dims(s, -2)))
+    running = jnp.cumprod(after_row, axis=-1)                       # [i, m] = prod_{i < k <= m} s_k
+    between = jnp.concatenate([jnp.ones_like(running[..., :1]), running[..., :n - 1]], axis=-1)
+    upper = jnp.expand_dims(left, -1) * between * jnp.expand_dims(right, -2)
+    return jnp.where(rows < cols, upper, jnp.where(rows > cols, _mT(upper), jnp.zeros_like(upper)))
+
+
+def _adjugate_fn(det_p, svd_p):
+    """``adj(a)`` (``det(a) inv(a)`` when invertible), well defined for singular ``a``:
+    with ``a = U S V^H``, ``adj(a) = det(U) det(V^H) V diag(prod_{j != i} s_j) U^H``.
+
+    Its derivative is not that of the factorization (whose singular vectors are not differentiable
+    where singular values repeat: the second derivative of ``det`` was NaN at the identity, at
+    rotations, at any ``c * I``) but, in the same basis, ``d adj = det(U) det(V^H) V X U^H`` with
+    ``M = U^H da V``, ``X_ij = -M_ij prod_{k != i, j} s_k`` and ``X_ii = sum_{k != i} M_kk prod_{l != i, k} s_l``
+    (``d(det(a) inv(a))`` written in that basis; a polynomial in ``s``, so singular ``a`` too).
+    """
+    def parts(a):
+        u, s, vh = svd_p.bind(a, full_matrices=False, compute_uv=True, hermitian=False)
+        return u, s, vh, jnp.expand_dims(det_p.bind(u) * det_p.bind(vh), (-2, -1))
+
+    def value(a):
+        u, s, vh, phase = parts(a)
+        left, right = _exclusive_products(s)
+        others = convert(left * right, aval_of(a).dtype)
+        return phase * _matmul(_H(vh) * jnp.expand_dims(others, -2), _H(u))
+
+    adjugate = custom_jvp(value)
+
+    @adjugate.defjvp
+    def _adjugate_jvp(primals, tangents):
+        (a,), (t,) = primals, tangents
+        u, s, vh, phase = parts(a)
+        dtype = aval_of(a).dtype
+        m = _matmul(_matmul(_H(u), t), _H(vh))
+        q = convert(_pair_products(s), dtype)
+        n = aval_of(s).shape[-1]
+        eye = np.eye(n, dtype=bool)
+        diag = _matmul(q, jnp.expand_dims(jnp.diagonal(m, axis1=-2, axis2=-1), -1))
+        x = jnp.where(eye, diag, -(m * q))
+        return adjugate(a), phase * _matmul(_matmul(_H(vh), x), _H(u))
+    return adjugate
 
 
 @rules_for("det")
 def _det_rules(det_p, prims):
-    svd_p = prims["svd"]
+    adjugate = _adjugate_fn(det_p, prims["svd"])
 
     def jvp(primals, tangents):
         # det' = tr(adj(A) A') (JAX's cofactor rule: defined for singular A too).
@@ -139,7 +187,7 @@ def _det_rules(det_p, prims):
         d = det_p.bind(a)
         if aval_of(a).shape[-1] == 0:
             return [d], [zeros(aval_of(d))]
-        return [d], [jnp.trace(_matmul(_adjugate(a, det_p, svd_p), t), axis1=-2, axis2=-1)]
+        return [d], [jnp.trace(_matmul(adjugate(a), t), axis1=-2, axis2=-1)]
     def_jvp(det_p, jvp)
 
 

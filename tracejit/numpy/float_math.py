@@ -119,9 +119,12 @@ def _ldexp(x, n):
     deficit = U.maximum(U.subtract(s, np.int64(emin)), np.int64(-(info.nmant + 3)))
     subnormal = U.multiply(U.multiply(m2, _const(np.ldexp(1.0, emin), d)), pow2(deficit, d))
     out = _where(U.less(s, np.int64(emin)), subnormal, normal)
-    out = _where(U.greater(s, np.int64(emax)), U.copysign(_const(np.inf, d), x), out)
-    special = U.logical_or(U.equal(x, _const(0, d)), U.logical_not(U.isfinite(x)))
-    return _where(special, x, out)
+    overflow = U.greater(s, np.int64(emax))
+    # x == +-0 gives x: ``out`` is 2 * x * 2**(n - 1) there, x exactly, with the derivative 2**n
+    # (returning x itself gave d/dx = 1 at 0); past the finite range x itself.
+    zero = _where(overflow, x, out)
+    out = _where(overflow, U.copysign(_const(np.inf, d), x), out)
+    return _where(U.logical_not(U.isfinite(x)), x, _where(U.equal(x, _const(0, d)), zero, out))
 
 
 def _modf(x):

@@ -511,21 +511,33 @@ def interp(x, xp, fp, left=None, right=None, period=None):
 
 
 def _interp_real(x, xp, fp, left, right):
-    from tracejit.numpy.indexing_api import take
-    from tracejit.numpy.sorting import searchsorted
     f64 = dtypes.float64
     n = aval(xp).shape[0]
     left = fp[0] if left is None else convert(to_operand(left), f64)
     right = fp[-1] if right is None else convert(to_operand(right), f64)
     if n == 1:
         return where(U.less(x, xp[0]), left, where(U.greater(x, xp[0]), right, fp[0]))
-    # j: xp[j] <= x < xp[j + 1], as NumPy's binary search.
+    return _interp_with_derivative()(x, xp, fp, left, right)
+
+
+def _interp_segment(x, xp, fp):
+    """The segment of each ``x`` (``xp[j] <= x < xp[j + 1]``, as NumPy's binary search; the first
+    and last segments beyond the ends) and its slope."""
+    from tracejit.numpy.indexing_api import take
+    from tracejit.numpy.sorting import searchsorted
+    n = aval(xp).shape[0]
     j = clip(U.subtract(searchsorted(xp, x, side="right"), np.int64(1)), np.int64(0), np.int64(n - 2))
     xj, xj1 = take(xp, j), take(xp, U.add(j, np.int64(1)))
     fj, fj1 = take(fp, j), take(fp, U.add(j, np.int64(1)))
     dx = U.subtract(xj1, xj)
     zero_dx = U.equal(dx, 0.0)
     slope = U.true_divide(U.subtract(fj1, fj), where(zero_dx, 1.0, dx))
+    return xj, xj1, fj, fj1, zero_dx, slope
+
+
+def _interp_value(x, xp, fp, left, right):
+    """NumPy's values: exact hits of a sample point take its ``fp`` as it is."""
+    xj, xj1, fj, fj1, zero_dx, slope = _interp_segment(x, xp, fp)
     res = U.add(U.multiply(slope, U.subtract(x, xj)), fj)
     alt = U.add(U.multiply(slope, U.subtract(x, xj1)), fj1)
     res = where(U.isnan(res), alt, res)
@@ -534,7 +546,35 @@ def _interp_real(x, xp, fp, left, right):
     res = where(U.equal(x, xp[-1]), fp[-1], res)
     res = where(U.less(x, xp[0]), left, res)
     res = where(U.greater(x, xp[-1]), right, res)
-    return where(U.isnan(x), _scalar(np.nan, f64), res)
+    return where(U.isnan(x), _scalar(np.nan, dtypes.float64), res)
+
+
+def _interp_linear(x, xp, fp, left, right):
+    """The same function without the exact-hit selects (whose derivative in ``x`` and ``xp`` is 0):
+    each ``x`` on its segment's line, as JAX's ``jnp.interp``."""
+    xj, xj1, fj, fj1, zero_dx, slope = _interp_segment(x, xp, fp)
+    res = where(zero_dx, fj1, U.add(U.multiply(slope, U.subtract(x, xj)), fj))
+    res = where(U.less(x, xp[0]), left, res)
+    return where(U.greater(x, xp[-1]), right, res)
+
+
+_INTERP: list = []
+
+
+def _interp_with_derivative():
+    """:func:`_interp_value` differentiated as :func:`_interp_linear`: at a sample point ``xp[j]`` the
+    derivative is that of the segment to its right (the last segment at ``xp[-1]``), as JAX's; the
+    selects of the exact hits made it 0 in ``x`` and ``xp`` there."""
+    if not _INTERP:
+        from tracejit.transforms.ad_custom import custom_jvp
+        from tracejit.transforms.api_ad import jvp as jvp_
+        fn = custom_jvp(_interp_value)
+
+        @fn.defjvp
+        def _interp_jvp(primals, tangents):
+            return fn(*primals), jvp_(_interp_linear, tuple(primals), tuple(tangents))[1]
+        _INTERP.append(fn)
+    return _INTERP[0]
 
 
 # --------------------------------------------------------------------------- gradient / trapezoid

@@ -19,6 +19,7 @@ from tracejit.numpy._util import (aval, broadcast_operands, broadcast_shapes, br
                                   eager, is_tracer, numpy_type_arg, shape_of, to_operand)
 from tracejit.transforms.api_ad import jvp as jvp_
 from tracejit.transforms.ad_custom import custom_jvp
+from tracejit.transforms.ad_rules_elementwise import BINARY_PARTIALS
 
 
 def _resolve(np_ufunc, ops):
@@ -249,7 +250,21 @@ def _traced_scalar_power(x, y):
 
 @_traced_scalar_power.defjvp
 def _traced_scalar_power_jvp(primals, tangents):
-    return _traced_scalar_power(*primals), jvp_(_prim("pow"), tuple(primals), tuple(tangents))[1]
+    # pow's partial derivatives, one term per differentiated argument: a tangent is None where its
+    # argument is not differentiated (an instantiated zero tangent of a constant base 0 times
+    # d/dx = y * 0 ** (y - 1) = inf made forward-mode d/dy NaN for 0 < y < 1, where it is 0).
+    x, y = primals
+    out = _traced_scalar_power(x, y)
+    value = _prim("pow")(x, y)
+    tangent = None
+    for partial, t in zip(BINARY_PARTIALS["pow"], tangents):
+        if t is not None:
+            term = broadcast_to_shape(partial(t, x, y, value), shape_of(out))
+            tangent = term if tangent is None else _prim("add")(tangent, term)
+    return out, tangent
+
+
+_traced_scalar_power._none_for_zero_tangents = True
 
 
 def power_operator(x, y):

@@ -251,6 +251,11 @@ class custom_jvp:
     Array(1.)
     """
 
+    # Private (tracejit's own rules): the JVP rule receives None, not instantiated zeros, for the
+    # tangents of arguments that are not differentiated, so it can leave their terms out (an
+    # instantiated zero tangent times an infinite partial derivative would be NaN).
+    _none_for_zero_tangents = False
+
     def __init__(self, fun, nondiff_argnums=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
@@ -308,6 +313,7 @@ class custom_jvp:
             return (_check_values("custom JVP primal output", name, out_leaves, program.out_avals),
                     _check_values("custom JVP tangent output", name, tan_leaves, program.out_avals))
 
+        jvp.none_for_zero_tangents = self._none_for_zero_tangents
         outs = custom_jvp_call_p.bind(*program.const_values, *split.leaves, program=program,
                                       num_consts=len(program.const_values), jvp=jvp, name=name)
         return tree_unflatten(out_tree, outs)
@@ -317,7 +323,9 @@ def _custom_jvp_jvp(primals, tangents, *, program, num_consts, jvp, name):
     if any(t is not None for t in tangents[:num_consts]):
         raise _closed_over_error("custom_jvp", name)
     args = primals[num_consts:]
-    ts = [instantiate_or_float0(t, aval_of(x)) for t, x in zip(tangents[num_consts:], args)]
+    keep_none = getattr(jvp, "none_for_zero_tangents", False)
+    ts = [None if t is None and keep_none and is_differentiable(aval_of(x).dtype)
+          else instantiate_or_float0(t, aval_of(x)) for t, x in zip(tangents[num_consts:], args)]
     outs, touts = jvp(list(args), ts)
     return list(outs), [t if is_differentiable(a.dtype) else None for t, a in zip(touts, program.out_avals)]
 
@@ -338,6 +346,7 @@ def _custom_jvp_batch(args, dims, size, *, program, num_consts, jvp, name):
     def batched_jvp(primals, tangents):
         outs, touts = vmap(lambda p, t: tuple(map(list, jvp(list(p), list(t)))))(list(primals), list(tangents))
         return list(outs), list(touts)
+    batched_jvp.none_for_zero_tangents = getattr(jvp, "none_for_zero_tangents", False)
     outs = custom_jvp_call_p.bind(*new_program.const_values, *ins, program=new_program,
                                   num_consts=len(new_program.const_values), jvp=batched_jvp, name=name)
     return outs, [0] * len(outs)
