@@ -56,6 +56,8 @@ _NATIVE_AXIS_DTYPES.update({argmax_p: _NATIVE_SCATTER_DTYPES, argmin_p: _NATIVE_
 NATIVE_SORT_MAX = 128
 NATIVE_SORT_ELEMENTS = 16384
 # A costly value broadcast to at least this many times its size is materialized at its own size.
+# A value fused through more operations than this is stored (recursion depth; see _limit_depth).
+MAX_FUSED_DEPTH = 64
 BROADCAST_MATERIALIZE_FACTOR = 8
 EXPENSIVE_BROADCAST_MATERIALIZE_FACTOR = 2
 
@@ -309,6 +311,21 @@ class Planner:
                 for v in e.outputs:
                     if self.uses.get(id(v), 0) > 1 and v.aval.ndim > 0 and self._expensive(v):
                         m.add(id(v))
+        self._limit_depth(prog)
+
+    def _limit_depth(self, prog) -> None:
+        """Materialize every MAX_FUSED_DEPTH-th value of a long chain of fused operations (an
+        unrolled loop's ``s = f(s)`` 200 times): expressions are built and lowered recursively, and a
+        chain as deep as the program overflowed Python's stack."""
+        m, depth = self.materialized, {}
+        for e in prog.eqns:
+            if self.kinds[id(e)] not in ("ew", "struct", "gather"):
+                continue
+            d = 1 + max((depth.get(id(a), 0) for a in e.inputs if isinstance(a, Var) and id(a) not in m), default=0)
+            for v in e.outputs:
+                if d >= MAX_FUSED_DEPTH and id(v) not in m:
+                    m.add(id(v))
+                depth[id(v)] = 0 if id(v) in m else d
 
     # ----------------------------------------------------------- expressions
     def expr(self, atom, imap: IndexMap, kernel_out=None) -> Node:
@@ -734,6 +751,23 @@ def _find_merge_target(merged, step, produced_at, plan):
     return fallback
 
 
+def _expr_depth(exprs) -> int:
+    """The longest path from a root of ``exprs`` to a leaf (iteratively: the trees may be deep)."""
+    depth: dict[int, int] = {}
+    for root in exprs:
+        stack = [(root, False)]
+        while stack:
+            n, done = stack.pop()
+            if id(n) in depth:
+                continue
+            if done or not n.args:
+                depth[id(n)] = 1 + max((depth[id(a)] for a in n.args), default=0)
+                continue
+            stack.append((n, True))
+            stack.extend((a, False) for a in n.args if id(a) not in depth)
+    return max((depth[id(r)] for r in exprs), default=0)
+
+
 def _join_sibling(k, step):
     phase = k.phases[0]
     own_exprs = dict(zip(phase.outputs, phase.exprs))
@@ -792,6 +826,11 @@ def _merge_candidates(merged, step, produced_at, plan):
         stores = [(bid, m.terms) for bid, m in zip(k.phases[0].outputs, k.phases[0].out_maps)]
         if any(b in own and (sum(bid == b for bid, _ in stores) > 1
                              or not any(bid == b and same_element(b, t) for bid, t in stores)) for b, _ in reads):
+            continue
+        # Substituting k's expressions into step's stacks their depths: keep code generation's
+        # recursion bounded (a chain of scalar steps merged whole was as deep as the program).
+        if any(b in own for b, _ in reads) and \
+                _expr_depth(k.phases[0].exprs) + _expr_depth(step.phases[0].exprs) > 2 * MAX_FUSED_DEPTH:
             continue
         yield k, None
 
