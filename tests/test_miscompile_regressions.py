@@ -305,3 +305,24 @@ def test_permuted_read_of_a_row_kernel_output(view, shape, axis, reduce):
     if len(shape) == 2 and shape[0] == shape[1]:
         check_against_numpy(lambda xp, x: xp.linalg.inv(PERMUTED_READS[view](xp, centred(xp, x)) + 9 * xp.eye(shape[0])),
                             x, reassoc=True)
+
+
+@pytest.mark.parametrize("build", [
+    lambda xp, y: xp.roll(y, 2),
+    lambda xp, y: xp.concatenate([y[2:], y[:2]]),
+    lambda xp, y: xp.concatenate([y[:1] * 3, y[1:]]),
+    lambda xp, y: xp.hstack([y[-1:], y[:-1] + 1]),
+], ids=["roll", "concat-1-then-2", "concat-scaled-head", "hstack"])
+@pytest.mark.parametrize("value", [True, 7])
+def test_reader_of_a_concatenation_runs_after_its_last_slab(build, value):
+    # Fuzzer seed 30040299: the one-element slab joined the scalar kernel, the fusion pass
+    # then took the buffer as complete and fused its reader before the other slab's kernel,
+    # which read memory not yet written (nondeterministic values). The plan checker
+    # (enabled for the suite) rejects a read before a later partial write.
+    def f(xp, x):
+        x = xp.take(xp.expand_dims(x < 5, -1), np.array([-1, -1, 0]), axis=0)
+        y = x.astype(np.int8)
+        return y <= x, xp.flip(build(xp, y), axis=0)
+
+    for _ in range(3):
+        check_against_numpy(f, np.array(value))

@@ -10,6 +10,8 @@ stage that broke it, not as a wrong number later. It checks:
 - the plan's inputs, constants and outputs name buffers of the matching kinds;
 - every buffer a step reads (directly or through an alias) is an input or a
   constant, or was written by an earlier step; every output exists at the end;
+- a buffer written in parts (a concatenation's slabs) is read only once complete:
+  no step that neither reads it nor is the reader writes it after a read;
 - window starts are integer scalars;
 - once memory is planned: every arena temporary has an aligned range inside the
   arena, and two temporaries whose ranges overlap are never live at once (the
@@ -42,6 +44,7 @@ def check_plan(plan, offsets: dict | None = None, arena_bytes: int = 0) -> None:
                 raise PlanError(f"plan {role} {pos} is b{b}, not a {kind} buffer at that position")
     ready = set(plan.inputs) | set(plan.consts)
     first, last = {}, {}
+    reads_at: dict[int, list] = {}        # base buffer -> steps that read it (not their own output)
     for i, step in enumerate(plan.steps):
         # A kernel's later phases read what its earlier phases wrote (a reduction, then its users).
         own = {_base(bufs, b, f"step {i}") for b in step_writes(step)} if isinstance(step, Kernel) else set()
@@ -49,11 +52,20 @@ def check_plan(plan, offsets: dict | None = None, arena_bytes: int = 0) -> None:
             base = _base(bufs, b, f"step {i}")
             if base not in ready and base not in own:
                 raise PlanError(f"step {i} ({step.describe()}) reads b{b} before any step writes it")
+            if base not in own:
+                reads_at.setdefault(base, []).append(i)
             last[base] = i
         if isinstance(step, WindowStep):
             _check_window(bufs, step, i)
+        read_bases = {_base(bufs, b, "") for b in step_reads(step)}
         for b in step_writes(step):
             base = _base(bufs, b, f"step {i}")
+            # A write that does not read the buffer completes it (another slab): every
+            # earlier reader ran too soon. (An in-place update reads what it rewrites.)
+            early = [r for r in reads_at.get(base, ()) if r < i] if base not in read_bases else []
+            if early and bufs[base].kind != "input":
+                raise PlanError(f"step {early[0]} reads b{base} before step {i} "
+                                f"({step.describe()}) writes part of it")
             ready.add(base)
             first.setdefault(base, i)
             last[base] = max(last.get(base, i), i)

@@ -701,8 +701,10 @@ def merge_kernels(plan: Plan) -> None:
                 k, phases = target
                 k.phases.extend(phases)
                 k.eqn_names.extend(step.eqn_names)
+                # A buffer written in slabs (a concatenation) keeps the index of its *last*
+                # writer: a reader must not join a kernel that runs before a later slab.
                 for b in step.buffers_written():
-                    produced_at[b] = merged.index(k)
+                    produced_at[b] = max(produced_at.get(b, -1), merged.index(k))
                 continue
         merged.append(step)
         for b in step_writes(step):
@@ -788,8 +790,8 @@ def _merge_candidates(merged, step, produced_at, plan):
                 return
             continue
         own = set(k.buffers_written())
-        # Every buffer read must exist before k, or be produced by k itself.
-        if any(produced_at.get(b, -1) > ti for b in read_ids if b not in own):
+        # Every buffer read must be complete when k runs: its last writer is k or earlier.
+        if any(produced_at.get(b, -1) > ti for b in read_ids):
             continue
         # A reshape view of a buffer k writes is read at other elements than the one k's
         # iteration has written (possibly before it is written): no merge.
