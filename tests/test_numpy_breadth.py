@@ -67,6 +67,11 @@ def test_repeat_tile(dtype):
     for reps in [2, (2, 1), (1, 2, 3), (0, 2)]:
         check(lambda v: jnp.tile(v, reps), lambda v: np.tile(v, reps), x)
     check(lambda v: jnp.tile(v, 3), lambda v: np.tile(v, 3), x[0, 0])  # scalar
+    for reps, axis in [(2, 0), (2, -1), (3, None), ([2], 0)]:       # a 0-d operand repeats as 1-D
+        check(lambda v: jnp.repeat(v, reps, axis), lambda v: np.repeat(v, reps, axis), x[0, 0])
+    for axis in (1, -2):
+        with pytest.raises(np.exceptions.AxisError):
+            tracejit.jit(lambda v: jnp.repeat(v, 2, axis))(x[0, 0])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

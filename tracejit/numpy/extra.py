@@ -323,6 +323,8 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
                         "a Python int or a concrete sequence, or mark it static with static_argnums")
     if axis is None:
         x, axis = ravel(x), 0
+    elif aval(x).ndim == 0:
+        x = ravel(x)            # as NumPy: a 0-d operand repeats as a 1-element vector
     ax = canonicalize_axis(axis, aval(x).ndim)
     shape = aval(x).shape
     reps = np.asarray(repeats)
