@@ -31,8 +31,13 @@ def _dilate_pad(x, pads, dilation, value):
 
 
 def reference_conv(x, w, strides, pads, lhs_dil, rhs_dil, groups=1, bgroups=1):
-    """x (N, C, S...), w (O, I, K...): XLA's ConvGeneralDilated, by loops (float64 accumulation)."""
+    """x (N, C, S...), w (O, I, K...): XLA's ConvGeneralDilated, by loops (float64 accumulation).
+
+    Only taps on real elements of ``x`` add a term: padding and dilation holes add nothing, even
+    against an inf or NaN kernel tap.
+    """
     xp = _dilate_pad(x.astype(np.float64), pads, lhs_dil, 0.0)
+    real = _dilate_pad(np.ones(x.shape, bool), pads, lhs_dil, False)
     n, c, *sizes = xp.shape
     o, i, *ks = w.shape
     eff = [(k - 1) * d + 1 for k, d in zip(ks, rhs_dil)]
@@ -47,7 +52,8 @@ def reference_conv(x, w, strides, pads, lhs_dil, rhs_dil, groups=1, bgroups=1):
             acc = 0.0
             for ic, taps in itertools.product(range(i), itertools.product(*map(range, ks))):
                 idx = tuple(p * st + t * d for p, st, t, d in zip(pos, strides, taps, rhs_dil))
-                acc += xp[(bg * nb + b, g * i + ic) + idx] * w[(oc, ic) + taps]
+                if real[(bg * nb + b, g * i + ic) + idx]:
+                    acc += xp[(bg * nb + b, g * i + ic) + idx] * w[(oc, ic) + taps]
             out[(b, oc) + pos] = acc
     return out
 
@@ -256,6 +262,42 @@ def test_jnp_convolve_correlate_match_numpy(m, n, mode, dtype):
     a, v = sample((m,), dtype, seed=m), sample((n,), dtype, seed=n + 10)
     check_against_numpy(lambda xp, a, v: (xp.convolve(a, v, mode), xp.correlate(a, v, mode)), a, v, reassoc=True,
                         np_protocol=False)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[3] != "VALID" or c[4]], ids=lambda c: f"{c[0]}x{c[1]}")
+def test_conv_with_inf_and_nan_kernel_taps_adds_nothing_over_padding(case):
+    # Regression (fuzzer seeds 3004xxxx, F1): the im2col multiplied padding zeros and dilation holes
+    # by the kernel, so an inf tap gave NaN (inf * 0) where XLA and NumPy sum only real elements.
+    xs, ws, strides, padding, lhs_dil, rhs_dil, groups, bgroups = case
+    nsp = len(xs) - 2
+    lhs_dil, rhs_dil = lhs_dil or (1,) * nsp, rhs_dil or (1,) * nsp
+    eff = [(k - 1) * d + 1 for k, d in zip(ws[2:], rhs_dil)]
+    pads = lax.padtype_to_pads(xs[2:], eff, strides, padding)
+    f = lambda a, b: lax.conv_general_dilated(a, b, strides, padding, lhs_dil, rhs_dil,  # noqa: E731
+                                              feature_group_count=groups, batch_group_count=bgroups)
+    rng = np.random.default_rng(1)
+    for specials in ([np.inf], [-np.inf], [np.nan], [np.inf, -np.inf], [np.inf, 0.0]):
+        x, w = rng.standard_normal(xs), rng.standard_normal(ws)
+        flat = w.reshape(-1)
+        flat[rng.choice(flat.size, len(specials), replace=False)] = specials
+        x.reshape(-1)[rng.choice(x.size, min(x.size, 2), replace=False)] = [0.0, -0.0][:min(x.size, 2)]
+        want = reference_conv(x, w, strides, pads, lhs_dil, rhs_dil, groups, bgroups)
+        for got in (f(x, w), tracejit.jit(f)(x, w)):
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
+    x = np.array([[[1.0, 2.0]]])
+    w = np.array([[[1.0, 2.0, np.inf]]])
+    np.testing.assert_array_equal(tracejit.jit(lambda a, b: lax.conv(a, b, (1,), "SAME"))(x, w), [[[np.inf, 5.0]]])
+
+
+@pytest.mark.parametrize("kernel", [[1e-3, -4e-4, np.nan], [np.inf, 1.0], [1.0, -np.inf, 2.0], [np.inf, -np.inf]])
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_jnp_convolve_with_non_finite_taps_matches_numpy(kernel, mode):
+    a, v = np.array([1.0, 2.0, 3.0, -1.0]), np.array(kernel)
+    for xp_fn, np_fn in ((tracejit.numpy.convolve, np.convolve), (tracejit.numpy.correlate, np.correlate)):
+        for args in ((a, v), (v, a)):
+            want = np_fn(*args, mode)
+            np.testing.assert_array_equal(np.asarray(xp_fn(*args, mode)), want)
+            np.testing.assert_array_equal(np.asarray(tracejit.jit(lambda p, q: xp_fn(p, q, mode))(*args)), want)
 
 
 def test_jnp_convolve_gradient():

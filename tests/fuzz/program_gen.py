@@ -46,10 +46,9 @@ EXCLUSIONS: set[str] = {
     # tracejit raises NotImplementedError("sign of complex traced arrays is not supported"): a
     # documented gap, not a wrong answer; it would fill the report.
     "complex_sign",
-    # Convolutions multiply a non-finite kernel tap with padding zeros / dilation holes (NaN where
-    # NumPy and XLA add nothing): no xp.convolve whose second operand, and no conv whose kernel,
-    # holds inf or NaN while padding or input dilation is present (see /tmp/fuzz_findings.md F1).
-    "conv_nonfinite_kernel",
+    # (Was "conv_nonfinite_kernel": a non-finite kernel tap times padding zeros / dilation holes
+    # gave NaN where NumPy and XLA add nothing; fixed by ops.convolution.exact_zero_padded_product.
+    # The switch stays in op_convolve/op_conv.)
 }
 
 PRELUDE = '''\

@@ -10,12 +10,19 @@ from tracejit.numpy.contractions import matmul
 from tracejit.numpy.extra import pad
 from tracejit.numpy.shape import flip, stack
 from tracejit.numpy.ufuncs import UFUNCS
+from tracejit.ops.convolution import exact_zero_padded_product
 
 __all__ = ["convolve", "correlate"]
 
 
 def _full_correlation(a, v):
-    """All M + N - 1 overlaps of ``a`` with ``v`` slid across it (no conjugation)."""
+    """All M + N - 1 overlaps of ``a`` with ``v`` slid across it (no conjugation); a tap of ``v``
+    beyond the ends of ``a`` adds nothing, even an inf or NaN one (as NumPy's)."""
+    n = aval(v).shape[0]
+    return exact_zero_padded_product(_padded_correlation, a, v, padded=n > 1)
+
+
+def _padded_correlation(a, v):
     m, n = aval(a).shape[0], aval(v).shape[0]
     padded = pad(a, (n - 1, n - 1))
     windows = stack([padded[j:j + m + n - 1] for j in range(n)])     # (n, m + n - 1)

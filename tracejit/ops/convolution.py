@@ -20,7 +20,9 @@ import numpy as np
 
 from tracejit.core import dtypes
 from tracejit.core.values import get_aval as aval
-from tracejit.ops.binders import add, broadcast_in_dim, concatenate, mul, pad, reshape, slice, transpose
+from tracejit.ops.binders import (add, binary, broadcast_in_dim, broadcast_to, c, concatenate, mul, pad,
+                                   reduce_sum, reshape, select, slice, transpose, un)
+from tracejit.ops.control_flow_functions import cond
 from tracejit.ops.dot import dot_general_p
 from tracejit.ops.operands import concrete_operand, convert
 
@@ -226,9 +228,20 @@ def conv_output_shape(lhs_shape, rhs_shape, *, window_strides, padding, lhs_dila
     return tuple(canonical[q] for q in np.argsort(dn.out_spec))
 
 
-def conv_with_params(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
-                     feature_group_count, batch_group_count):
-    """The convolution as primitives, for :func:`conv_params`' parameters (checked already)."""
+def conv_with_params(lhs, rhs, **params):
+    """The convolution as primitives, for :func:`conv_params`' parameters (checked already).
+
+    Taps that fall on padding or on lhs-dilation holes add nothing, as in XLA and NumPy, even
+    when the kernel holds inf or NaN (where the im2col's zeros would make ``inf * 0 = NaN``).
+    """
+    padded = any(p != (0, 0) for p in params["padding"]) or any(d > 1 for d in params["lhs_dilation"])
+    return exact_zero_padded_product(lambda x, w: conv_product(x, w, **params), lhs, rhs, padded)
+
+
+def conv_product(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+                 feature_group_count, batch_group_count):
+    """The convolution as im2col and one product: padding and holes are zeros the kernel multiplies
+    (exact for finite kernels; derivative rules, which are linear in the kernel, use it directly)."""
     dn, strides, pads, lhs_dil, rhs_dil = dimension_numbers, window_strides, padding, lhs_dilation, rhs_dilation
     groups, bgroups = feature_group_count, batch_group_count
     nsp = aval(lhs).ndim - 2
@@ -286,3 +299,67 @@ def conv_with_params(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
         y = dot_general(p, k, (((tap_ax + 1, tap_ax + 2), (0, 1)), ((0,), (2,))))   # (B, N/B, out..., O/B)
         y = reshape(transpose(y, (*range(1, 2 + nsp), 0, 2 + nsp)), (nb, *out_sizes, o))
     return transpose(y, tuple(from_canonical))
+
+
+# --------------------------------------------------------------- kernels with inf or NaN taps
+
+def exact_zero_padded_product(product, x, w, padded=True):
+    """``product(x, w)`` for a bilinear ``product`` that pads ``x`` with zeros (an im2col), with the
+    IEEE result of summing only the terms on real elements of ``x`` when ``w`` is not finite.
+
+    ``product(x, w)`` itself is exact while ``w`` is finite (a finite tap on a zero adds ``+0``, which
+    leaves any sum unchanged). Otherwise a staged ``cond`` takes the exact path: the finite parts
+    of both operands through ``product``, plus counts (through ``product`` of 0/1 indicators, whose
+    padding contributes nothing) of the non-finite terms by kind, which give each output's
+    ``+inf``, ``-inf`` or NaN as a sum in any order would.
+    """
+    dtype = aval(w).dtype
+    if not padded or not dtypes.is_float(dtype):
+        return product(x, w)
+    nonfinite_taps = reduce_sum(convert(un("not", un("is_finite", w)), dtype), range(aval(w).ndim))
+    return cond(binary("eq", nonfinite_taps, c(0, dtype)), product, lambda a, b: _nonfinite_terms(product, a, b), x, w)
+
+
+def _nonfinite_terms(product, x, w):
+    dtype = aval(x).dtype
+
+    def full(value, like):
+        return broadcast_to(c(value, dtype), aval(like).shape)
+
+    def where(pred, a, b):
+        return select(pred, a, b)
+
+    def cmp(name, a, value):
+        return binary(name, a, full(value, a))
+
+    def count(px, pw):          # how many (x, w) term pairs on real elements satisfy both predicates
+        return product(convert(px, dtype), convert(pw, dtype))
+
+    def either(*preds):
+        out = preds[0]
+        for p in preds[1:]:
+            out = binary("or", out, p)
+        return out
+
+    def sum_of(*counts):
+        out = counts[0]
+        for k in counts[1:]:
+            out = add(out, k)
+        return cmp("gt", out, 0)
+
+    fin_x, fin_w = un("is_finite", x), un("is_finite", w)
+    finite_part = product(where(fin_x, x, full(0, x)), where(fin_w, w, full(0, w)))
+    pos_x, neg_x, pos_w, neg_w = cmp("gt", x, 0), cmp("lt", x, 0), cmp("gt", w, 0), cmp("lt", w, 0)
+    pinf_x, ninf_x = cmp("eq", x, np.inf), cmp("eq", x, -np.inf)
+    pinf_w, ninf_w = cmp("eq", w, np.inf), cmp("eq", w, -np.inf)
+    nan_x, nan_w = un("is_nan", x), un("is_nan", w)
+    zero_or_nan_x, zero_or_nan_w = either(cmp("eq", x, 0), nan_x), either(cmp("eq", w, 0), nan_w)
+    true_x, true_w = cmp("eq", full(0, x), 0), cmp("eq", full(0, w), 0)
+    to_pinf = sum_of(count(pos_x, pinf_w), count(neg_x, ninf_w), count(pinf_x, pos_w), count(ninf_x, neg_w))
+    to_ninf = sum_of(count(pos_x, ninf_w), count(neg_x, pinf_w), count(pinf_x, neg_w), count(ninf_x, pos_w))
+    to_nan = sum_of(count(zero_or_nan_x, un("not", fin_w)), count(un("not", fin_x), zero_or_nan_w),
+                    count(nan_x, true_w), count(true_x, nan_w))
+    out = finite_part
+    nan_out = either(to_nan, binary("and", to_pinf, to_ninf))
+    nonfinite = where(nan_out, full(np.nan, out), where(to_pinf, full(np.inf, out), full(-np.inf, out)))
+    return where(either(to_nan, to_pinf, to_ninf), add(out, nonfinite), out)
