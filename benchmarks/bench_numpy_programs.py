@@ -24,9 +24,9 @@ which programs ran unrolled.
 
 Every result (return value and every argument the program writes) is checked against NumPy
 before timing. Reported per program: medians of tracejit, numba and NumPy (each call gets fresh
-copies of the arguments, for every peer alike), the speed ratios (> 1: tracejit faster), and
-the first call (trace or type inference + compile + run; tracejit with a cold compile cache,
-numba without its cache). Summary: geomean speed ratio vs numba (target >= 1) and geomean
+copies of the arguments, for every peer alike, made before the timed call: the copy is not the
+program), the speed ratios (> 1: tracejit faster), and the first call (trace or type inference +
+compile + run; tracejit with a cold compile cache, numba without its cache). Summary: geomean speed ratio vs numba (target >= 1) and geomean
 first-call ratio vs numba (target: tracejit's first call at most numba's).
 
 Run: ``.venv/bin/python -m benchmarks.bench_numpy_programs [--only NAME ...] [--repeat N]``.
@@ -265,7 +265,7 @@ def run_program(p: Program, repeat: int, tj, numba) -> dict:
 
     a = _fresh(args)
     want = _outputs(p.fn(*a), a)
-    res["numpy"] = median_time(lambda: p.fn(*_fresh(args)), repeat=repeat)
+    res["numpy"] = median_time(p.fn, setup=lambda: _fresh(args), repeat=repeat)
 
     if tj is not None:
         f = tj.jit(p.fn, static_argnums=static)
@@ -275,7 +275,7 @@ def run_program(p: Program, repeat: int, tj, numba) -> dict:
             out = f(*a)
             res["tj_first"] = time.perf_counter() - t0
             _check(p.name, "tracejit", _outputs(out, a), want)
-            res["tracejit"] = median_time(lambda: f(*_fresh(args)), repeat=repeat)
+            res["tracejit"] = median_time(f, setup=lambda: _fresh(args), repeat=repeat)
             res["tj_unrolled"] = _unrolled(p.fn, args, static)
         except Exception as e:  # noqa: BLE001 - a failing program is the finding, reported
             res["tj_error"] = f"{type(e).__name__}: {str(e)[:300]}"
@@ -288,7 +288,7 @@ def run_program(p: Program, repeat: int, tj, numba) -> dict:
             out = g(*a)
             res["nb_first"] = time.perf_counter() - t0
             _check(p.name, "numba", _outputs(out, a), want)
-            res["numba"] = median_time(lambda: g(*_fresh(args)), repeat=repeat)
+            res["numba"] = median_time(g, setup=lambda: _fresh(args), repeat=repeat)
         except Exception as e:  # noqa: BLE001
             res["nb_error"] = f"{type(e).__name__}: {str(e)[:300]}"
     return res
@@ -334,7 +334,7 @@ def report(results):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=None, help="program names")
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=11)
     args = parser.parse_args(argv)
     print("\n== NumPy programs as written: tracejit.jit vs numba @njit vs NumPy ==  (medians; the machine "
           "may be shared, timings are noisy: compare ratios; > 1: tracejit faster)")

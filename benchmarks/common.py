@@ -16,17 +16,27 @@ import numpy as np
 SETTLE_SECONDS = 0.3
 
 
-def median_time(fn, *, repeat: int = 7, warmup: int = 1, min_time: float = 0.0) -> float:
+def median_time(fn, *, repeat: int = 7, warmup: int = 1, min_time: float = 0.0, setup=None) -> float:
     """Median wall time of ``fn()`` in seconds over ``repeat`` runs (after warm-up).
+
+    With ``setup``, each run times ``fn(*setup())`` and not ``setup()`` itself (fresh copies of
+    arguments a program writes: copying a large array costs as much as the program, and how much
+    depends on the allocator's state, not on the peer). ``min_time`` does not apply then.
 
     Starts with a short pause: idle worker threads of the peer measured before (OpenBLAS's and
     OpenMP's spin for a while after their last call) would otherwise share the cores with this one.
     """
     time.sleep(SETTLE_SECONDS)
     for _ in range(warmup):
-        fn()
+        fn(*setup()) if setup is not None else fn()
     times = []
     for _ in range(repeat):
+        if setup is not None:
+            args = setup()
+            t0 = time.perf_counter()
+            fn(*args)
+            times.append(time.perf_counter() - t0)
+            continue
         t0 = time.perf_counter()
         n = 0
         while True:
