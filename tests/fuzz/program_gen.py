@@ -1045,8 +1045,21 @@ class Gen:
         if name in ("sum", "prod") and self.r() < 0.15 and k in "iub":
             kw.append(f"dtype=np.{self.choice(['int32', 'uint8', 'int64', 'float32'])}")
         if self.r() < 0.2 and name in ("sum", "max", "min", "prod", "all", "any"):
-            return self.emit(f"{v.name}.{name}({', '.join(kw)})", [v.name], m, name)
-        return self.emit(f"xp.{name}({', '.join([v.name] + kw)})", [v.name], m, name)
+            expr = f"{v.name}.{name}({', '.join(kw)})"
+        else:
+            expr = f"xp.{name}({', '.join([v.name] + kw)})"
+        if m == ("sort",):
+            expr, m = self._zero_signs_dropped(expr, k, m)
+        return self.emit(expr, [v.name], m, name)
+
+    def _zero_signs_dropped(self, expr, kind, model):
+        """In a loop or vmap body, a sort's or max/min's ``-0.0`` as ``+0.0`` (``+ 0.0``; exact
+        otherwise): which zero they give is unspecified, and the body was generated from one row or
+        iteration's values only, so the ``sort`` model cannot see the ``-0.0`` of the others (seed
+        30071856)."""
+        if self.depth == 0 or kind != "f":
+            return expr, model
+        return f"({expr} + 0.0)", ("pass",)
 
     def op_cumulative(self):
         v = self.pick(lambda v: v.val.ndim >= 1)
@@ -1230,7 +1243,10 @@ class Gen:
         closure (work on it alone is loop-invariant: compiler/passes/loop_invariants.py)."""
         if not self.closures or self.r() < 0.4:
             return []
-        w = self.pick(lambda w: w is not v and w.val.size > 0 and w.kind in "biuf", exact=True)
+        # Not a value named like a body parameter: the body's own ``c``/``x``/``i`` hides it (the
+        # body's ops were generated for the closure's value and ran on the parameter: seed 30070017).
+        w = self.pick(lambda w: w is not v and w.val.size > 0 and w.kind in "biuf" and w.name not in ("c", "x", "i"),
+                      exact=True)
         return [] if w is None else [(w.name, w.val)]
 
     def _body_lines(self, header, g, ret):
@@ -1322,7 +1338,8 @@ class Gen:
             return self.emit(f"xp.round({v.name}, {self.choice([0, 1, 2, -1])})", [v.name], ("disc",), "round")
         if r < 0.45 and nd and k != "c":
             if self.r() < 0.5:
-                return self.emit(f"xp.sort({v.name}, axis={ax})", [v.name], ("sort",), "sort")
+                expr, m = self._zero_signs_dropped(f"xp.sort({v.name}, axis={ax})", k, ("sort",))
+                return self.emit(expr, [v.name], m, "sort")
             return self.emit(f"xp.argsort({v.name}, axis={ax}, kind='stable')", [v.name], ("disc",), "argsort")
         if r < 0.55 and nd:
             return self.emit(f"xp.diff({v.name}, axis={ax})", [v.name], ("add",) if k != "b" else ("disc",), "diff")
