@@ -40,7 +40,7 @@ LAYERS = [
     ["distributed"],
     ["sharding"],
     ["shard_map"],
-    ["api_misc", "api_callback", "debug"],
+    ["api_misc", "api_callback", "debug", "fwd_and_bwd"],
     ["experimental"],
     ["diagnostics"],
     ["tree_util"],

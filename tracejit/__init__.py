@@ -41,6 +41,7 @@ from tracejit.device_api import (Device, default_backend, device_count, device_g
 from tracejit.api_misc import (closure_convert, custom_gradient, effects_barrier, ensure_compile_time_eval,
                                named_call, named_scope, print_environment_info, typeof)
 from tracejit.api_callback import pure_callback
+from tracejit.fwd_and_bwd import fwd_and_bwd
 from tracejit import debug  # noqa: F401
 # issue 17: multi-process SPMD over MPI (mpi4py is imported only by initialize() and the collectives).
 from tracejit import distributed, sharding  # noqa: F401

@@ -1,10 +1,9 @@
 """``jax.custom_derivatives``: the custom-derivative API, gathered as JAX's module of that name.
 
-The names are tracejit's own, defined elsewhere: ``custom_jvp``, ``custom_vjp`` (autodiff
-machinery, ``tracejit/transforms``), ``closure_convert`` and ``custom_gradient``
-(``tracejit/api_misc.py``). JAX's ``linear_call``, ``SymbolicZero``, ``CustomVJPPrimal``,
-``zero_from_primal`` and the ``*_p`` primitives are not provided (symbolic-zero rules are not
-supported: ``defjvp(symbolic_zeros=True)`` raises).
+The names are tracejit's own, defined elsewhere: ``custom_jvp``, ``custom_vjp``, the symbolic-zero
+helpers and ``linear_call`` (autodiff machinery, ``tracejit/transforms``), ``closure_convert`` and
+``custom_gradient`` (``tracejit/api_misc.py``). JAX's ``*_p`` primitive objects are not provided
+(tracejit's primitives have their own rule tables).
 
 Examples
 --------
@@ -14,5 +13,9 @@ True
 """
 from tracejit.api_misc import closure_convert, custom_gradient
 from tracejit.transforms.api_ad import custom_jvp, custom_vjp
+from tracejit.transforms.linear_call import linear_call
+from tracejit.transforms.symbolic_zeros import (CustomVJPPrimal, SymbolicZero, custom_vjp_primal_tree_values,
+                                                zero_from_primal)
 
-__all__ = ["closure_convert", "custom_gradient", "custom_jvp", "custom_vjp"]
+__all__ = ["CustomVJPPrimal", "SymbolicZero", "closure_convert", "custom_gradient", "custom_jvp", "custom_vjp",
+           "custom_vjp_primal_tree_values", "linear_call", "zero_from_primal"]

@@ -23,6 +23,7 @@ from tracejit.core.values import leaf_aval
 from tracejit.transforms import ad
 from tracejit.transforms import batching
 from tracejit.transforms.ad import aval_of, instantiate_or_float0, is_differentiable
+from tracejit.transforms.symbolic_zeros import CustomVJPPrimal, SymbolicZero, tangent_aval, to_none
 from tracejit.transforms.api_vmap import vmap
 
 
@@ -152,13 +153,17 @@ class custom_vjp:
         self.fun = fun
         self.nondiff_argnums = tuple(operator.index(i) for i in nondiff_argnums)
         self.fwd = self.bwd = None
+        self.symbolic_zeros = False
 
     def defvjp(self, fwd, bwd, symbolic_zeros=False):
-        """Register the forward rule (primal output + residuals) and the backward rule."""
-        if symbolic_zeros:
-            raise NotImplementedError("custom_vjp.defvjp(symbolic_zeros=True) is not supported; cotangents "
-                                      "arrive instantiated as zeros")
-        self.fwd, self.bwd = fwd, bwd
+        """Register the forward rule (primal output + residuals) and the backward rule.
+
+        With ``symbolic_zeros=True`` the forward rule receives each differentiable argument leaf as
+        a :class:`~tracejit.custom_derivatives.CustomVJPPrimal` (``value``, ``perturbed``), and the
+        backward rule a :class:`~tracejit.custom_derivatives.SymbolicZero` for each output whose
+        cotangent is zero; it may return ``None`` or a ``SymbolicZero`` for a zero cotangent.
+        """
+        self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, bool(symbolic_zeros)
 
     def __call__(self, *args, **kwargs):
         name = getattr(self.fun, "__name__", "function")
@@ -169,9 +174,11 @@ class custom_vjp:
             return self.fun(*args)
         split = _Split(args, self.nondiff_argnums)
         program, out_tree = _trace_primal(self.fun, split, name)
-        user_fwd, user_bwd = self.fwd, self.bwd
+        user_fwd, user_bwd, symbolic = self.fwd, self.bwd, self.symbolic_zeros
 
-        def fwd(*xs):
+        def fwd(xs, perturbed):
+            if symbolic:
+                xs = [CustomVJPPrimal(x, bool(p)) for x, p in zip(xs, perturbed)]
             res = user_fwd(*split.full_args(xs))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError(f"Custom VJP fwd rule {getattr(user_fwd, '__name__', 'fwd')} must produce a pair "
@@ -184,6 +191,11 @@ class custom_vjp:
             return _check_values("fwd rule output", name, leaves, program.out_avals), residuals
 
         def bwd(residuals, ct_leaves):
+            if symbolic:
+                ct_leaves = [SymbolicZero(tangent_aval(a)) if ct is None else ct
+                             for ct, a in zip(ct_leaves, program.out_avals)]
+            else:
+                ct_leaves = [instantiate_or_float0(ct, a) for ct, a in zip(ct_leaves, program.out_avals)]
             cts = user_bwd(*split.nondiff_args(), residuals, tree_unflatten(out_tree, ct_leaves))
             if not isinstance(cts, (tuple, list)) or len(cts) != len(split.diff_idx):
                 raise TypeError(f"Custom VJP bwd rule of {name} must produce a tuple of length equal to the "
@@ -194,11 +206,11 @@ class custom_vjp:
                 if ct is None:
                     flat.extend([None] * tree.num_leaves)
                     continue
-                leaves, ct_tree = tree_flatten(ct, is_leaf=lambda x: x is None)
+                leaves, ct_tree = tree_flatten(ct, is_leaf=lambda x: x is None or isinstance(x, SymbolicZero))
                 if len(leaves) != tree.num_leaves:
                     raise TypeError(f"Custom VJP bwd rule of {name} returned a cotangent with structure "
                                     f"{ct_tree} for an argument with structure {tree}")
-                flat.extend(leaves)
+                flat.extend(map(to_none, leaves))
             return _check_values("bwd rule cotangent", name, flat, split.in_avals)
 
         outs = custom_vjp_call_p.bind(*program.const_values, *split.leaves, program=program,
@@ -209,12 +221,10 @@ class custom_vjp:
 def _custom_vjp_vjp(needed, *ins, program, num_consts, fwd, bwd, name):
     if any(needed[:num_consts]):
         raise _closed_over_error("custom_vjp", name)
-    outs, residuals = fwd(*ins[num_consts:])
-    out_avals = program.out_avals
+    outs, residuals = fwd(ins[num_consts:], needed[num_consts:])
 
     def backward(cts):
-        cts = [instantiate_or_float0(ct, a) for ct, a in zip(cts, out_avals)]
-        return [None] * num_consts + list(bwd(residuals, cts))
+        return [None] * num_consts + list(bwd(residuals, list(cts)))
     return list(outs), backward
 
 
@@ -261,13 +271,16 @@ class custom_jvp:
         self.fun = fun
         self.nondiff_argnums = tuple(operator.index(i) for i in nondiff_argnums)
         self.jvp = None
+        self.symbolic_zeros = False
 
     def defjvp(self, jvp, symbolic_zeros=False):
-        """Register ``jvp(primals, tangents) -> (primal_out, tangent_out)``; returns ``jvp``."""
-        if symbolic_zeros:
-            raise NotImplementedError("custom_jvp.defjvp(symbolic_zeros=True) is not supported; tangents "
-                                      "arrive instantiated as zeros")
-        self.jvp = jvp
+        """Register ``jvp(primals, tangents) -> (primal_out, tangent_out)``; returns ``jvp``.
+
+        With ``symbolic_zeros=True`` the tangent of an argument that is not differentiated arrives
+        as a :class:`~tracejit.custom_derivatives.SymbolicZero` (not an array of zeros), and the
+        rule may return ``SymbolicZero`` tangents for outputs whose tangent is zero.
+        """
+        self.jvp, self.symbolic_zeros = jvp, bool(symbolic_zeros)
         return jvp
 
     def defjvps(self, *jvps):
@@ -297,23 +310,28 @@ class custom_jvp:
             return self.fun(*args)
         split = _Split(args, self.nondiff_argnums)
         program, out_tree = _trace_primal(self.fun, split, name)
-        user_jvp = self.jvp
+        user_jvp, symbolic = self.jvp, self.symbolic_zeros
 
         def jvp(primal_leaves, tangent_leaves):
+            if symbolic:
+                tangent_leaves = [SymbolicZero(tangent_aval(aval_of(x))) if t is None else t
+                                  for x, t in zip(primal_leaves, tangent_leaves)]
             res = user_jvp(*split.nondiff_args(), split.diff_args(primal_leaves), split.diff_args(tangent_leaves))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError(f"Custom JVP rule of {name} must produce a pair (list or tuple of length two) "
                                 "of primal and tangent outputs")
             out, tan = res
             out_leaves, tree = tree_flatten(out)
-            tan_leaves, tan_tree = tree_flatten(tan)
+            tan_leaves, tan_tree = tree_flatten(tan, is_leaf=lambda x: isinstance(x, SymbolicZero))
+            tan_leaves = [to_none(t) for t in tan_leaves]
             if tree != out_tree or tan_tree != out_tree:
                 raise TypeError(f"Custom JVP rule of {name} must produce primal and tangent outputs with the "
                                 f"pytree structure of the primal output {out_tree}; got {tree} and {tan_tree}")
             return (_check_values("custom JVP primal output", name, out_leaves, program.out_avals),
                     _check_values("custom JVP tangent output", name, tan_leaves, program.out_avals))
 
-        jvp.none_for_zero_tangents = self._none_for_zero_tangents
+        jvp.none_for_zero_tangents = self._none_for_zero_tangents or symbolic
+        jvp.symbolic_zeros = symbolic
         outs = custom_jvp_call_p.bind(*program.const_values, *split.leaves, program=program,
                                       num_consts=len(program.const_values), jvp=jvp, name=name)
         return tree_unflatten(out_tree, outs)
@@ -324,7 +342,8 @@ def _custom_jvp_jvp(primals, tangents, *, program, num_consts, jvp, name):
         raise _closed_over_error("custom_jvp", name)
     args = primals[num_consts:]
     keep_none = getattr(jvp, "none_for_zero_tangents", False)
-    ts = [None if t is None and keep_none and is_differentiable(aval_of(x).dtype)
+    symbolic = getattr(jvp, "symbolic_zeros", False)      # every zero stays None, integers' too
+    ts = [None if t is None and (symbolic or (keep_none and is_differentiable(aval_of(x).dtype)))
           else instantiate_or_float0(t, aval_of(x)) for t, x in zip(tangents[num_consts:], args)]
     outs, touts = jvp(list(args), ts)
     return list(outs), [t if is_differentiable(a.dtype) else None for t, a in zip(touts, program.out_avals)]
@@ -347,6 +366,7 @@ def _custom_jvp_batch(args, dims, size, *, program, num_consts, jvp, name):
         outs, touts = vmap(lambda p, t: tuple(map(list, jvp(list(p), list(t)))))(list(primals), list(tangents))
         return list(outs), list(touts)
     batched_jvp.none_for_zero_tangents = getattr(jvp, "none_for_zero_tangents", False)
+    batched_jvp.symbolic_zeros = getattr(jvp, "symbolic_zeros", False)
     outs = custom_jvp_call_p.bind(*new_program.const_values, *ins, program=new_program,
                                   num_consts=len(new_program.const_values), jvp=batched_jvp, name=name)
     return outs, [0] * len(outs)
