@@ -42,6 +42,8 @@ from tracejit.api_misc import (closure_convert, custom_gradient, effects_barrier
                                named_call, named_scope, print_environment_info, typeof)
 from tracejit.api_callback import pure_callback
 from tracejit.fwd_and_bwd import fwd_and_bwd
+from tracejit import ref  # noqa: F401  (jax.ref)
+from tracejit.ref import Ref, empty_ref, free_ref, freeze, new_ref
 from tracejit import debug  # noqa: F401
 # issue 17: multi-process SPMD over MPI (mpi4py is imported only by initialize() and the collectives).
 from tracejit import distributed, sharding  # noqa: F401

@@ -26,6 +26,7 @@ from tracejit.core.pytree import tree_leaves
 from tracejit.core.trace import current_trace, trace_flat
 from tracejit.core.tracer import NO_VALUE, Tracer
 from tracejit.functionalize import state as _fstate
+from tracejit.functionalize.refs import Ref
 from tracejit.autograph import masked as _masked
 
 # A static-bound loop of at most this many iterations runs as Python (unrolled when traced), as
@@ -168,6 +169,8 @@ def _wrapped(fn, state, dyn, ignore=frozenset()):
             v = vals[j]
             if _fstate.is_numpy(state[i]):
                 v = boxed[i] = _fstate.new_base(v)
+            elif isinstance(state[i], Ref):
+                boxed[i] = v            # the body's Ref (the carry's leaves unflattened)
             full[i] = v
         return tuple(full)
 
@@ -177,18 +180,22 @@ def _wrapped(fn, state, dyn, ignore=frozenset()):
                 raise _NotInvariant(i)
         for i in idx:
             if i in boxed:
-                if out[i] is boxed[i]:
-                    if boxed[i]._np.buf.version:
-                        written.add(i)
-                else:
+                if out[i] is not boxed[i]:
                     rebound.add(i)
+                elif isinstance(out[i], Ref) or boxed[i]._np.buf.version:
+                    written.add(i)
         return tuple(_fstate.plain(out[i]) for i in idx)
 
     def finish(vals):
         full = list(state)
         for j, i in enumerate(idx):
             v = vals[j]
-            if _fstate.is_numpy(state[i]) and i not in rebound:
+            if isinstance(state[i], Ref) and i not in rebound:
+                # A Ref only written through (never rebound) keeps its identity: the caller's
+                # Ref, or the jit argument's buffer behind it, gets the loop's final value.
+                state[i].store(v.get())
+                v = state[i]
+            elif _fstate.is_numpy(state[i]) and i not in rebound:
                 if i in written:
                     _fstate.write(state[i], v)
                 v = state[i]
