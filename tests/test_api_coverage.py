@@ -174,21 +174,11 @@ DELIBERATE_OMISSIONS = {
 # not a deliberate omission).
 NOT_YET = {
     "jax": [
-        # The Ref-related index helper jax.ds (dynamic slices in indexing) and jax.ad (the DontWant /
-        # GradRef markers of gradients with respect to Refs).
-        "ad", "ds",
+        # jax.ad: the DontWant / GradRef markers of gradients with respect to Refs.
+        "ad",
     ],
     "jax.numpy": [
         "bfloat16",
-    ],
-    "jax.lax": [
-        "stage"
-    ],
-    "jax.random": [
-        "key_dtype",
-    ],
-    "jax.tree_util": [
-        "default_registry"
     ],
 }
 

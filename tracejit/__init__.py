@@ -44,6 +44,7 @@ from tracejit.api_callback import pure_callback
 from tracejit.fwd_and_bwd import fwd_and_bwd
 from tracejit import ref  # noqa: F401  (jax.ref)
 from tracejit.ref import Ref, empty_ref, free_ref, freeze, new_ref
+from tracejit.numpy.dynamic_slices import ds
 from tracejit import debug  # noqa: F401
 # issue 17: multi-process SPMD over MPI (mpi4py is imported only by initialize() and the collectives).
 from tracejit import distributed, sharding  # noqa: F401

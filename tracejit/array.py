@@ -321,8 +321,19 @@ for _name in _BINARY:
     setattr(Array, f"__i{_name}__", _rebinding(getattr(np.ndarray, f"__{_name}__")))
 
 
+# (has_index, getitem) for indices NumPy does not know: ``jax.ds`` Slices, registered by
+# tracejit/numpy/dynamic_slices.py (a layer above this one).
+EXTRA_INDEXING = []
+
+
 def _getitem(self, index, _base=np.ndarray.__getitem__):
-    out = _base(self, index)
+    try:
+        out = _base(self, index)
+    except IndexError:
+        for has_index, getitem in EXTRA_INDEXING:
+            if has_index(index):
+                return as_array_result(getitem(self, index))
+        raise
     # A full integer index gives a NumPy scalar (NumPy's speed); arrays come back as Arrays.
     return as_array_result(out) if isinstance(out, np.ndarray) else out
 

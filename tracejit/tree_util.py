@@ -27,7 +27,7 @@ from tracejit.core import pytree as _core
 
 __all__ = [
     "DictKey", "FlattenedIndexKey", "GetAttrKey", "KeyEntry", "KeyPath", "Partial", "PyTreeDef", "SequenceKey",
-    "all_leaves", "build_tree", "flatten_one_level", "flatten_one_level_with_keys", "is_tree_node", "keystr",
+    "PyTreeRegistry", "all_leaves", "build_tree", "default_registry", "flatten_one_level", "flatten_one_level_with_keys", "is_tree_node", "keystr",
     "register_dataclass", "register_pytree_node", "register_pytree_node_class", "register_pytree_with_keys",
     "register_pytree_with_keys_class", "register_static", "tree_all", "tree_broadcast", "tree_flatten",
     "tree_flatten_with_path", "tree_leaves", "tree_leaves_with_path", "tree_map", "tree_map_with_path",
@@ -642,3 +642,49 @@ class Partial(functools.partial):
 register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
                      lambda func, c: Partial(func, *c[0], **c[1]))
 _explicit.add(Partial)
+
+
+class PyTreeRegistry:
+    """The registry of pytree node types, as an object (``jax.tree_util.default_registry`` is one).
+
+    tracejit has one registry, shared by every pytree function; this object's methods are those
+    functions (flattening, one-level flattening, registration).
+
+    Examples
+    --------
+    >>> leaves, tree = default_registry.flatten({"a": 1, "b": (2, 3)})
+    >>> leaves
+    [1, 2, 3]
+    >>> default_registry.flatten_one_level((4, [5]))[0]
+    [4, [5]]
+    """
+
+    def flatten(self, tree, leaf_predicate=None):
+        """``(leaves, treedef)``, as :func:`tree_flatten`."""
+        return tree_flatten(tree, is_leaf=leaf_predicate)
+
+    def flatten_one_level(self, tree):
+        """``(children, aux_data)`` of a node (None for a leaf), as :func:`flatten_one_level`."""
+        try:
+            children, meta = flatten_one_level(tree)
+        except ValueError:
+            return None
+        return list(children), meta
+
+    def flatten_with_path(self, tree, leaf_predicate=None):
+        """``(leaves_with_paths, treedef)``, as :func:`tree_flatten_with_path`."""
+        return tree_flatten_with_path(tree, is_leaf=leaf_predicate)
+
+    def register_node(self, nodetype, flatten_func, unflatten_func, flatten_with_keys_func=None):
+        """Register ``nodetype`` (as :func:`register_pytree_node`)."""
+        register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
+
+    def register_dataclass_node(self, nodetype, data_fields, meta_fields):
+        """Register a dataclass by its data and meta fields (as :func:`register_dataclass`)."""
+        register_dataclass(nodetype, data_fields, meta_fields)
+
+    def __repr__(self):
+        return "PyTreeRegistry(tracejit's pytree node types)"
+
+
+default_registry = PyTreeRegistry()

@@ -28,7 +28,7 @@ from tracejit.core.trace import EVAL_TRACE, current_trace, is_concrete_context
 from tracejit.core.tracer import Tracer
 from tracejit.core.values import get_aval
 from tracejit.functionalize import state
-from tracejit.numpy import array, asarray
+from tracejit.numpy import array, asarray, dynamic_slices
 
 
 class AbstractRef:
@@ -111,6 +111,8 @@ class Ref:
     # ------------------------------------------------------------------ reads and writes
     def __getitem__(self, idx):
         v = self._live()
+        if dynamic_slices.has_dynamic_slice(idx):
+            return asarray(state.plain(v) if isinstance(v, Tracer) else v)[idx]
         if self._buffer:
             return as_array_result(np.array(v[idx]))
         if isinstance(v, Tracer) and v._np is not None:
@@ -119,6 +121,11 @@ class Ref:
 
     def __setitem__(self, idx, value):
         v = self._live()
+        if dynamic_slices.has_dynamic_slice(idx):
+            # A Ref write through jax.ds: the read's clamped window, written back (JAX's Ref semantics).
+            current = asarray(state.plain(v) if isinstance(v, Tracer) else v)
+            new = dynamic_slices.update(current, idx, lambda w, rest: asarray(w).at[rest].set(value), clamp=True)
+            idx, value = ..., new
         if self._buffer:
             if isinstance(value, Tracer):
                 raise TypeError("a traced value (being differentiated or batched) cannot be written into a Ref "

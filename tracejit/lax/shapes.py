@@ -14,7 +14,8 @@ import operator
 import numpy as np
 
 from tracejit.core import dtypes
-from tracejit.core.tracer import jax_value
+from tracejit.core.trace import EVAL_TRACE, current_trace
+from tracejit.core.tracer import Tracer, jax_value
 from tracejit.core.pytree import tree_map
 from tracejit.lax.indexing import dynamic_update_slice_in_dim
 from tracejit.ops.elementwise import binary_prims
@@ -25,7 +26,7 @@ from tracejit.numpy._util import aval, canonicalize_axis, is_tracer, to_operand
 
 __all__ = ["full", "full_like", "empty", "broadcast_shapes", "broadcast_to_rank", "broadcast_like", "collapse",
            "split", "tile", "stack", "unstack", "batch_matmul", "dynamic_update_index_in_dim",
-           "optimization_barrier", "dtype", "shape_as_value", "index_take"]
+           "optimization_barrier", "dtype", "shape_as_value", "index_take", "stage"]
 
 
 def _shape(shape, fn):
@@ -334,6 +335,36 @@ def optimization_barrier(operand, /):
     (Array([1., 1.]), 3.0)
     """
     return tree_map(lambda v: jax_value(v) if is_tracer(v) or dtypes.is_python_scalar(v) else to_operand(v), operand)
+
+
+def stage(x):
+    """The identity, lifting ``x`` into the active trace (``jax.lax.stage``).
+
+    A Python scalar or NumPy array becomes a traced value of the trace running now (under
+    ``jit``: a value of the program, not a constant folded into it); outside any trace the
+    result is an Array.
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit
+    >>> from tracejit import lax
+    >>> lax.stage(np.arange(3))
+    Array([0, 1, 2])
+    >>> _ = tracejit.jit(lambda: print(type(lax.stage(2.0)).__name__) or 0)()
+    Tracer
+    """
+    trace = current_trace()
+    if trace is EVAL_TRACE:
+        return np.asarray(to_operand(x))
+    if isinstance(x, Tracer) and x._trace is trace:
+        return jax_value(x)
+    if not hasattr(trace, "to_atom"):
+        # (a batching or other interpreting trace: its values are its inputs' values)
+        return jax_value(x) if isinstance(x, Tracer) else to_operand(x)
+    arr = np.asarray(to_operand(x))
+    flat = Tracer(trace, None, trace.to_atom(arr.reshape(-1) if arr.ndim == 0 else arr))
+    flat.aval = flat._v.aval
+    return reshape(flat, ()) if arr.ndim == 0 else flat
 
 
 def dtype(x):

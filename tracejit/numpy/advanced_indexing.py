@@ -30,6 +30,7 @@ from tracejit.core.tracer import Tracer
 from tracejit.ops.elementwise import binary_prims
 from tracejit.ops.indexing import (dynamic_slice_p, dynamic_update_slice_p, gather_p, scatter_apply_p,
                                    scatter_p)
+from tracejit.numpy import dynamic_slices
 from tracejit.numpy._util import aval, broadcast_shapes, convert, is_tracer, to_operand
 from tracejit.numpy.misc import where
 from tracejit.numpy.shape import broadcast_to, reshape, stack, transpose
@@ -283,6 +284,8 @@ def gather_entries(x, entries, *, mode=None, fill_value=None, wrap_negative=True
 def getitem(x, idx, *, mode=None, fill_value=None):
     """``x[idx]`` for any NumPy index; with ``mode``/``fill_value`` as in ``x.at[idx].get``."""
     from tracejit.numpy.indexing import _basic_getitem
+    if dynamic_slices.has_dynamic_slice(idx):
+        return dynamic_slices.getitem(x, idx, lambda w, rest: getitem(w, rest, mode=mode, fill_value=fill_value))
     x = to_operand(x)
     parsed = _parse(aval(x).shape, idx)
     if not isinstance(parsed, _Parsed):
@@ -355,6 +358,8 @@ def _values(x, values):
 
 def scatter(x, idx, values, kind, *, mode=None, func=None):
     """``x[idx] (op)= values`` functionally. ``kind``: set/add/mul/min/max, or apply (``func``)."""
+    if dynamic_slices.has_dynamic_slice(idx):
+        return dynamic_slices.update(x, idx, lambda w, rest: scatter(w, rest, values, kind, mode=mode, func=func))
     x = to_operand(x)
     orig_shape = aval(x).shape
     parsed = _parse(orig_shape, idx)

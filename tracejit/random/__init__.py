@@ -31,7 +31,7 @@ Examples
 from tracejit.random._keys import (KeyReuseError, KeyReuseWarning, PRNGKey, bits, fold_in, key, key_data,
                                    split, wrap_key_data)
 from tracejit.random._discrete_samplers import binomial, geometric, multinomial, rademacher
-from tracejit.random._key_extras import clone, key_impl
+from tracejit.random._key_extras import clone, key_dtype, key_impl
 from tracejit.random._more_samplers import (ball, cauchy, chisquare, double_sided_maxwell, f, generalized_normal,
                                             lognormal, maxwell, orthogonal, pareto, rayleigh, t, triangular,
                                             wald, weibull_min)
@@ -42,7 +42,7 @@ from tracejit.random._samplers import (bernoulli, beta, categorical, choice, dir
 __all__ = [
     "ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy", "chisquare", "choice", "clone",
     "dirichlet", "double_sided_maxwell", "erf_inv", "exponential", "f", "fold_in", "gamma",
-    "generalized_normal", "geometric", "gumbel", "key", "key_data", "key_impl", "KeyReuseError",
+    "generalized_normal", "geometric", "gumbel", "key", "key_data", "key_dtype", "key_impl", "KeyReuseError",
     "KeyReuseWarning", "laplace", "loggamma", "logistic", "lognormal", "maxwell", "multinomial",
     "multivariate_normal", "normal", "orthogonal", "pareto", "permutation", "poisson", "PRNGKey",
     "rademacher", "randint", "rayleigh", "shuffle", "split", "t", "triangular", "truncated_normal", "uniform",

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracejit.core.tracer import Tracer
-from tracejit.random._keys import check_key
+from tracejit.random._keys import _check_impl, check_key
 
 import tracejit.numpy as jnp
 
@@ -64,3 +64,24 @@ def key_impl(keys):
     """
     check_key("key_impl", keys, allow_batched=True, consume=False)
     return "threefry2x32"
+
+
+def key_dtype(impl=None):
+    """The dtype of PRNG keys (``jax.random.key_dtype``): ``uint32``.
+
+    tracejit's keys are their threefry2x32 key data (``uint32[2]``), not an extended key dtype as
+    JAX's typed keys are, so this is the dtype ``random.key(0).dtype`` has.
+
+    Parameters
+    ----------
+    impl : None or str
+        The PRNG implementation: only ``'threefry2x32'`` (the default) exists here.
+
+    Examples
+    --------
+    >>> from tracejit import random
+    >>> random.key_dtype() == random.key(0).dtype
+    True
+    """
+    _check_impl(impl, "key_dtype")
+    return np.dtype(np.uint32)
