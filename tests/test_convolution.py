@@ -72,9 +72,9 @@ CASES = [
     ((2, 4, 5, 5), (6, 2, 3, 3), (1, 1), "SAME", None, (2, 2), 2, 1),
     ((1, 4, 5, 5), (4, 1, 3, 3), (1, 1), "SAME_LOWER", None, None, 4, 1),    # depthwise
     ((2, 3, 6, 5), (6, 1, 3, 2), (2, 1), [(1, 1), (0, 1)], None, (1, 2), 3, 1),   # depthwise, multiplier 2
-    ((1, 2, 7), (2, 1, 3), (1,), "VALID", (2,), None, 2, 1),                # depthwise, input dilation
+    ((1, 2, 7), (2, 1, 3), (1,), [(0, 0)], (2,), None, 2, 1),               # depthwise, input dilation
     ((4, 2, 5), (6, 2, 2), (1,), "VALID", None, None, 1, 2),
-    ((1, 1, 4, 4, 3), (2, 1, 2, 2, 2), (1, 2, 1), "VALID", (1, 1, 2), None, 1, 1),
+    ((1, 1, 4, 4, 3), (2, 1, 2, 2, 2), (1, 2, 1), [(0, 0)] * 3, (1, 1, 2), None, 1, 1),
     ((1, 2, 1), (1, 2, 3), (1,), "VALID", None, None, 1, 1),                  # empty output
     ((0, 2, 5), (3, 2, 2), (1,), "SAME", None, None, 1, 1),                   # empty batch
 ]
@@ -139,6 +139,16 @@ def test_conv_gradients_match_the_definition(case, layout):
     for gx, gw in (grads(to_x(x), to_w(w), to_out(ct)), tracejit.jit(grads)(to_x(x), to_w(w), to_out(ct))):
         got = np.sum(np.asarray(gx) * to_x(dx)) + np.sum(np.asarray(gw) * to_w(dw))
         assert got == pytest.approx(want, rel=1e-10, abs=1e-10)
+
+
+def test_string_padding_with_input_dilation_raises_as_in_jax():
+    # Fuzzer finding F2: tracejit accepted it (and chose pads) where JAX raises.
+    x, w = np.ones((1, 1, 5)), np.ones((1, 1, 3))
+    for padding in ("SAME", "VALID", "SAME_LOWER"):
+        with pytest.raises(ValueError, match="String padding"):
+            lax.conv_general_dilated(x, w, (1,), padding, lhs_dilation=(2,))
+    assert lax.conv_general_dilated(x, w, (1,), [(1, 1)], lhs_dilation=(2,)).shape == (1, 1, 9)
+    assert lax.conv_transpose(x, w, (2,), "SAME", dimension_numbers=("NCH", "OIH", "NCH")).shape == (1, 1, 10)
 
 
 def test_conv_dtypes_and_errors():
@@ -264,7 +274,7 @@ def test_jnp_convolve_correlate_match_numpy(m, n, mode, dtype):
                         np_protocol=False)
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c[3] != "VALID" or c[4]], ids=lambda c: f"{c[0]}x{c[1]}")
+@pytest.mark.parametrize("case", [c for c in CASES if c[3] != "VALID"], ids=lambda c: f"{c[0]}x{c[1]}")
 def test_conv_with_inf_and_nan_kernel_taps_adds_nothing_over_padding(case):
     # Regression (fuzzer seeds 3004xxxx, F1): the im2col multiplied padding zeros and dilation holes
     # by the kernel, so an inf tap gave NaN (inf * 0) where XLA and NumPy sum only real elements.

@@ -207,6 +207,11 @@ def conv_params(la, ra, window_strides, padding, lhs_dilation, rhs_dilation, dim
     in_sizes = [la.shape[a] for a in dn.lhs_spec[2:]]
     window = [ra.shape[a] for a in dn.rhs_spec[2:]]
     effective_window = [_dilated(k, d) for k, d in zip(window, rhs_dil)]
+    if isinstance(padding, str) and any(d > 1 for d in lhs_dil):
+        # (as JAX: what "SAME" would mean over a dilated input is ambiguous; conv_transpose says it)
+        raise ValueError("String padding is not implemented for transposed convolution using this op "
+                         "(lhs_dilation > 1). Please either exactly specify the required padding or use "
+                         "conv_transpose.")
     pads = padtype_to_pads(in_sizes, effective_window, strides, padding) if isinstance(padding, str) \
         else [tuple(int(v) for v in p) for p in padding]
     if len(pads) != nsp or any(len(p) != 2 for p in pads):
