@@ -60,9 +60,9 @@ def child_allreduce():
         t_oop = _timed(comm, lambda: comm.Allreduce(x, out, op=MPI.SUM), repeat)
         psum(x)
         t_psum = _timed(comm, lambda: psum(x), repeat)
-        mpi_collectives.CHECK_HEADERS = False
+        mpi_collectives.set_checks(False)
         t_fast = _timed(comm, lambda: psum(x), repeat)
-        mpi_collectives.CHECK_HEADERS = True
+        mpi_collectives.set_checks(True)
         if rank == 0:
             print(f"{nbytes:>10} {t_inplace:>16.2e} {t_oop:>20.2e} {t_psum:>10.2e} {t_fast:>15.2e} "
                   f"{t_psum / t_oop:>16.2f}", flush=True)

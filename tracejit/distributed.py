@@ -87,7 +87,7 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None, lo
     """
     if _state["initialized"]:
         raise RuntimeError("tracejit.distributed.initialize() should only be called once")
-    mpi_collectives.CHECK_HEADERS = bool(check_collectives)
+    mpi_collectives.set_checks(check_collectives)
     if not _launched_by_mpi():
         return
     from mpi4py import MPI      # lazily, here only: importing tracejit must not start MPI

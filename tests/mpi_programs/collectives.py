@@ -80,6 +80,16 @@ second = keep(np.full(1000, 2.0 + rank))
 close(first, np.full(1000, n * (n + 1) / 2.0), "first psum result kept")
 close(second, np.full(1000, n * (n + 3) / 2.0), "second psum result")
 
+# checks off (initialize(check_collectives=False)): compiled and NumPy-step collectives skip the
+# rank agreement exchange and still reduce correctly; then back on
+from tracejit.ops import mpi_collectives  # noqa: E402
+mpi_collectives.set_checks(False)
+close(keep(np.full(7, 1.0 + rank)), np.full(7, n * (n + 1) / 2.0), "psum with checks off")
+close(jax.jit(jax.shard_map(lambda b: lax.psum_scatter(jnp.tile(b, n), "i", tiled=True), mesh=mesh,
+                            in_specs=P(), out_specs=P("i")))(np.full(2, 1.0 + rank)).addressable_data(0),
+      np.full(2, n * (n + 1) / 2.0), "psum_scatter with checks off")
+mpi_collectives.set_checks(True)
+
 # global values and global arrays
 x = np.arange(12.0 * n).reshape(4 * n, 3)
 total = jax.shard_map(lambda b: lax.psum(b.sum(0), "i"), mesh=mesh, in_specs=P("i"), out_specs=P())

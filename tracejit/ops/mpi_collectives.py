@@ -40,10 +40,21 @@ from tracejit.core.primitive import NATIVE_CALL, Primitive, def_rules
 from tracejit.ops.collectives import all_gather_aval, psum_scatter_aval
 
 __all__ = ["mpi_psum_p", "mpi_pmax_p", "mpi_pmin_p", "mpi_allgather_p", "mpi_reduce_scatter_p",
-           "mpi_alltoall_p", "mpi_ppermute_p", "mpi_axis_index_p", "CHECK_HEADERS"]
+           "mpi_alltoall_p", "mpi_ppermute_p", "mpi_axis_index_p", "CHECK_HEADERS", "set_checks"]
 
 # Exchange (operation, dtype, shape) headers before each collective (see the module docstring).
+# Change it with set_checks(), which also tells compiled collectives (backends/cpu/native_calls.py).
 CHECK_HEADERS = True
+CHECK_HOOKS: list = []
+
+
+def set_checks(on: bool) -> None:
+    """Check before each collective that every rank makes the same one (default on), in NumPy steps
+    and in compiled code alike (``tracejit.distributed.initialize(check_collectives=...)``)."""
+    global CHECK_HEADERS
+    CHECK_HEADERS = bool(on)
+    for hook in CHECK_HOOKS:
+        hook(CHECK_HEADERS)
 _MAX_DIMS = 12
 
 

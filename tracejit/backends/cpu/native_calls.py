@@ -17,7 +17,9 @@ stay NumPy steps calling mpi4py.
 Before each collective the ranks compare a hash of the operation, dtype and shape with one small
 ``MPI_Allreduce`` (the maximum and minimum of the hash); when they differ, every rank prints which
 collective disagreed and the job aborts (``MPI_Abort``, then ``_exit``: MPICH's abort returns
-while the process manager stops the ranks), instead of MPI reading past a buffer or waiting forever. With one process (a one-device mesh) the calls are copies and MPI is never touched.
+while the process manager stops the ranks), instead of MPI reading past a buffer or waiting forever.
+The compiled code reads whether to check from the handle table, so
+``initialize(check_collectives=False)`` (``mpi_collectives.set_checks``) turns it off at run time. With one process (a one-device mesh) the calls are copies and MPI is never touched.
 """
 from __future__ import annotations
 
@@ -29,8 +31,11 @@ import zlib
 import numpy as np
 from llvmlite import ir
 
+from tracejit.ops import mpi_collectives
+
 I8, I32, I64, PTR, VOID = ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.PointerType(), ir.VoidType()
-HANDLES = ("comm", "rank", "size", "proc_null", "float32", "float64", "int32", "int64", "sum", "max", "min")
+HANDLES = ("comm", "rank", "size", "proc_null", "float32", "float64", "int32", "int64", "sum", "max", "min",
+           "check")     # check: 1 while ranks compare each collective first (mpi_collectives.set_checks)
 _SLOT = {name: k for k, name in enumerate(HANDLES)}
 _FUNCTIONS = ("MPI_Allreduce", "MPI_Allgather", "MPI_Sendrecv", "MPI_Abort")
 TABLE = "tracejit_mpi_handles"
@@ -83,7 +88,9 @@ def _register() -> None:
               "float64": MPI._handleof(MPI.DOUBLE), "int32": MPI._handleof(MPI.INT32_T),
               "int64": MPI._handleof(MPI.INT64_T), "sum": MPI._handleof(MPI.SUM),
               "max": MPI._handleof(MPI.MAX), "min": MPI._handleof(MPI.MIN)}
+    values["check"] = int(mpi_collectives.CHECK_HEADERS)
     table = (ctypes.c_int64 * len(HANDLES))(*[values[name] for name in HANDLES])
+    mpi_collectives.CHECK_HOOKS.append(lambda on: table.__setitem__(_SLOT["check"], int(on)))
     report = ctypes.CFUNCTYPE(None, ctypes.c_int64)(_mismatch)
     llvm.add_symbol(TABLE, ctypes.addressof(table))
     llvm.add_symbol(MISMATCH, ctypes.cast(report, ctypes.c_void_p).value)
@@ -170,7 +177,8 @@ class CallEmitter:
         if self.size == 1:
             self._local(x, out)
             return
-        self._check_agreement()
+        with self.b.if_then(self.b.icmp_signed("!=", self._handle("check"), ir.Constant(I64, 0))):
+            self._check_agreement()
         b = self.b
         count = ir.Constant(I32, int(np.prod(self.buffers[x].shape, dtype=np.int64)))
         dt = self._dtype(self.buffers[x].dtype)
