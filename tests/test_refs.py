@@ -34,6 +34,10 @@ def test_eager_reads_are_snapshots_and_writes_are_in_place():
     r2 = tracejit.new_ref(init)
     r2[0] = 7.0
     assert init[0] == 1.0                                     # new_ref copies its initial value
+    r3 = tracejit.tree_util.tree_map(lambda v: v * 3, r2)     # a new Ref with a writable buffer of its own
+    r3[1] = -1.0
+    np.testing.assert_array_equal(r3[...], [21.0, -1.0, 3.0])
+    np.testing.assert_array_equal(r2[...], [7.0, 1.0, 1.0])
 
 
 def test_jit_argument_refs_are_written_back_and_compile_once():

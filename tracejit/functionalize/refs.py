@@ -194,7 +194,14 @@ def _flatten(ref):
     return [v], ref.kind
 
 
-register_pytree_node(Ref, _flatten, lambda kind, children: Ref(children[0], kind))
+def _unflatten(kind, children):
+    v = children[0]
+    if current_trace() is EVAL_TRACE and not isinstance(v, Tracer):
+        v = np.array(v)           # a Ref rebuilt eagerly (tree_map over Refs) owns a writable buffer
+    return Ref(v, kind)
+
+
+register_pytree_node(Ref, _flatten, _unflatten)
 
 
 def new_ref(init_val, *, memory_space=None, kind=None) -> Ref:
