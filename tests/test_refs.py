@@ -153,6 +153,13 @@ def test_unsupported_uses_raise_clear_errors():
         return r[...]
     with pytest.raises(NotImplementedError, match="cannot leave that function"):
         tracejit.jit(body_writes)(np.ones(3))
+    # a Ref passed to vmap may be read; a write could not reach the caller's Ref: it raises
+    r = tracejit.new_ref(np.arange(3.0))
+    np.testing.assert_array_equal(tracejit.vmap(lambda r, x: r[1] + x, in_axes=(None, 0))(r, np.arange(3.0)),
+                                  [1.0, 2.0, 3.0])
+    with pytest.raises(NotImplementedError, match="could not reach the caller"):
+        tracejit.vmap(lambda r, x: r.set(x, 0), in_axes=(None, 0))(r, np.arange(3.0))
+    np.testing.assert_array_equal(r[...], [0.0, 1.0, 2.0])
     # eager grad may read a Ref made outside it, not store a value being differentiated in it
     scale = tracejit.new_ref(np.array(3.0))
     assert tracejit.grad(lambda x: x * scale[...])(2.0) == 3.0

@@ -71,10 +71,12 @@ class Ref:
     Array([2., 0.])
     """
 
-    __slots__ = ("_value", "_buffer", "_trace", "_dead", "kind")
+    __slots__ = ("_value", "_buffer", "_trace", "_dead", "_detached", "kind")
 
-    def __init__(self, value, kind=None):
+    def __init__(self, value, kind=None, detached=False):
         self._value = value
+        # The leaf of a Ref passed into vmap/grad (not jit): writes could not reach the caller's Ref.
+        self._detached = detached
         self._trace = current_trace()
         # A NumPy buffer written in place (a Ref made eagerly), else a value replaced functionally
         # on each write (made inside a trace) or written with NumPy semantics (a jit argument's).
@@ -134,6 +136,11 @@ class Ref:
         elif isinstance(v, Tracer) and v._np is not None:
             v[idx] = value                        # functionalized in-place write, written back by jit
         else:
+            if self._detached:
+                raise NotImplementedError(
+                    "writing a Ref passed as an argument to vmap, grad or another transformation other than "
+                    "jit: the write could not reach the caller's Ref. Pass the Ref to a jitted function, or "
+                    "return the new value and write it outside the transformation.")
             if current_trace() is not self._trace:
                 raise NotImplementedError(
                     "writing a Ref inside a lax control-flow body, a vmap/grad-transformed function or a "
@@ -191,14 +198,18 @@ def _flatten(ref):
             v = state.lift(v, trace)
         if isinstance(v, Tracer):
             v = ref._value = state.new_base(v)
-    return [v], ref.kind
+    return [v], (ref.kind, ref._buffer)
 
 
-def _unflatten(kind, children):
+def _unflatten(aux, children):
+    kind, from_buffer = aux
     v = children[0]
     if current_trace() is EVAL_TRACE and not isinstance(v, Tracer):
         v = np.array(v)           # a Ref rebuilt eagerly (tree_map over Refs) owns a writable buffer
-    return Ref(v, kind)
+    # A caller's Ref whose leaf arrives as a JAX-semantics value: a vmap/grad argument (jit makes
+    # NumPy-argument leaves NumPy-semantics arrays, whose writes come back).
+    detached = from_buffer and isinstance(v, Tracer) and v._np is None
+    return Ref(v, kind, detached)
 
 
 register_pytree_node(Ref, _flatten, _unflatten)
