@@ -19,6 +19,7 @@ def test_eager_reads_are_snapshots_and_writes_are_in_place():
     np.testing.assert_array_equal(snap, [1.0, 2.0])          # a read is a copy, not a view
     np.testing.assert_array_equal(r[...], [0.0, 10.0, 3.0, 4.0])
     assert isinstance(r[...], tracejit.Array) and r.shape == (4,) and r.dtype == np.float64 and len(r) == 4
+    assert tracejit.typeof(r) == ref.AbstractRef(tracejit.typeof(np.zeros(4)))
     assert ref.swap(r, 0, 5.0) == 0.0 and ref.get(r, 0) == 5.0
     ref.set(r, None, np.ones(4))
     ref.addupdate(r, slice(0, 2), 2.0)

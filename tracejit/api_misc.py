@@ -22,6 +22,7 @@ from tracejit.core.pytree import tree_flatten, tree_unflatten
 from tracejit.core.trace import EVAL_TRACE, Trace, current_trace, set_current_trace, trace_flat
 from tracejit.core.tracer import Tracer
 from tracejit.core.values import leaf_aval
+from tracejit.functionalize.refs import Ref
 from tracejit.transforms.ad_custom import closure_convert, custom_vjp  # noqa: F401  (closure_convert: re-exported)
 
 __all__ = ["typeof", "named_call", "named_scope", "ensure_compile_time_eval", "custom_gradient",
@@ -51,6 +52,8 @@ def typeof(x) -> ShapedArray:
     """
     if isinstance(x, Tracer):
         return x.aval
+    if isinstance(x, Ref):
+        return x.aval                # an AbstractRef, as JAX's
     return leaf_aval(x, "the argument of typeof")
 
 
