@@ -100,12 +100,18 @@ def test_shard_map_on_one_device_runs_f_on_the_whole_array():
 
 
 def test_collectives_not_made_natively_are_numpy_steps_under_jit():
-    # psum_scatter (and all_to_all, all_gather along another axis) call mpi4py from a NumPy step.
+    # psum_scatter / all_to_all / all_gather along another axis than 0 (and other dtypes) call mpi4py
+    # from a NumPy step; along axis 0 they are native calls.
     mesh = tracejit.make_mesh((1,), ("i",))
-    f = tracejit.jit(tracejit.shard_map(lambda b: lax.psum_scatter(b, "i", tiled=True) + 1, mesh=mesh,
-                                        in_specs=P("i"), out_specs=P()))
-    assert "numpy mpi_psum_scatter" in f.lower(np.ones(4)).compile().as_text()
-    np.testing.assert_array_equal(f(np.arange(4.0)), np.arange(4.0) + 1)
+    x = np.arange(8.0).reshape(2, 4)
+    for fn, kind in [(lambda b: lax.psum_scatter(b, "i", scatter_dimension=1, tiled=True) + 1, "numpy"),
+                     (lambda b: lax.psum_scatter(b, "i", tiled=True) + 1, "call"),
+                     (lambda b: lax.all_to_all(b, "i", 1, 0, tiled=True) + 1, "numpy"),
+                     (lambda b: lax.all_to_all(b, "i", 0, 0, tiled=True) + 1, "call")]:
+        f = tracejit.jit(tracejit.shard_map(fn, mesh=mesh, in_specs=P(), out_specs=P()))
+        text = f.lower(x).compile().as_text()
+        assert f"{kind} mpi_" in text, text
+        np.testing.assert_array_equal(f(x), x + 1)
 
 
 def test_global_arrays_on_one_process():

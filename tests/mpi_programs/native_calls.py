@@ -53,6 +53,27 @@ for _ in range(steps):
     u = u + alpha * (np.roll(u, 1) - 2 * u + np.roll(u, -1))
 close(jax.jit(heat)(u0), u, "heat equation, native loop")
 
+# psum_scatter (axis 0, tiled or not) and all_to_all (axes 0, 0, tiled or not) are native calls too.
+xs = (np.arange(3.0 * n * 2).reshape(3 * n, 2) + 10 * rank)[None]    # this rank's block of (n, 3n, 2)
+def scatter_and_swap(b):
+    v = b[0]                                                          # (3n, 2) on each rank
+    st = lax.psum_scatter(v, "i", tiled=True)                         # (3, 2): the sum of block r
+    su = lax.psum_scatter(v.reshape(n, 3, 2), "i")                    # (3, 2), untiled
+    at = lax.all_to_all(v, "i", 0, 0, tiled=True)                     # (3n, 2): chunk r from rank r
+    au = lax.all_to_all(v.reshape(n, 3, 2), "i", 0, 0)                # (n, 3, 2)
+    return st[None], su[None], at[None], au[None]
+sw = jax.shard_map(scatter_and_swap, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
+block = jax.make_array_from_process_local_data(jax.sharding.NamedSharding(mesh, P("i")), xs)
+text = compiled_text(sw, block)
+assert "call mpi_psum_scatter" in text and "call mpi_all_to_all" in text and "numpy mpi" not in text, text
+got = [np.asarray(o.addressable_data(0))[0] for o in jax.jit(sw)(block)]
+every = [np.arange(3.0 * n * 2).reshape(3 * n, 2) + 10 * r for r in range(n)]      # each rank's v
+total = sum(every)
+close(got[0], total[3 * rank:3 * rank + 3], "native psum_scatter tiled")
+close(got[1], total[3 * rank:3 * rank + 3], "native psum_scatter")
+close(got[2], np.concatenate([every[r][3 * rank:3 * rank + 3] for r in range(n)]), "native all_to_all tiled")
+close(got[3], np.stack([every[r][3 * rank:3 * rank + 3] for r in range(n)]), "native all_to_all")
+
 # psum / pmax / pmin / axis_index / untiled all_gather / a partial ppermute, in a native loop and not.
 def local(b):
     v = b[0] * (lax.axis_index("i") + 1)

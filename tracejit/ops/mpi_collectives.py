@@ -315,10 +315,16 @@ def _native_call_ok(eqn) -> bool:
         return False
     if eqn.primitive is mpi_allgather_p and eqn.params["axis"] != 0:
         return False
+    # Rank-major blocks along axis 0 are contiguous: MPI's buffers are the operand and the result.
+    if eqn.primitive is mpi_reduce_scatter_p and eqn.params["scatter_dimension"] != 0:
+        return False
+    if eqn.primitive is mpi_alltoall_p and (eqn.params["split_axis"], eqn.params["concat_axis"]) != (0, 0):
+        return False
     return eqn.params["size"] == 1 or mpich_abi()
 
 
-for _p in (mpi_psum_p, mpi_pmax_p, mpi_pmin_p, mpi_allgather_p, mpi_ppermute_p, mpi_axis_index_p):
+for _p in (mpi_psum_p, mpi_pmax_p, mpi_pmin_p, mpi_allgather_p, mpi_reduce_scatter_p, mpi_alltoall_p,
+           mpi_ppermute_p, mpi_axis_index_p):
     NATIVE_CALL[_p] = _native_call_ok
 
 MPI_COLLECTIVES = frozenset({mpi_psum_p, mpi_pmax_p, mpi_pmin_p, mpi_allgather_p, mpi_reduce_scatter_p,

@@ -3,7 +3,8 @@
 A collective over a process axis (``ops/mpi_collectives.py``) that the compiler turned into a
 ``call`` window step is one call from the generated code into the MPI library mpi4py loaded:
 ``psum``/``pmax``/``pmin`` are ``MPI_Allreduce`` from the operand into the result buffer,
-``all_gather`` along axis 0 is ``MPI_Allgather``, ``ppermute`` is one ``MPI_Sendrecv`` (this rank's
+``all_gather`` along axis 0 is ``MPI_Allgather``, ``psum_scatter`` along axis 0
+``MPI_Reduce_scatter_block``, ``all_to_all`` split and concatenated along axis 0 ``MPI_Alltoall``, ``ppermute`` is one ``MPI_Sendrecv`` (this rank's
 destination and source looked up by rank in constant tables, ``MPI_PROC_NULL`` where it has none;
 a rank nobody sends to keeps the zeros written first), ``axis_index`` reads the rank. No Python runs,
 so a loop whose body exchanges halos runs as a native loop.
@@ -37,7 +38,8 @@ I8, I32, I64, PTR, VOID = ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.Poin
 HANDLES = ("comm", "rank", "size", "proc_null", "float32", "float64", "int32", "int64", "sum", "max", "min",
            "check")     # check: 1 while ranks compare each collective first (mpi_collectives.set_checks)
 _SLOT = {name: k for k, name in enumerate(HANDLES)}
-_FUNCTIONS = ("MPI_Allreduce", "MPI_Allgather", "MPI_Sendrecv", "MPI_Abort")
+_FUNCTIONS = ("MPI_Allreduce", "MPI_Allgather", "MPI_Reduce_scatter_block", "MPI_Alltoall", "MPI_Sendrecv",
+              "MPI_Abort")
 TABLE = "tracejit_mpi_handles"
 MISMATCH = "tracejit_mpi_mismatch"
 EXIT = "tracejit_mpi_exit"
@@ -188,6 +190,16 @@ class CallEmitter:
         elif self.name == "mpi_all_gather":
             fn = self._function("tracejit_MPI_Allgather", I32, [PTR, I32, I32, PTR, I32, I32, I32])
             b.call(fn, [bases[x], count, dt, bases[out], count, dt, self._h32("comm")])
+        elif self.name == "mpi_psum_scatter":
+            # (along axis 0: rank r's block is the r-th contiguous slice of the operand)
+            fn = self._function("tracejit_MPI_Reduce_scatter_block", I32, [PTR, PTR, I32, I32, I32, I32])
+            block = ir.Constant(I32, int(np.prod(self.buffers[out].shape, dtype=np.int64)))
+            b.call(fn, [bases[x], bases[out], block, dt, self._h32("sum"), self._h32("comm")])
+        elif self.name == "mpi_all_to_all":
+            # (split and concatenated along axis 0: chunk r of the operand goes to rank r)
+            fn = self._function("tracejit_MPI_Alltoall", I32, [PTR, I32, I32, PTR, I32, I32, I32])
+            chunk = ir.Constant(I32, int(np.prod(self.buffers[x].shape, dtype=np.int64)) // self.size)
+            b.call(fn, [bases[x], chunk, dt, bases[out], chunk, dt, self._h32("comm")])
         elif self.name == "mpi_ppermute":
             self._ppermute(x, out, count, dt)
         else:
