@@ -114,7 +114,7 @@ class Ref:
     def __getitem__(self, idx):
         v = self._live()
         if dynamic_slices.has_dynamic_slice(idx):
-            return asarray(state.plain(v) if isinstance(v, Tracer) else v)[idx]
+            return asarray(state.plain(v))[idx]
         if self._buffer:
             return as_array_result(np.array(v[idx]))
         if isinstance(v, Tracer) and v._np is not None:
@@ -125,7 +125,7 @@ class Ref:
         v = self._live()
         if dynamic_slices.has_dynamic_slice(idx):
             # A Ref write through jax.ds: the read's clamped window, written back (JAX's Ref semantics).
-            current = asarray(state.plain(v) if isinstance(v, Tracer) else v)
+            current = asarray(state.plain(v))
             new = dynamic_slices.update(current, idx, lambda w, rest: asarray(w).at[rest].set(value), clamp=True)
             idx, value = ..., new
         if self._buffer:

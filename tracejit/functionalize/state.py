@@ -29,6 +29,9 @@ import numpy as np
 from tracejit.core.trace import current_trace, set_current_trace
 from tracejit.core.tracer import Tracer
 from tracejit import numpy as jnp
+# (a NumPy array made under a trace must still be a traced, writable array: eager autodiff computes
+# np.zeros_like(t) at once)
+from tracejit.ops.operands import lift  # noqa: F401
 
 # trace -> Session of the jit trace that boxed NumPy arguments (see tracejit.functionalize.args).
 SESSIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -98,15 +101,6 @@ def new_base(value, arg=None):
     value = plain(value)
     buf = Buffer(value, arg)
     return Tracer(value._trace, value.aval, value._v, NpState(buf, (), _probe(value.shape)))
-
-
-def lift(value, trace):
-    """A constant array as a tracer of ``trace`` (eager autodiff computes ``np.zeros_like(t)`` at
-    once; a NumPy array made under a trace must still be a traced, writable array)."""
-    arr = np.asarray(value)
-    flat = Tracer(trace, None, trace.to_atom(arr.reshape(-1) if arr.ndim == 0 else arr))
-    flat.aval = flat._v.aval
-    return jnp.reshape(flat, ()) if arr.ndim == 0 else flat
 
 
 def as_numpy_results(out, trace=None):

@@ -19,6 +19,7 @@ from tracejit.core.tracer import Tracer, jax_value
 from tracejit.core.pytree import tree_map
 from tracejit.lax.indexing import dynamic_update_slice_in_dim
 from tracejit.ops.elementwise import binary_prims
+from tracejit.ops.operands import lift
 from tracejit.lax.ops import (broadcast, broadcast_in_dim, concatenate, convert_element_type, dot_general, reshape,
                               slice_in_dim, transpose)
 from tracejit.numpy.advanced_indexing import getitem
@@ -361,10 +362,7 @@ def stage(x):
     if not hasattr(trace, "to_atom"):
         # (a batching or other interpreting trace: its values are its inputs' values)
         return jax_value(x) if isinstance(x, Tracer) else to_operand(x)
-    arr = np.asarray(to_operand(x))
-    flat = Tracer(trace, None, trace.to_atom(arr.reshape(-1) if arr.ndim == 0 else arr))
-    flat.aval = flat._v.aval
-    return reshape(flat, ()) if arr.ndim == 0 else flat
+    return lift(to_operand(x), trace)
 
 
 def dtype(x):

@@ -77,19 +77,15 @@ def has_dynamic_slice(idx) -> bool:
 
 
 def _axes(ndim, entries):
-    """The axis each entry indexes (entries that index no axis, None and Ellipsis, get the next)."""
-    def consumes(e):
-        if e is None or e is Ellipsis or isinstance(e, (bool, np.bool_)):
-            return 0
-        if isinstance(e, (Slice, slice, int, np.integer)):
-            return 1
-        a = aval(to_operand(e))
-        return len(a.shape) if np.dtype(a.dtype) == np.bool_ else 1
-    used = sum(consumes(e) for e in entries)
+    """The axis each entry indexes (entries that index no axis, None and Ellipsis, get the next),
+    counted as NumPy indexing counts them (advanced_indexing's classification)."""
+    from tracejit.numpy.advanced_indexing import _classify, _consumes
+    counts = [1 if isinstance(e, Slice) else _consumes(*_classify(e)) for e in entries]
+    used = sum(counts)
     axes, axis = [], 0
-    for e in entries:
+    for e, k in zip(entries, counts):
         axes.append(axis)
-        axis += (ndim - used) if e is Ellipsis else consumes(e)
+        axis += (ndim - used) if e is Ellipsis else k
     return axes
 
 

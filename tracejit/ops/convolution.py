@@ -331,9 +331,6 @@ def _nonfinite_terms(product, x, w):
     def full(value, like):
         return broadcast_to(c(value, dtype), aval(like).shape)
 
-    def where(pred, a, b):
-        return select(pred, a, b)
-
     def cmp(name, a, value):
         return binary(name, a, full(value, a))
 
@@ -353,7 +350,7 @@ def _nonfinite_terms(product, x, w):
         return cmp("gt", out, 0)
 
     fin_x, fin_w = un("is_finite", x), un("is_finite", w)
-    finite_part = product(where(fin_x, x, full(0, x)), where(fin_w, w, full(0, w)))
+    finite_part = product(select(fin_x, x, full(0, x)), select(fin_w, w, full(0, w)))
     pos_x, neg_x, pos_w, neg_w = cmp("gt", x, 0), cmp("lt", x, 0), cmp("gt", w, 0), cmp("lt", w, 0)
     pinf_x, ninf_x = cmp("eq", x, np.inf), cmp("eq", x, -np.inf)
     pinf_w, ninf_w = cmp("eq", w, np.inf), cmp("eq", w, -np.inf)
@@ -366,5 +363,5 @@ def _nonfinite_terms(product, x, w):
                     count(nan_x, true_w), count(true_x, nan_w))
     out = finite_part
     nan_out = either(to_nan, binary("and", to_pinf, to_ninf))
-    nonfinite = where(nan_out, full(np.nan, out), where(to_pinf, full(np.inf, out), full(-np.inf, out)))
-    return where(either(to_nan, to_pinf, to_ninf), add(out, nonfinite), out)
+    nonfinite = select(nan_out, full(np.nan, out), select(to_pinf, full(np.inf, out), full(-np.inf, out)))
+    return select(either(to_nan, to_pinf, to_ninf), add(out, nonfinite), out)

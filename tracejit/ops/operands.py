@@ -8,6 +8,7 @@ import numpy as np
 from tracejit.core import dtypes
 from tracejit.core.tracer import Tracer
 from tracejit.ops.elementwise import convert_element_type_p
+from tracejit.ops.structural import reshape_p
 
 
 def concrete_operand(x):
@@ -60,3 +61,18 @@ def convert(x, dtype, weak_type: bool = False):
         if dtypes.is_complex(arr.dtype) and not dtypes.is_complex(dtype) and not dtypes.is_bool(dtype):
             arr = arr.real
         return arr.astype(dtype)
+
+
+def lift(value, trace):
+    """A constant array as a value of ``trace`` (a staging trace: one with ``to_atom``), not a
+    constant folded into what uses it: what ``lax.stage`` does, and what a NumPy array made under a
+    trace needs to be writable there (``functionalize``).
+
+    Examples
+    --------
+    >>> # used by tracejit.lax.stage and tracejit/functionalize/state.py
+    """
+    arr = np.asarray(value)
+    flat = Tracer(trace, None, trace.to_atom(arr.reshape(-1) if arr.ndim == 0 else arr))
+    flat.aval = flat._v.aval
+    return reshape_p.bind(flat, new_sizes=()) if arr.ndim == 0 else flat

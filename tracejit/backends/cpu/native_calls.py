@@ -182,7 +182,8 @@ class CallEmitter:
         with self.b.if_then(self.b.icmp_signed("!=", self._handle("check"), ir.Constant(I64, 0))):
             self._check_agreement()
         b = self.b
-        count = ir.Constant(I32, int(np.prod(self.buffers[x].shape, dtype=np.int64)))
+        elements = int(np.prod(self.buffers[x].shape, dtype=np.int64))
+        count = ir.Constant(I32, elements)
         dt = self._dtype(self.buffers[x].dtype)
         if self.name in _OPS:
             fn = self._function("tracejit_MPI_Allreduce", I32, [PTR, PTR, I32, I32, I32, I32])
@@ -198,7 +199,7 @@ class CallEmitter:
         elif self.name == "mpi_all_to_all":
             # (split and concatenated along axis 0: chunk r of the operand goes to rank r)
             fn = self._function("tracejit_MPI_Alltoall", I32, [PTR, I32, I32, PTR, I32, I32, I32])
-            chunk = ir.Constant(I32, int(np.prod(self.buffers[x].shape, dtype=np.int64)) // self.size)
+            chunk = ir.Constant(I32, elements // self.size)
             b.call(fn, [bases[x], chunk, dt, bases[out], chunk, dt, self._h32("comm")])
         elif self.name == "mpi_ppermute":
             self._ppermute(x, out, count, dt)
