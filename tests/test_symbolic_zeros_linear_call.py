@@ -185,3 +185,21 @@ def test_against_jax():
     jt = lambda r, c: 10 * c / r                       # noqa: E731
     want = jax.grad(lambda x: jax.custom_derivatives.linear_call(_div, jt, 2.0, x))(1.0)
     assert float(want) == tracejit.grad(lambda x: linear_call(_div, jt, 2.0, x))(1.0)
+
+
+def test_linear_call_on_views_empty_and_non_finite_values():
+    # Transposed (non-contiguous) and reversed (negative-stride) operands, an empty linear argument,
+    # and NaN/inf values: the primitive is the traced function, so each matches NumPy's result.
+    a = np.arange(12.0).reshape(3, 4).T                    # (4, 3), non-contiguous
+    mv = lambda a, x: a @ x                                 # noqa: E731
+    mvt = lambda a, ct: a.T @ ct                            # noqa: E731
+    x = np.array([1.0, np.nan, -np.inf])[::-1]              # negative stride
+    for f in (lambda x: linear_call(mv, mvt, a, x), tracejit.jit(lambda x: linear_call(mv, mvt, a, x))):
+        np.testing.assert_array_equal(np.asarray(f(x)), a @ x)
+    ct = np.array([1.0, 0.0, np.inf, 2.0])
+    (g,) = tracejit.vjp(lambda x: linear_call(mv, mvt, a, x), np.ones(3))[1](ct)
+    np.testing.assert_array_equal(g, a.T @ ct)
+    empty = np.zeros((0, 3))
+    assert tracejit.jit(lambda x: linear_call(mv, mvt, empty, x))(np.ones(3)).shape == (0,)
+    (ge,) = tracejit.vjp(lambda x: linear_call(mv, mvt, empty, x), np.ones(3))[1](np.zeros(0))
+    np.testing.assert_array_equal(ge, np.zeros(3))
