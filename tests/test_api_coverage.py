@@ -177,9 +177,6 @@ NOT_YET = {
         # jax.ad: the DontWant / GradRef markers of gradients with respect to Refs.
         "ad",
     ],
-    "jax.numpy": [
-        "bfloat16",
-    ],
 }
 
 

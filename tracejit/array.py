@@ -87,7 +87,10 @@ class Array(np.ndarray, metaclass=_ArrayMeta):
         out = kwargs.get("out")
         if out is not None:
             kwargs["out"] = tuple(_plain(o) for o in out)
-        return getattr(ufunc, method)(*(_plain(i) for i in inputs), **kwargs)
+        inputs = tuple(_plain(i) for i in inputs)
+        if out is None and "dtype" not in kwargs and _bfloat16_operation(inputs):
+            return _in_float32(getattr(ufunc, method), inputs, kwargs)
+        return getattr(ufunc, method)(*inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
         return func(*_plain_tree(args), **{k: _plain_tree(v) for k, v in kwargs.items()})
@@ -279,6 +282,28 @@ def _plain(x):
     return _view_as(x, np.ndarray) if type(x) is Array else x
 
 
+def _bfloat16_operation(inputs) -> bool:
+    """Whether a NumPy operation on ``inputs`` has a bfloat16 result by NumPy's promotion."""
+    if dtypes.bfloat16 is None or not any(getattr(i, "dtype", None) == dtypes.bfloat16 for i in inputs):
+        return False
+    try:
+        return np.result_type(*inputs) == dtypes.bfloat16
+    except TypeError:
+        return False
+
+
+def _in_float32(fn, inputs, kwargs):
+    """A bfloat16 operation computed as tracejit computes it (core/storage_dtypes.py): on float32,
+    rounded once. ml_dtypes' own loops would accumulate reductions in bfloat16 and give float32
+    products (``@``)."""
+    wide = [np.asarray(i, np.float32) if getattr(i, "dtype", None) == dtypes.bfloat16 else i for i in inputs]
+    result = fn(*wide, **kwargs)
+
+    def narrow(r):
+        return r.astype(dtypes.bfloat16) if getattr(r, "dtype", None) == np.float32 else r
+    return tuple(narrow(r) for r in result) if isinstance(result, tuple) else narrow(result)
+
+
 def _plain_tree(x):
     t = type(x)
     if t is Array:
@@ -290,7 +315,11 @@ def _plain_tree(x):
 
 # -- operators and methods that return Arrays --------------------------------------------
 def _returning_arrays(base_method):
+    widen = base_method.__name__ in _FLOAT32_METHODS
+
     def method(self, *args, **kwargs):
+        if widen and "dtype" not in kwargs and "out" not in kwargs and _bfloat16_operation((self,) + args):
+            return arrays_in(_in_float32(base_method, (_plain(self),) + args, kwargs))
         return arrays_in(base_method(self, *args, **kwargs))
     method.__name__ = base_method.__name__
     method.__doc__ = f"``ndarray.{base_method.__name__}``, with the result as an Array."
@@ -310,6 +339,8 @@ _BINARY = ["add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "
 _OPERATORS = ([f"__{n}__" for n in _BINARY] + [f"__r{n}__" for n in _BINARY]
               + ["__lt__", "__le__", "__eq__", "__ne__", "__gt__", "__ge__",
                  "__neg__", "__pos__", "__abs__", "__invert__"])
+# Methods that compute (NumPy's reductions reach ml_dtypes' bfloat16 loops without __array_ufunc__).
+_FLOAT32_METHODS = {"cumprod", "cumsum", "dot", "mean", "prod", "std", "sum", "trace", "var"}
 _METHODS = ["all", "any", "argmax", "argmin", "argsort", "astype", "choose", "clip", "compress", "conj",
             "conjugate", "copy", "cumprod", "cumsum", "diagonal", "dot", "flatten", "max", "mean", "min",
             "prod", "ravel", "repeat", "reshape", "round", "searchsorted", "squeeze", "std", "sum",

@@ -1,7 +1,7 @@
 """Dtype utilities (``jax.dtypes``), for tracejit's dtypes: NumPy's, with NumPy 2 promotion.
 
 tracejit computes in JAX's x64 mode, so :func:`canonicalize_dtype` keeps 64-bit
-types. ``bfloat16`` is not implemented yet; :class:`prng_key` exists for
+types, and ``bfloat16`` (ml_dtypes'), which computes in float32; :class:`prng_key` exists for
 ``issubdtype`` checks, but tracejit's keys are raw ``uint32`` arrays, so no
 array has that dtype.
 
@@ -21,7 +21,9 @@ import numpy as np
 from tracejit.core import dtypes as _core
 from tracejit.transforms.ad import float0
 
-__all__ = ["TypePromotionError", "canonicalize_dtype", "extended", "finfo", "float0", "iinfo", "issubdtype",
+bfloat16 = _core.bfloat16.type if _core.bfloat16 is not None else None
+
+__all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo", "float0", "iinfo", "issubdtype",
            "itemsize_bits", "prng_key", "result_type", "scalar_type_of"]
 
 
@@ -103,7 +105,7 @@ def issubdtype(a, b) -> bool:
         return False
     if isinstance(a, type) and issubclass(a, extended):
         return isinstance(b, type) and issubclass(a, b)
-    return bool(np.issubdtype(a, b))
+    return _core.issubdtype(a, b)
 
 
 def _operand(x):
@@ -165,7 +167,7 @@ def scalar_type_of(x) -> type:
     (<class 'float'>, <class 'int'>)
     """
     dtype = _operand(x)[0]
-    kind = dtype.kind
+    kind = _core.kind(dtype)
     if kind == "b":
         return bool
     if kind in "iu":

@@ -14,13 +14,14 @@ import numpy as np
 
 from tracejit.transforms.api_ad import jvp as _jvp, vjp as _vjp
 from tracejit.core.pytree import tree_flatten, tree_leaves, tree_map
+from tracejit.core import dtypes as _dtypes
 
 __all__ = ["check_grads", "check_jvp", "check_vjp", "numerical_jvp"]
 
 EPS = 1e-4
 
 _DEFAULT_GRADIENT_TOLERANCE = {
-    np.dtype(np.float16): 1e-2, np.dtype(np.float32): 2e-3, np.dtype(np.float64): 1e-5,
+    np.dtype(np.float16): 1e-2, _dtypes.bfloat16: 1e-2, np.dtype(np.float32): 2e-3, np.dtype(np.float64): 1e-5,
     np.dtype(np.complex64): 1e-3, np.dtype(np.complex128): 1e-5,
 }
 
@@ -30,7 +31,7 @@ def _dtype(x):
 
 
 def _is_inexact(x) -> bool:
-    return np.issubdtype(_dtype(x), np.inexact)
+    return _dtypes.is_inexact(np.dtype(_dtype(x)))
 
 
 def _tolerance(dtype, given):
@@ -46,7 +47,7 @@ def _check_close(xs, ys, atol, rtol, err_msg):
         raise AssertionError(f"{err_msg}: tree structures differ: {x_tree} vs {y_tree}")
     for x, y in zip(x_leaves, y_leaves):
         x, y = np.asarray(x), np.asarray(y)
-        if not (np.issubdtype(x.dtype, np.inexact) or np.issubdtype(y.dtype, np.inexact)):
+        if not (_dtypes.is_inexact(x.dtype) or _dtypes.is_inexact(y.dtype)):
             np.testing.assert_array_equal(x, y, err_msg=err_msg)
             continue
         dtype = np.promote_types(x.dtype, y.dtype)
@@ -57,7 +58,7 @@ def _check_close(xs, ys, atol, rtol, err_msg):
 def _rand_like(rng, tree):
     def one(x):
         x = np.asarray(x)
-        if not np.issubdtype(x.dtype, np.inexact):
+        if not _dtypes.is_inexact(x.dtype):
             return np.zeros(x.shape, x.dtype)
         r = rng.standard_normal(x.shape)
         if np.issubdtype(x.dtype, np.complexfloating):
@@ -75,7 +76,7 @@ def _inner(xs, ys):
     total = 0.0
     for x, y in zip(tree_leaves(xs), tree_leaves(ys)):
         x, y = np.asarray(x), np.asarray(y)
-        if np.issubdtype(x.dtype, np.inexact) and np.issubdtype(y.dtype, np.inexact):
+        if _dtypes.is_inexact(x.dtype) and _dtypes.is_inexact(y.dtype):
             total = total + np.sum(x.astype(np.complex128 if np.iscomplexobj(x) or np.iscomplexobj(y)
                                             else np.float64) * y)
     return total

@@ -37,6 +37,7 @@ import operator
 
 import numpy as np
 
+from tracejit.core import dtypes
 from tracejit import numpy as jnp
 from tracejit.array import Array
 from tracejit.core.tracer import IMMUTABLE_MESSAGE, Tracer
@@ -473,7 +474,7 @@ def _identity(kind, dtype):
         return np.asarray(_FILL[kind]).astype(dtype)
     if dtype.kind == "c":
         _unsupported(f"{kind} of complex values")
-    if dtype.kind == "f":
+    if dtypes.is_float(dtype):
         return np.asarray(-np.inf if kind == "max" else np.inf, dtype)
     if dtype.kind == "b":
         return np.asarray(kind == "min")

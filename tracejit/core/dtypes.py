@@ -11,23 +11,35 @@ import numpy as np
 
 from tracejit.config import config
 
+try:  # bfloat16 is ml_dtypes' NumPy dtype (a dependency; JAX uses the same one)
+    import ml_dtypes as _ml_dtypes
+except ImportError:  # pragma: no cover - only without the dependency installed
+    _ml_dtypes = None
+
 bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+# bfloat16 is a storage type: tracejit computes on it in float32 and rounds each result back
+# (core/storage_dtypes.py), as XLA on CPU and ml_dtypes' NumPy loops do. Its NumPy kind is "V".
+bfloat16 = np.dtype(_ml_dtypes.bfloat16) if _ml_dtypes is not None else None
+
+# 16-bit floats: NumPy's loops and XLA compute them in float32 and round each result.
+HALF_FLOATS = frozenset([float16] + ([bfloat16] if bfloat16 is not None else []))
 
 default_int = int64
 default_float = float64
 default_complex = complex128
 
 SUPPORTED = frozenset([bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-                       float16, float32, float64, complex64, complex128])
+                       float16, float32, float64, complex64, complex128]
+                      + ([bfloat16] if bfloat16 is not None else []))
 
 _SHORT_NAMES = {bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
                 uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64",
                 float16: "f16", float32: "f32", float64: "f64",
-                complex64: "c64", complex128: "c128"}
+                complex64: "c64", complex128: "c128", bfloat16: "bf16"}
 
 
 # JAX's 32-bit mode (``enable_x64`` off): each 64-bit type is its 32-bit one.
@@ -79,8 +91,39 @@ def canonical(dtype) -> np.dtype:
     return d
 
 
+def kind(d: np.dtype) -> str:
+    """NumPy's kind letter of ``d``, with ``"f"`` for bfloat16 (whose NumPy kind is ``"V"``)."""
+    return "f" if d.kind == "V" and d == bfloat16 else d.kind
+
+
+_FLOAT_PARENTS = (np.floating, np.inexact, np.number, np.generic)
+
+
+def issubdtype(a, b) -> bool:
+    """NumPy's ``issubdtype``, with bfloat16 under ``np.floating`` (ml_dtypes' bfloat16 is
+    outside NumPy's hierarchy; JAX places it there).
+
+    Examples
+    --------
+    >>> issubdtype(bfloat16, np.floating), issubdtype(np.float32, np.integer)
+    (True, False)
+    """
+    if _is_bfloat16(a):
+        return _is_bfloat16(b) or (isinstance(b, type) and b in _FLOAT_PARENTS)
+    return bool(np.issubdtype(a, b))
+
+
+def _is_bfloat16(x) -> bool:
+    if bfloat16 is None or isinstance(x, type) and x in _FLOAT_PARENTS:
+        return False
+    try:
+        return np.dtype(x) == bfloat16
+    except TypeError:
+        return False
+
+
 def is_float(d: np.dtype) -> bool:
-    return d.kind == "f"
+    return d.kind == "f" or (d.kind == "V" and d == bfloat16)
 
 
 def is_complex(d: np.dtype) -> bool:
@@ -88,7 +131,7 @@ def is_complex(d: np.dtype) -> bool:
 
 
 def is_inexact(d: np.dtype) -> bool:
-    return d.kind in "fc"
+    return d.kind in "fc" or (d.kind == "V" and d == bfloat16)
 
 
 def is_integer(d: np.dtype) -> bool:
@@ -135,11 +178,11 @@ def result_type(*operands) -> tuple[np.dtype, bool]:
         raise ValueError("result_type needs at least one operand")
     strong = [d for d, weak in operands if not weak]
     if not strong:
-        standins = [_WEAK_STANDINS[d.kind] for d, _ in operands]
+        standins = [_WEAK_STANDINS[kind(d)] for d, _ in operands]
         # Python-scalar kinds combine as bool < int < float < complex, at the defaults.
         d = np.result_type(*(python_scalar_dtype(s) for s in standins))
         return canonical(d), True
-    standins = [d if not weak else _WEAK_STANDINS[d.kind] for d, weak in operands]
+    standins = [d if not weak else _WEAK_STANDINS[kind(d)] for d, weak in operands]
     return canonical(np.result_type(*standins)), False
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from tracejit.core import dtypes, errors
 from tracejit.core.avals import ShapedArray, aval_of_value
 from tracejit.core.ir import Eqn, Literal, Program, Var
+from tracejit.core.storage_dtypes import STORAGE_TRANSPARENT, bind_in_float32, has_storage_operand
 from tracejit.core.primitive import EFFECTFUL, NAMED_AXIS, Primitive, abstract_eval_rules, impl_rules
 from tracejit.core.tracer import NO_VALUE, Tracer
 
@@ -87,7 +88,14 @@ def set_current_trace(trace: Trace):
 
 
 def bind(prim: Primitive, args, params) -> list:
-    """Apply ``prim`` to ``args`` on the current trace."""
+    """Apply ``prim`` to ``args`` on the current trace (bfloat16 operands compute in float32:
+    core/storage_dtypes.py)."""
+    if prim not in STORAGE_TRANSPARENT and has_storage_operand(args):
+        return bind_in_float32(prim, args, params, _apply)
+    return _current_trace.get().process_primitive(prim, args, params)
+
+
+def _apply(prim: Primitive, args, params) -> list:
     return _current_trace.get().process_primitive(prim, args, params)
 
 

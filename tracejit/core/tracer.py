@@ -20,7 +20,7 @@ import operator
 
 import numpy as np
 
-from tracejit.core import errors
+from tracejit.core import dtypes, errors
 
 # "No concrete value known": what ``Trace.concrete_value_of`` answers for an abstract value.
 NO_VALUE = object()
@@ -141,7 +141,7 @@ class Tracer:
             # Eager autodiff: an integer or boolean value carries no derivative, so it converts
             # (in JAX it is a plain array there). A floating one would silently lose its
             # derivative: that raises, as in JAX.
-            if self.aval.dtype.kind not in "fc":
+            if not dtypes.is_inexact(self.aval.dtype):
                 arr = np.asarray(val, dtype=dtype)
                 return arr.copy() if copy else arr
             raise errors.TracerArrayConversionError(

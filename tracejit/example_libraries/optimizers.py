@@ -26,6 +26,7 @@ import functools
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
+from tracejit.core import dtypes
 
 import tracejit.numpy as jnp
 from tracejit.core.pytree import register_pytree_node, tree_flatten, tree_leaves, tree_map, tree_unflatten
@@ -281,7 +282,7 @@ def rmsprop_momentum(step_size, gamma=0.9, eps=1e-8, momentum=0.9):
 
 def _float_dtype(like):
     dtype = jnp.asarray(like).dtype
-    return dtype if np.issubdtype(dtype, np.inexact) else np.dtype(np.float64)
+    return dtype if dtypes.is_inexact(np.dtype(dtype)) else np.dtype(np.float64)
 
 
 def _power(base, i, like):

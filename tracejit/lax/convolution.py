@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracejit.core import dtypes
+
 import math
 
 from tracejit.core.avals import ShapedArray
@@ -320,7 +322,7 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
 
 def _is_identity(computation, init_value, dtype) -> bool:
     """``init_value`` is -inf for ``lax.max`` (+inf for ``lax.min``) on a float operand."""
-    if hasattr(init_value, "aval") or np.dtype(dtype).kind != "f" or np.ndim(init_value) != 0:
+    if hasattr(init_value, "aval") or dtypes.kind(np.dtype(dtype)) != "f" or np.ndim(init_value) != 0:
         return False
     v = float(np.asarray(init_value))
     return (computation is lax_max and v == -np.inf) or (computation is lax_min and v == np.inf)

@@ -53,7 +53,7 @@ def _operand_of_kind(name, x, kinds="iu", needs="an integer dtype"):
     if dtypes.is_python_scalar(x):
         x = np.asarray(x)
     dt = aval(x).dtype
-    if dt.kind not in kinds:
+    if dtypes.kind(dt) not in kinds:
         raise TypeError(f"lax.{name} does not accept dtype {dt.name}: it needs {needs}")
     return x, dt
 
@@ -98,11 +98,11 @@ def clamp(min, x, max):  # noqa: A002  (jax.lax's parameter names)
         if aval(b).shape not in ((), aval(x).shape):
             raise TypeError(f"lax.clamp: {name} must be a scalar or have the operand's shape {aval(x).shape}, "
                             f"got {aval(b).shape}")
-    if aval(x).dtype.kind == "c":
+    if dtypes.kind(aval(x).dtype) == "c":
         m = select(ge(real(lo), real(x)), lo, x)
         return select(le(real(m), real(hi)), m, hi)
     value = _min(_max(x, lo), hi)
-    if not any(is_tracer(v) for v in (lo, x, hi)) or aval(x).dtype.kind not in "f":
+    if not any(is_tracer(v) for v in (lo, x, hi)) or dtypes.kind(aval(x).dtype) not in "f":
         return value
     # The same value, routed so the derivative goes where JAX sends it (nowhere on ties). Each
     # condition implies the value is exactly that operand (a NaN ``min`` makes the value NaN).
@@ -201,7 +201,7 @@ def shift_right_logical(x, y):
     """
     x, y = _same_dtype_pair("shift_right_logical", x, y)
     dt = aval(x).dtype
-    if dt.kind not in "iu":
+    if dtypes.kind(dt) not in "iu":
         raise TypeError(f"lax.shift_right_logical does not accept dtype {dt.name}: it needs an integer dtype")
     ut = _unsigned(dt)
     n = 8 * ut.itemsize
@@ -236,17 +236,17 @@ def mulhi(x, y, /):
     """
     x, y = _same_dtype_pair("mulhi", x, y)
     dt = aval(x).dtype
-    if dt.kind not in "iu":
+    if dtypes.kind(dt) not in "iu":
         raise TypeError(f"lax.mulhi does not accept dtype {dt.name}: it needs an integer dtype")
     n = 8 * dt.itemsize
     if n <= 32:
-        wide = np.dtype(np.int64 if dt.kind == "i" else np.uint64)
+        wide = np.dtype(np.int64 if dtypes.kind(dt) == "i" else np.uint64)
         prod = mul(convert_element_type(x, wide), convert_element_type(y, wide))
         return convert_element_type(shift_right(prod, _const(n, wide)), dt)
     u = np.dtype(np.uint64)
     xu, yu = convert_element_type(x, u), convert_element_type(y, u)
     hi = _mulhi_u64(xu, yu)
-    if dt.kind == "i":
+    if dtypes.kind(dt) == "i":
         # Signed high half = unsigned high half - (x < 0 ? y : 0) - (y < 0 ? x : 0)  (mod 2**64).
         zero = _const(0, u)
         hi = sub(hi, select(lt(x, _const(0, dt)), yu, zero))
@@ -293,7 +293,7 @@ def bitcast_convert_type(operand, new_dtype):
     old, new = aval(x).dtype, np.dtype(new_dtype)
     shape = aval(x).shape
     out_shape = _bitcast_shape(shape, old, new)           # ValueError first, as JAX checks the shape first
-    if old != new and (old.kind in "bc" or new.kind in "bc"):
+    if old != new and (dtypes.kind(old) in "bc" or dtypes.kind(new) in "bc"):
         raise TypeError(f"lax.bitcast_convert_type does not support bool or complex values unless the operand "
                         f"and destination types match. Got operand dtype={old.name}, new_dtype={new.name}.")
     if new == old:
@@ -304,7 +304,7 @@ def bitcast_convert_type(operand, new_dtype):
             return a.reshape(shape + (1,)).view(new).reshape(out_shape)
         return a.view(new).reshape(out_shape)
     uo, un = _unsigned(old), _unsigned(new)
-    u = _float_bits(x, old) if old.kind == "f" else convert_element_type(x, uo)
+    u = _float_bits(x, old) if dtypes.kind(old) == "f" else convert_element_type(x, uo)
     if new.itemsize < old.itemsize:
         bits = 8 * new.itemsize
         parts = [convert_element_type(shift_right(u, _const(k * bits, uo)), un)    # truncation keeps low bits
@@ -318,7 +318,7 @@ def bitcast_convert_type(operand, new_dtype):
             part = shift_left(convert_element_type(part, un), _const(k * bits, un))
             out = part if out is None else bitwise_or(out, part)
         u = out
-    return _bits_to_float(u, new) if new.kind == "f" else convert_element_type(u, new)
+    return _bits_to_float(u, new) if dtypes.kind(new) == "f" else convert_element_type(u, new)
 
 
 _F64 = np.dtype(np.float64)

@@ -116,7 +116,7 @@ def _approx_top_k(operand, k, reduction_dimension, recall_target, is_max_k, redu
     n = a.shape[axis]
     if n < k:
         raise ValueError(f"k must be smaller than the size of reduction_dim {n}, got {k}")
-    if np.dtype(a.dtype).kind != "f":
+    if dtypes.kind(np.dtype(a.dtype)) != "f":
         raise ValueError("operand must be a floating type")
     size = _approx_output_size(n, len(a.shape), k, recall_target, bool(aggregate_to_topk),
                                operator.index(reduction_input_size_override))
@@ -189,7 +189,7 @@ _FFT_NAMES = {"fft": FftType.FFT, "FFT": FftType.FFT, "ifft": FftType.IFFT, "IFF
 
 def _inexact_dtype(dt):
     """JAX's ``to_inexact_dtype``: integers and bools become the default float."""
-    return dt if dt.kind in "fc" else dtypes.narrow(np.dtype(np.float64))
+    return dt if dtypes.kind(dt) in "fc" else dtypes.narrow(np.dtype(np.float64))
 
 
 def _complex_dtype(dt):
@@ -229,7 +229,7 @@ def fft(x, fft_type, fft_lengths):
     x = _array(x)
     dt = np.dtype(aval(x).dtype)
     if typ == FftType.RFFT:
-        if dt.kind == "c":
+        if dtypes.kind(dt) == "c":
             raise ValueError("only real valued inputs supported for rfft")
         x = convert_element_type(x, _inexact_dtype(dt))
     else:
@@ -488,7 +488,7 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, prec
         raise TypeError(f"ragged_dot_general takes RaggedDotDimensionNumbers, got {dn!r}")
     lhs, rhs, gs = _array(lhs), _array(rhs), _array(group_sizes)
     la, ra, ga = aval(lhs), aval(rhs), aval(gs)
-    if np.dtype(ga.dtype).kind not in "iu":
+    if dtypes.kind(np.dtype(ga.dtype)) not in "iu":
         raise TypeError("ragged_dot_general requires that group_sizes.dtype is subtype of np.integer.")
     dt = np.promote_types(la.dtype, ra.dtype)
     lhs, rhs = convert_element_type(lhs, dt), convert_element_type(rhs, dt)
@@ -612,7 +612,7 @@ def _reduce_precision_arith(x, exponent_bits, mantissa_bits):
 
 
 def _reduce_precision_abstract_eval(x, *, exponent_bits, mantissa_bits):
-    if np.dtype(x.dtype).kind != "f":
+    if dtypes.kind(np.dtype(x.dtype)) != "f":
         raise TypeError(f"reduce_precision does not accept dtype {np.dtype(x.dtype).name}. Accepted dtypes are "
                         "subtypes of floating.")
     return [ShapedArray(x.shape, x.dtype, x.weak_type)]

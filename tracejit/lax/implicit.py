@@ -17,6 +17,7 @@ Both are JAX's (``jax.lax.custom_root`` / ``jax.lax.custom_linear_solve``), buil
 from __future__ import annotations
 
 import numpy as np
+from tracejit.core import dtypes
 
 from tracejit.array import eager_results
 from tracejit.core.pytree import tree_flatten, tree_map, tree_structure
@@ -229,7 +230,7 @@ def _inverse_bwd(system, residuals, ct):
     lam = _custom("linear")(system.transposed(), _swap(consts), ct)     # A^{-T} ct
     mv = consts[0]
     ct_mv = [None] * len(mv)
-    active = [i for i, c in enumerate(mv) if np.issubdtype(aval(c).dtype, np.inexact)]
+    active = [i for i, c in enumerate(mv) if dtypes.is_inexact(aval(c).dtype)]
     if active:
         # x = A(p)^{-1} y  =>  ct_p = -(d(A(p) x)/dp)^T lam
         def apply(*cs):

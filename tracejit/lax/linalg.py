@@ -26,6 +26,8 @@ JAX's rule (eigenvalues; eigenvectors with ``enable_eigvec_derivs=True``); ``sch
 Examples
 --------
 >>> import numpy as np
+
+from tracejit.core import dtypes
 >>> from tracejit.lax import linalg
 >>> v, w = linalg.eigh(np.array([[2.0, 0.0], [0.0, 1.0]]))
 >>> w
@@ -88,7 +90,7 @@ def _operand(x, name, kinds="fc", min_ndim=2, square=False):
     if not is_tracer(x) and not isinstance(x, np.ndarray):
         x = np.asarray(x)
     a = aval(x)
-    if np.dtype(a.dtype).kind not in kinds:
+    if dtypes.kind(np.dtype(a.dtype)) not in kinds:
         accepted = "floating" if kinds == "f" else "floating, complexfloating"
         raise TypeError(f"{name} does not accept dtype {np.dtype(a.dtype).name}. Accepted dtypes are "
                         f"subtypes of {accepted}.")
@@ -724,7 +726,7 @@ def _host_gees(a, *, vectors):
         if m.shape[-1] == 0 or not np.isfinite(m).all():
             continue
         try:
-            t[idx], q[idx] = sl.schur(m, output="complex" if m.dtype.kind == "c" else "real", check_finite=False)
+            t[idx], q[idx] = sl.schur(m, output="complex" if dtypes.kind(m.dtype) == "c" else "real", check_finite=False)
         except np.linalg.LinAlgError:
             continue
     return [t, q] if vectors else [t]

@@ -53,7 +53,7 @@ def _check_kinds(name, kinds, *xs):
     """JAX's dtype rule: ``TypeError`` unless each operand's dtype is of one of ``kinds``."""
     for i, x in enumerate(xs):
         dt = aval(x).dtype
-        if dt.kind not in kinds:
+        if dtypes.kind(dt) not in kinds:
             where = f" at position {i}" if len(xs) > 1 else ""
             allowed = ", ".join(_KIND_NAMES[k] for k in kinds)
             raise TypeError(f"{name} does not accept dtype {dt.name}{where}. Accepted dtypes{where} are "
@@ -156,7 +156,7 @@ def shift_right_arithmetic(x, y):
     """
     x, y = _pair("shift_right_arithmetic", x, y, _INT)
     dt = aval(x).dtype
-    if dt.kind == "i":
+    if dtypes.kind(dt) == "i":
         return _b("shift_right", x, y)
     signed = np.dtype(f"int{8 * dt.itemsize}")      # same-width conversions keep the bits
     return _as(_b("shift_right", _as(x, signed), _as(y, signed)), dt)
@@ -179,13 +179,13 @@ def div(x, y):
     """
     x, y = _pair("div", x, y, _NUM)
     dt = aval(x).dtype
-    if dt.kind == "c":
+    if dtypes.kind(dt) == "c":
         return _complex_div_fn()(x, y)
-    if dt.kind == "f":
+    if dtypes.kind(dt) == "f":
         return _b("div", x, y)
     zero, one = _c(0, x), _c(1, x)
     y_zero = _b("eq", y, zero)
-    if dt.kind == "u":
+    if dtypes.kind(dt) == "u":
         q = _b("floordiv", x, _sel(y_zero, y, one))                      # floor == trunc for unsigned
         return _sel(y_zero, q, _c(np.iinfo(dt).max, x))
     minus_one = _c(-1, x)
@@ -202,7 +202,7 @@ def div(x, y):
 
 def _div(x, y):
     """``x / y`` for operands of one inexact dtype: complex ones by XLA's algorithm."""
-    return _complex_div_fn()(x, y) if aval(x).dtype.kind == "c" else _b("div", x, y)
+    return _complex_div_fn()(x, y) if dtypes.kind(aval(x).dtype) == "c" else _b("div", x, y)
 
 
 def _complex_div(x, y):
@@ -288,7 +288,7 @@ def rem(x, y):
     """
     x, y = _pair("rem", x, y, "iuf")
     r = _b("fmod", x, y)
-    if aval(x).dtype.kind == "f":
+    if dtypes.kind(aval(x).dtype) == "f":
         return r
     return _sel(_b("eq", y, _c(0, y)), r, x)
 
@@ -312,7 +312,7 @@ def pow(x, y):  # noqa: A001  (jax.lax's name)
     _check_kinds("pow", _INEXACT, x)
     _check_kinds("pow", _NUM, y)
     dx, dy = aval(x).dtype, aval(y).dtype
-    if dy.kind in "iu":
+    if dtypes.kind(dy) in "iu":
         y = _as(y, dx)
     elif dx != dy:
         raise TypeError("the first argument to pow must have an inexact dtype (float or complex), and the second "
@@ -341,7 +341,7 @@ def max(x, y):  # noqa: A001
     Array([ 0.,  2., nan])
     """
     x, y = _pair("max", x, y, _ANY)
-    kind = aval(x).dtype.kind
+    kind = dtypes.kind(aval(x).dtype)
     if kind == "c":
         return _complex_extremum(x, y, "gt")
     out = _b("max", x, y)
@@ -366,7 +366,7 @@ def min(x, y):  # noqa: A001
     Array([-0.,  1., nan])
     """
     x, y = _pair("min", x, y, _ANY)
-    kind = aval(x).dtype.kind
+    kind = dtypes.kind(aval(x).dtype)
     if kind == "c":
         return _complex_extremum(x, y, "lt")
     out = _b("min", x, y)
@@ -389,7 +389,7 @@ def atan2(x, y):
     0.7853981633974483
     """
     x, y = _pair("atan2", x, y, _INEXACT)
-    if aval(x).dtype.kind == "c":
+    if dtypes.kind(aval(x).dtype) == "c":
         raise NotImplementedError("lax.atan2 of complex operands is not implemented in tracejit")
     return _b("atan2", x, y)
 
@@ -459,7 +459,7 @@ def logistic(x, accuracy=None):
     Array([0.5])
     """
     x = _one("logistic", x, _INEXACT)
-    if aval(x).dtype.kind == "f":
+    if dtypes.kind(aval(x).dtype) == "f":
         return _u("logistic", x)
     one = _c(1, x)
     return _div(one, _b("add", one, exp(_u("neg", x))))
@@ -479,7 +479,7 @@ def sign(x):
     Array([-1., -0.,  0.,  1.])
     """
     x = _one("sign", x, _NUM)
-    kind = aval(x).dtype.kind
+    kind = dtypes.kind(aval(x).dtype)
     if kind == "f":
         return _b("copysign", _u("sign", x), x)      # sign's derivative is zero; copysign's is then too
     if kind != "c":
@@ -504,7 +504,7 @@ def abs(x):  # noqa: A001
     """
     x = _one("abs", x, "ifc")
     out = _u("abs", x)
-    if aval(x).dtype.kind != "c":
+    if dtypes.kind(aval(x).dtype) != "c":
         return out
     re, im = _u("real", x), _u("imag", x)
     has_nan = _b("or", _b("ne", re, re), _b("ne", im, im))
@@ -524,10 +524,10 @@ def conj(x):
     """
     x = to_operand(x)
     dt = aval(x).dtype
-    if dt not in (np.dtype(np.float32), np.dtype(np.float64)) and dt.kind != "c":
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)) and dtypes.kind(dt) != "c":
         raise TypeError(f"conj does not accept dtype {dt.name}. Accepted dtypes are subtypes of float32, "
                         "complexfloating, float64.")
-    if dt.kind == "f":
+    if dtypes.kind(dt) == "f":
         return _as(x, np.complex64 if dt == np.float32 else np.complex128)
     return _u("conj", x)
 
@@ -638,9 +638,9 @@ def integer_pow(x, y: int):
     """
     x = _one("integer_pow", x, _NUM)
     y = operator.index(y)
-    if y < 0 and aval(x).dtype.kind in "iu":
+    if y < 0 and dtypes.kind(aval(x).dtype) in "iu":
         raise TypeError(f"Integers cannot be raised to negative powers, got integer_pow({aval(x)}, {y})")
-    if aval(x).dtype.kind in "iu":
+    if dtypes.kind(aval(x).dtype) in "iu":
         return _integer_pow_chain(x, y)           # no derivative: integers
     return _integer_pow_fn(y)(x)
 
@@ -662,7 +662,7 @@ def convert_element_type(operand, new_dtype):
     """
     x = to_operand(operand)
     new = dtypes.canonical(new_dtype)
-    if not dtypes.is_python_scalar(x) and aval(x).dtype.kind == "c" and np.dtype(new).kind == "b":
+    if not dtypes.is_python_scalar(x) and dtypes.kind(aval(x).dtype) == "c" and dtypes.kind(np.dtype(new)) == "b":
         return _b("ne", _u("real", x), np.zeros((), _REAL_OF_COMPLEX[aval(x).dtype])[()])
     return convert_element_type_p.bind(x, new_dtype=new, weak_type=False)
 

@@ -121,7 +121,7 @@ def cumlogsumexp(operand, axis=0, reverse=False):
     array([1., 3., 6.])
     """
     x = _array(operand)
-    if aval(x).dtype.kind != "f":
+    if dtypes.kind(aval(x).dtype) != "f":
         raise TypeError(f"lax.cumlogsumexp does not accept dtype {aval(x).dtype.name}: it needs a floating dtype")
     if not aval(x).shape:
         raise TypeError("lax.cumlogsumexp needs an operand of rank >= 1")
@@ -131,24 +131,24 @@ def cumlogsumexp(operand, axis=0, reverse=False):
 # --------------------------------------------------------------------------- reduce
 
 def _identities(dt):
-    info = np.finfo(dt) if dt.kind == "f" else None
-    low = -np.inf if info is not None else (False if dt.kind == "b" else np.iinfo(dt).min)
-    high = np.inf if info is not None else (True if dt.kind == "b" else np.iinfo(dt).max)
+    info = np.finfo(dt) if dtypes.kind(dt) == "f" else None
+    low = -np.inf if info is not None else (False if dtypes.kind(dt) == "b" else np.iinfo(dt).min)
+    high = np.inf if info is not None else (True if dtypes.kind(dt) == "b" else np.iinfo(dt).max)
     return low, high
 
 
 def _monoid(computation, dt):
     """``(reducer, identity)`` when ``computation`` is a monoid JAX recognizes, else None."""
-    low, high = _identities(dt) if dt.kind in "biuf" else (None, None)
-    int_like = dt.kind in "biu"
-    table = [((add, UFUNCS["add"]), dt.kind != "b", reduce_sum, 0),
-             ((mul, UFUNCS["multiply"]), dt.kind != "b", reduce_prod, 1),
-             ((lax_max, UFUNCS["maximum"]), dt.kind in "biuf", reduce_max, low),
-             ((lax_min, UFUNCS["minimum"]), dt.kind in "biuf", reduce_min, high),
-             ((bitwise_or, UFUNCS["bitwise_or"]), dt.kind == "b", reduce_or, False),
-             ((bitwise_and, UFUNCS["bitwise_and"]), dt.kind == "b", reduce_and, True),
-             ((bitwise_or, UFUNCS["bitwise_or"]), int_like and dt.kind != "b", None, 0),
-             ((bitwise_and, UFUNCS["bitwise_and"]), int_like and dt.kind != "b", None, -1),
+    low, high = _identities(dt) if dtypes.kind(dt) in "biuf" else (None, None)
+    int_like = dtypes.kind(dt) in "biu"
+    table = [((add, UFUNCS["add"]), dtypes.kind(dt) != "b", reduce_sum, 0),
+             ((mul, UFUNCS["multiply"]), dtypes.kind(dt) != "b", reduce_prod, 1),
+             ((lax_max, UFUNCS["maximum"]), dtypes.kind(dt) in "biuf", reduce_max, low),
+             ((lax_min, UFUNCS["minimum"]), dtypes.kind(dt) in "biuf", reduce_min, high),
+             ((bitwise_or, UFUNCS["bitwise_or"]), dtypes.kind(dt) == "b", reduce_or, False),
+             ((bitwise_and, UFUNCS["bitwise_and"]), dtypes.kind(dt) == "b", reduce_and, True),
+             ((bitwise_or, UFUNCS["bitwise_or"]), int_like and dtypes.kind(dt) != "b", None, 0),
+             ((bitwise_and, UFUNCS["bitwise_and"]), int_like and dtypes.kind(dt) != "b", None, -1),
              ((bitwise_xor, UFUNCS["bitwise_xor"]), int_like, None, 0)]
     for fns, ok, reducer, identity in table:
         if ok and any(computation is f for f in fns):
@@ -162,7 +162,7 @@ def _is_concrete_value(x, value) -> bool:
         return False
     x = np.asarray(x)
     same = bool(x == value)
-    return same and (x.dtype.kind != "f" or bool(np.signbit(x)) == bool(np.signbit(value)))
+    return same and (dtypes.kind(x.dtype) != "f" or bool(np.signbit(x)) == bool(np.signbit(value)))
 
 
 def _fold_axis(combine, leaves, axis):
@@ -250,6 +250,6 @@ def reduce_xor(operand, axes):
     """
     x = _array(operand)
     dt = aval(x).dtype
-    if dt.kind not in "biu":
+    if dtypes.kind(dt) not in "biu":
         raise TypeError(f"lax.reduce_xor does not accept dtype {dt.name}: it needs a bool or integer dtype")
     return reduce(x, np.zeros((), dt)[()], bitwise_xor, tuple(axes))

@@ -31,7 +31,7 @@ def _float_operands(name, *args):
         raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
                         f"{', '.join(sorted(d.name for d in dts))}")
     dt = dts.pop() if dts else np.dtype(np.float64)
-    if dt.kind != "f":
+    if dtypes.kind(dt) != "f":
         raise TypeError(f"lax.{name} does not accept dtype {dt.name}: it needs a floating-point dtype")
     ops = [np.asarray(a, dt)[()] if dtypes.is_python_scalar(a) else to_operand(a) for a in args]
     return dt, ops

@@ -10,6 +10,7 @@ from __future__ import annotations
 import operator
 
 import numpy as np
+from tracejit.core import dtypes
 
 import tracejit.numpy as jnp
 from tracejit import lax
@@ -27,7 +28,7 @@ __all__ = [
 def _inexact(x):
     """``x`` as an array of an inexact dtype (integers and bools become float64, NumPy's default)."""
     x = jnp.asarray(x)
-    if not np.issubdtype(x.dtype, np.inexact):
+    if not dtypes.is_inexact(np.dtype(x.dtype)):
         x = x.astype(jnp.float_)
     return x
 

@@ -10,6 +10,7 @@ Examples
 Array(6)
 """
 import numpy as _np
+from tracejit.core import dtypes as _dtypes
 
 from tracejit.numpy.ufuncs import UFUNCS as _UFUNCS, Ufunc as ufunc
 from tracejit.numpy.reductions import (
@@ -35,10 +36,12 @@ bool_ = _np.bool_
 int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
 uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
 float16, float32, float64 = _np.float16, _np.float32, _np.float64
+bfloat16 = _dtypes.bfloat16.type  # ml_dtypes' scalar type: stored in 16 bits, computed in float32
 complex64, complex128 = _np.complex64, _np.complex128
 float_, complex_, int_, uint = _np.float64, _np.complex128, _np.int64, _np.uint64
 dtype, finfo, iinfo = _np.dtype, _np.finfo, _np.iinfo
-promote_types, can_cast, issubdtype = _np.promote_types, _np.can_cast, _np.issubdtype
+promote_types, can_cast = _np.promote_types, _np.can_cast
+issubdtype = _dtypes.issubdtype  # bfloat16 is floating, as in JAX
 number, inexact, floating, integer, signedinteger, unsignedinteger, complexfloating, generic = (
     _np.number, _np.inexact, _np.floating, _np.integer, _np.signedinteger, _np.unsignedinteger,
     _np.complexfloating, _np.generic)

@@ -8,6 +8,7 @@ import numpy as np
 
 from tracejit.core import dtypes
 from tracejit.core.trace import EVAL_TRACE, current_trace
+from tracejit.core.storage_dtypes import has_storage_operand
 from tracejit.core.tracer import Tracer
 from tracejit.core.values import get_aval as aval
 from tracejit.ops.operands import concrete_operand, convert
@@ -19,14 +20,17 @@ def is_tracer(x) -> bool:
 
 
 def eager(*args) -> bool:
-    """True when NumPy may compute directly: no trace is active and no
-    argument is a tracer (a leaked tracer goes through bind and errors)."""
+    """True when NumPy may compute directly: no trace is active, no argument is a tracer
+    (a leaked tracer goes through bind and errors) and none is bfloat16 (ml_dtypes' NumPy
+    loops accumulate in bfloat16; tracejit's primitives compute in float32, under ``jit``
+    and eagerly alike: core/storage_dtypes.py)."""
     if current_trace() is not EVAL_TRACE:
         return False
     for a in args:
-        if isinstance(a, Tracer):
+        if isinstance(a, Tracer) or has_storage_operand((a,)):
             return False
-        if isinstance(a, (list, tuple)) and any(isinstance(b, Tracer) for b in a):
+        if isinstance(a, (list, tuple)) and any(isinstance(b, Tracer) for b in a) or (
+                isinstance(a, (list, tuple)) and has_storage_operand(a)):
             return False
     return True
 
@@ -58,7 +62,7 @@ def numpy_type_arg(x):
     a = aval(x)
     if a.weak_type:
         # resolve_dtypes rejects Python ``bool``; bool is the lowest kind, so its dtype is equivalent.
-        return {"b": dtypes.bool_, "i": int, "u": int, "f": float, "c": complex}[a.dtype.kind]
+        return {"b": dtypes.bool_, "i": int, "u": int, "f": float, "c": complex}[dtypes.kind(a.dtype)]
     return a.dtype
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracejit.core import dtypes
+
 import tracejit.numpy as jnp
 from tracejit.transforms.ad import aval_of, def_jvp, def_simple_vjp, zeros
 from tracejit.transforms.ad_custom import custom_jvp
@@ -45,7 +47,7 @@ def _mT(x):
 def _H(x):
     """Conjugate transpose of the last two axes."""
     t = _mT(x)
-    return jnp.conj(t) if aval_of(t).dtype.kind == "c" else t
+    return jnp.conj(t) if dtypes.kind(aval_of(t).dtype) == "c" else t
 
 
 def _matmul(a, b):
@@ -59,7 +61,7 @@ def _symmetrized(t):
 
 def _real_part(x):
     """``real(x)`` kept in ``x``'s dtype."""
-    return convert(jnp.real(x), aval_of(x).dtype) if aval_of(x).dtype.kind == "c" else x
+    return convert(jnp.real(x), aval_of(x).dtype) if dtypes.kind(aval_of(x).dtype) == "c" else x
 
 
 def _right_solve(a, b, solve_p):
@@ -199,7 +201,7 @@ def _slogdet_rules(slogdet_p, prims):
         (a,), (t,) = primals, tangents
         sign, logdet = slogdet_p.bind(a)
         d = jnp.trace(solve_p.bind(a, t), axis1=-2, axis2=-1)
-        if aval_of(a).dtype.kind == "c":
+        if dtypes.kind(aval_of(a).dtype) == "c":
             # JAX: sign' = i Im(tr(A^-1 A')) sign, logabsdet' = Re(tr(A^-1 A'))
             return [sign, logdet], [mul(sub(d, _real_part(d)), sign), jnp.real(d)]
         return [sign, logdet], [None, d]
@@ -240,7 +242,7 @@ def _qr_rules(qr_p, prims):
         qt_dx_rinv = _matmul(_H(q), dx_rinv)
         low = jnp.tril(qt_dx_rinv, -1)
         do = sub(low, _H(low))   # skew-Hermitian
-        if aval_of(a).dtype.kind == "c":
+        if dtypes.kind(aval_of(a).dtype) == "c":
             eye = np.eye(n, dtype=aval_of(a).dtype)
             do = add(do, eye * sub(qt_dx_rinv, _real_part(qt_dx_rinv)))
         dq = add(_matmul(q, sub(do, qt_dx_rinv)), dx_rinv)
@@ -383,7 +385,7 @@ def _fft_rules(fft_p, prims):
 
     def backward(ct, needed, ins, outs, *, kind, lengths, axes, norm):
         (x,) = ins
-        real_in = aval_of(x).dtype.kind != "c"
+        real_in = dtypes.kind(aval_of(x).dtype) != "c"
         if kind in ("fft", "ifft"):
             g = fft_p.bind(ct, kind=kind, lengths=lengths, axes=axes, norm=norm)
         elif kind == "rfft":

@@ -69,10 +69,11 @@ def pow2(k, d):
 
 def _in_float32(fn, x, *rest):
     """NumPy's half loops compute in float and round the result: do the same."""
+    half = aval(x).dtype
     outs = fn(convert(x, dtypes.float32), *rest)
     if isinstance(outs, tuple):
-        return tuple(convert(o, dtypes.float16) if aval(o).dtype == dtypes.float32 else o for o in outs)
-    return convert(outs, dtypes.float16)
+        return tuple(convert(o, half) if aval(o).dtype == dtypes.float32 else o for o in outs)
+    return convert(outs, half)
 
 
 def _frexp_parts(x):
@@ -99,14 +100,14 @@ def _frexp_parts(x):
 
 
 def _frexp(x):
-    if aval(x).dtype == dtypes.float16:
+    if aval(x).dtype in dtypes.HALF_FLOATS:
         return _in_float32(_frexp, x)
     return _frexp_parts(x)
 
 
 def _ldexp(x, n):
     d = aval(x).dtype
-    if d == dtypes.float16:
+    if d in dtypes.HALF_FLOATS:
         return _in_float32(_ldexp, x, n)
     info = np.finfo(d)
     emin, emax = info.minexp, info.maxexp - 1   # exponents of the smallest / largest normal powers

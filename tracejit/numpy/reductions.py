@@ -148,8 +148,8 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     _where_unsupported("mean", where)
     x = to_operand(a)
     rd = _numpy_result_dtype("mean", aval(x).dtype, dtype)
-    # float16 means accumulate in float32, as NumPy does.
-    acc = dtypes.float32 if rd == dtypes.float16 else rd
+    # float16 means accumulate in float32, as NumPy does (and bfloat16 ones, as JAX does).
+    acc = dtypes.float32 if rd in dtypes.HALF_FLOATS else rd
     x = convert(x, acc)
     axes = canonicalize_axes(axis, aval(x).ndim)
     n = _count(x, axes)
@@ -175,7 +175,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     x = to_operand(a)
     rd = _numpy_result_dtype("var", aval(x).dtype, dtype)
     in_dtype = dtype if dtype is not None else (aval(x).dtype if dtypes.is_inexact(aval(x).dtype) else rd)
-    x = convert(x, dtypes.float32 if in_dtype == dtypes.float16 else in_dtype)
+    x = convert(x, dtypes.float32 if in_dtype in dtypes.HALF_FLOATS else in_dtype)
     axes = canonicalize_axes(axis, aval(x).ndim)
     centered = U.subtract(x, _mean_keep(x, axes))
     if dtypes.is_complex(aval(x).dtype):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracejit.core import dtypes
+
 from tracejit.core.errors import ConcretizationTypeError
 from tracejit.numpy._util import aval, broadcast_shapes as _broadcast_shapes, is_tracer, to_operand
 
@@ -89,7 +91,7 @@ def result_type(*arrays_and_dtypes):
         if not is_tracer(a):
             return a
         av = aval(a)
-        return _WEAK_SCALAR[av.dtype.kind] if av.weak_type else av.dtype
+        return _WEAK_SCALAR[dtypes.kind(av.dtype)] if av.weak_type else av.dtype
     return np.result_type(*(for_promotion(a) for a in arrays_and_dtypes))
 
 

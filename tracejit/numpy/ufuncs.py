@@ -32,7 +32,16 @@ def _resolve(np_ufunc, ops):
     except (TypeError, np.exceptions.DTypePromotionError) as e:
         names = ", ".join(aval(o).dtype.name for o in ops)
         raise TypeError(f"ufunc {np_ufunc.__name__!r} not supported for the input types ({names}): {e}") from None
+    if dtypes.float32 in resolved and _all_strong_bfloat16(ops):
+        # ml_dtypes has no bfloat16 loop for a few ufuncs (degrees, radians), so NumPy picks
+        # float32; a function of bfloat16 values is bfloat16, as in JAX.
+        resolved = tuple(dtypes.bfloat16 if d == dtypes.float32 else d for d in resolved)
     return resolved[:np_ufunc.nin], resolved[np_ufunc.nin:]
+
+
+def _all_strong_bfloat16(ops):
+    strong = [aval(o).dtype for o in ops if not aval(o).weak_type]
+    return bool(strong) and all(d == dtypes.bfloat16 for d in strong)
 
 
 class Ufunc:
@@ -91,7 +100,7 @@ class Ufunc:
             if exact is not None:
                 return exact if weak_result or not weak else convert(exact, dtypes.bool_)
         for o, d in zip(ops, in_dtypes):
-            if _is_weak_int_tracer(o) and d.kind in "iu" and d != dtypes.int64:
+            if _is_weak_int_tracer(o) and dtypes.kind(d) in "iu" and d != dtypes.int64:
                 note_weak_int_cast(o, d)      # NumPy: a Python int out of d's range raises
         ops = [convert(o, d, weak_type=weak) for o, d in zip(ops, in_dtypes)]
         try:
@@ -150,7 +159,7 @@ _COMPARISONS = {np.equal: "eq", np.not_equal: "ne", np.less: "lt", np.less_equal
 
 
 def _is_weak_int_tracer(x):
-    return is_tracer(x) and x.aval.weak_type and x.aval.dtype.kind == "i"
+    return is_tracer(x) and x.aval.weak_type and dtypes.kind(x.aval.dtype) == "i"
 
 
 def _left_is_less(np_ufunc, left_is_less, shape):
@@ -164,19 +173,19 @@ def _exact_integer_comparison(np_ufunc, ops, in_dtypes):
     """NumPy 2 compares integer arrays with Python ints of any size, and int64 with uint64,
     by value: ``uint8 < -2`` is all False, ``int8 == 1000`` all False, ``int64(-1) < uint64(0)``
     True. Returns the result, or None where the ordinary loop is exact."""
-    if not all(d.kind in "iu" for d in in_dtypes):
+    if not all(dtypes.kind(d) in "iu" for d in in_dtypes):
         return None
     shape = broadcast_shapes(*(shape_of(o) for o in ops))
     prim = binary_prims[_COMPARISONS[np_ufunc]].bind
     for i, o in enumerate(ops):
         other = ops[1 - i]
         other_dtype = aval(other).dtype
-        if type(o) is int and not aval(other).weak_type and other_dtype.kind in "iu":
+        if type(o) is int and not aval(other).weak_type and dtypes.kind(other_dtype) in "iu":
             # A Python int outside the array's dtype is below or above all of its values.
             info = np.iinfo(in_dtypes[1 - i])
             if not info.min <= o <= info.max:
                 return _left_is_less(np_ufunc, (o < info.min) == (i == 0), shape)
-        if _is_weak_int_tracer(o) and not aval(other).weak_type and other_dtype.kind in "iu":
+        if _is_weak_int_tracer(o) and not aval(other).weak_type and dtypes.kind(other_dtype) in "iu":
             # A traced Python int (int64) holds any int64 value: compare in int64, or signed
             # against unsigned for uint64 arrays.
             if other_dtype != dtypes.uint64:
@@ -435,7 +444,7 @@ def _scale(num, den):
     def impl(x):
         # NumPy's loops compute the factor in the loop dtype: float32(180) / float32(pi).
         d = aval(x).dtype
-        if d == dtypes.float16:  # NumPy's half loops compute in float32
+        if d in dtypes.HALF_FLOATS:  # NumPy's half loops compute in float32
             return convert(impl(convert(x, dtypes.float32)), d)
         return _prim("mul")(x, np.asarray(num, d)[()] / np.asarray(den, d)[()])
     return impl

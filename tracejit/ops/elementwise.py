@@ -12,7 +12,9 @@ import numpy as np
 
 from tracejit.core import dtypes
 from tracejit.core.avals import ShapedArray
+from tracejit.core import storage_dtypes
 from tracejit.core.primitive import ELEMENTWISE, Primitive, def_rules
+from tracejit.core.storage_dtypes import STORAGE_TRANSPARENT
 
 _ignore_fp = np.errstate(all="ignore")
 
@@ -294,6 +296,8 @@ def _convert_impl(x, *, new_dtype, weak_type=False):
         if dtypes.is_complex(x.dtype) and not dtypes.is_complex(new_dtype) and not dtypes.is_bool(new_dtype):
             x = np.real(x)
         x = np.asarray(x)
+        if x.dtype == dtypes.bfloat16 and np.dtype(new_dtype) != x.dtype:
+            x = x.astype(np.float32)  # exact; other targets then convert as from float32
         if np.dtype(new_dtype) == np.uint32 and x.dtype.kind == "f":
             # NumPy's float -> uint32 loop gives 2**31 for NaN and values below -2**31 in its SIMD
             # blocks but the C cast (low 32 bits of the int64 conversion) elsewhere; tracejit
@@ -306,6 +310,8 @@ convert_element_type_p = def_rules(
     Primitive("convert_element_type"), abstract_eval=_convert_abstract_eval, impl=_convert_impl,
     cost=lambda i, o, **_: {"flops": 0, "transcendentals": 0})
 ELEMENTWISE.add(convert_element_type_p)
+storage_dtypes.register_convert(convert_element_type_p)
+STORAGE_TRANSPARENT.add(select_n_p)
 
 
 def _iota_abstract_eval(*, dtype, shape, dimension):

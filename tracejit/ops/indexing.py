@@ -34,6 +34,7 @@ import numpy as np
 from tracejit.core import dtypes
 from tracejit.core.avals import ShapedArray
 from tracejit.core.primitive import ELEMENTWISE, Primitive, def_rules
+from tracejit.core.storage_dtypes import STORAGE_TRANSPARENT
 from tracejit.core.interpret import interpret
 
 GATHER_MODES = ("clip", "fill")
@@ -276,3 +277,5 @@ dynamic_update_slice_p = def_rules(Primitive("dynamic_update_slice"),
 # zeroed (dynamic_update_slice of zeros) and the update's cotangent is a dynamic_slice.
 
 INDEXING = {gather_p, scatter_p, scatter_apply_p, dynamic_slice_p, dynamic_update_slice_p}
+# Reads and overwrites move bfloat16 elements as they are (scatter may combine: it computes in float32).
+STORAGE_TRANSPARENT.update({gather_p, dynamic_slice_p, dynamic_update_slice_p})

@@ -6,6 +6,7 @@ import numpy as np
 
 from tracejit.core.avals import ShapedArray
 from tracejit.core.primitive import Primitive, def_rules
+from tracejit.core.storage_dtypes import STORAGE_TRANSPARENT
 
 _NO_COST = lambda i, o, **_: {"flops": 0, "transcendentals": 0}  # noqa: E731
 
@@ -173,3 +174,4 @@ def _pad_impl(x, padval, *, padding_config):
 pad_p = def_rules(Primitive("pad"), abstract_eval=_pad_abstract_eval, impl=_pad_impl, cost=_NO_COST)
 
 STRUCTURAL = {broadcast_in_dim_p, reshape_p, transpose_p, squeeze_p, slice_p, concatenate_p, rev_p, pad_p}
+STORAGE_TRANSPARENT.update(STRUCTURAL)  # they move elements: bfloat16 stays bfloat16

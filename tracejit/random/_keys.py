@@ -333,7 +333,7 @@ def bits(key, shape=(), dtype=None):
     """
     k = check_key("bits", key)
     dt = dtypes.narrow(_U64 if dtype is None else dtypes.canonical(dtype))
-    if dt.kind != "u":
+    if dtypes.kind(dt) != "u":
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dt}")
     return random_bits(k, dt.itemsize * 8, canonical_shape(shape))
 

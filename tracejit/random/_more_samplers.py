@@ -45,7 +45,7 @@ def _check_safe_cast(name, dtype, *params):
         if dtypes.is_python_scalar(p):
             continue
         a = aval(to_operand(p))
-        if a.weak_type or a.dtype.kind in "biu":
+        if a.weak_type or dtypes.kind(a.dtype) in "biu":
             continue
         if np.promote_types(a.dtype, dtype) != dtype:
             raise ValueError(f"In arguments to {name}, cannot safely cast argument of type "

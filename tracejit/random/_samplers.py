@@ -30,7 +30,7 @@ _SQRT2 = math.sqrt(2.0)
 
 def _float_dtype(name, dtype, kinds="f"):
     dt = dtypes.narrow(dtypes.float64 if dtype is None else dtypes.canonical(dtype))
-    if dt.kind not in kinds:
+    if dtypes.kind(dt) not in kinds:
         raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dt}")
     return dt
 
@@ -108,11 +108,13 @@ def _uniform(key, shape, dtype, minval=0.0, maxval=1.0):
     _check_shape("uniform", shape, _shape_of(minval), _shape_of(maxval))
     finfo = np.finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
-    bits = random_bits(key, nbits, shape)
+    # JAX draws 8 random bits for a mantissa of fewer than 8 (bfloat16's 7), nbits otherwise.
+    rng_bits = 8 if nmant < 8 else nbits
     uint = np.dtype(f"uint{nbits}")
+    bits = convert(random_bits(key, rng_bits, shape), uint)
     # JAX sets the exponent of 1.0 under nmant random mantissa bits and subtracts 1;
     # that value is exactly mantissa * 2**-nmant, computed here without a bitcast.
-    mant = jnp.right_shift(bits, _c(nbits - nmant, uint))
+    mant = jnp.right_shift(bits, _c(rng_bits - nmant, uint))
     floats = jnp.multiply(convert(mant, dtype), _c(2.0 ** -nmant, dtype))
     if _is_const(minval, 0.0) and _is_const(maxval, 1.0):
         return floats  # the affine map is the identity, and max(0, floats) == floats

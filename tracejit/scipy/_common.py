@@ -22,9 +22,9 @@ def result_float_dtype(*args):
     ops = [to_operand(a) for a in args]
     dt, _ = dtypes.result_type(*(weak_pair(o) for o in ops))
     dt = np.dtype(dt)
-    if dt.kind == "c":
+    if dtypes.kind(dt) == "c":
         raise TypeError(f"complex inputs are not supported (got {dt.name})")
-    if dt.kind != "f":
+    if dtypes.kind(dt) != "f":
         dt = F64
     return dt
 

@@ -40,7 +40,7 @@ def _inexact(*args):
     from tracejit.numpy._util import weak_pair
     dt, _ = dtypes.result_type(*(weak_pair(o) for o in ops))
     dt = np.dtype(dt)
-    if dt.kind not in "fc":
+    if dtypes.kind(dt) not in "fc":
         dt = np.dtype(np.float64)
     return [convert(o, dt) for o in ops]
 

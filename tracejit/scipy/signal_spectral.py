@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 import tracejit.numpy as jnp
+from tracejit.core import dtypes
 from tracejit.numpy._util import canonicalize_axis, to_operand
 from tracejit.transforms.api_ad import custom_vjp
 
@@ -64,7 +65,7 @@ _ifft_last.defvjp(_ifft_last_fwd, _ifft_last_bwd)
 
 
 def _complex_dtype(dt):
-    return np.dtype(np.complex64) if np.dtype(dt) in (np.float32, np.complex64, np.float16) \
+    return np.dtype(np.complex64) if np.dtype(dt) in (np.float32, np.complex64, *dtypes.HALF_FLOATS) \
         else np.dtype(np.complex128)
 
 
@@ -113,7 +114,7 @@ def _irfft(X, n=None, axis=-1):
 def _inexact(*arrays):
     ops = [jnp.asarray(to_operand(a)) for a in arrays]
     dt = jnp.result_type(*ops)
-    if np.dtype(dt).kind not in "fc":
+    if dtypes.kind(np.dtype(dt)) not in "fc":
         dt = np.dtype(np.float64)
     return [jnp.astype(o, dt) for o in ops]
 
@@ -230,7 +231,7 @@ def fftconvolve(in1, in2, mode="full", axes=None):
     if all(s1[i] == 1 or s2[i] == 1 for i in axes):
         conv = in1 * in2
     else:
-        real = np.dtype(in1.dtype).kind == "f" and np.dtype(in2.dtype).kind == "f"
+        real = dtypes.kind(np.dtype(in1.dtype)) == "f" and dtypes.kind(np.dtype(in2.dtype)) == "f"
         a, b = in1, in2
         for i in axes:
             a = _fft(a, full[i], axis=i)
@@ -323,7 +324,7 @@ _BOUNDARY = {
 
 def _segments(x, win, detrend_func, nperseg, noverlap, nfft, sides):
     """Windowed FFTs of the overlapping segments of x (time on the last axis): (..., nseg, nfreq)."""
-    if np.dtype(x.dtype).kind in "iub":
+    if dtypes.kind(np.dtype(x.dtype)) in "iub":
         x = jnp.astype(x, win.dtype)
     length = jnp.shape(x)[-1]
     if nperseg == 1 and noverlap == 0:
@@ -333,7 +334,7 @@ def _segments(x, win, detrend_func, nperseg, noverlap, nfft, sides):
         starts = np.arange(0, length - nperseg + 1, step)
         seg = x[..., starts[:, None] + np.arange(nperseg)[None, :]]
     seg = detrend_func(seg)
-    if np.dtype(win.dtype).kind == "c":
+    if dtypes.kind(np.dtype(win.dtype)) == "c":
         seg = jnp.astype(seg, _complex_dtype(seg.dtype))
     seg = win * seg
     if sides == "twosided":
@@ -432,7 +433,7 @@ def _spectral_helper(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, n
     if mode == "stft":
         scale = jnp.sqrt(scale)
     sides = "onesided" if return_onesided else "twosided"
-    if return_onesided and (np.dtype(x.dtype).kind == "c" or np.dtype(y_arr.dtype).kind == "c"):
+    if return_onesided and (dtypes.kind(np.dtype(x.dtype)) == "c" or dtypes.kind(np.dtype(y_arr.dtype)) == "c"):
         sides = "twosided"
         warnings.warn("Input data is complex, switching to return_onesided=False")
     k = np.fft.fftfreq(nfft) * nfft if sides == "twosided" else np.arange(nfft // 2 + 1, dtype=np.float64)
@@ -543,7 +544,7 @@ def csd(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None, det
         if jnp.shape(pxy)[-1] > 1:
             if average == "median":
                 bias = _median_bias(jnp.shape(pxy)[-1])
-                if np.dtype(pxy.dtype).kind == "c":
+                if dtypes.kind(np.dtype(pxy.dtype)) == "c":
                     pxy = jnp.median(jnp.real(pxy), axis=-1) + 1j * jnp.median(jnp.imag(pxy), axis=-1)
                 else:
                     pxy = jnp.median(pxy, axis=-1)
@@ -650,7 +651,7 @@ def istft(Zxx, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None, in
     xsubs = xsubs[..., :nperseg, :]
     if isinstance(window, (str, tuple)):
         win = _named_window(window, nperseg, np.dtype(np.float64))
-        win = jnp.astype(win, jnp.real(xsubs).dtype if np.dtype(xsubs.dtype).kind == "c" else xsubs.dtype)
+        win = jnp.astype(win, jnp.real(xsubs).dtype if dtypes.kind(np.dtype(xsubs.dtype)) == "c" else xsubs.dtype)
     else:
         win = jnp.asarray(to_operand(window))
         if jnp.ndim(win) != 1:

@@ -23,6 +23,7 @@ import numpy as np
 import tracejit.numpy as jnp
 from tracejit.ops.control_flow_functions import fori_loop, while_loop
 from tracejit.transforms.api_ad import custom_jvp
+from tracejit.core import dtypes
 from tracejit.numpy._util import convert, to_operand
 from tracejit.scipy import special as _sp
 from tracejit.scipy._common import finish, horner, promote_args_inexact
@@ -1340,6 +1341,6 @@ def wofz(z):
     z = to_operand(z)
     kind = np.dtype(_dtype_of(z))
     out_dt = np.dtype(np.complex64) if kind in (np.dtype(np.float32), np.dtype(np.complex64),
-                                                np.dtype(np.float16)) else np.dtype(np.complex128)
+                                                *dtypes.HALF_FLOATS) else np.dtype(np.complex128)
     zc = convert(z, np.dtype(np.complex128))
     return finish(_wofz_cj(zc), out_dt) if out_dt != np.complex128 else _wofz_cj(zc)

@@ -39,6 +39,7 @@ from typing import Callable
 import numpy as np
 
 from tracejit.config import config
+from tracejit.core import dtypes
 from tracejit.core.avals import ShapedArray
 from tracejit.core.ir import Literal, Program, Var
 from tracejit.core.primitive import Primitive, decomposition_rules, def_rules, jvp_rules
@@ -56,7 +57,7 @@ _ZERO_AWARE_JVP: set[Primitive] = set()
 
 def is_differentiable(dtype) -> bool:
     """Floating and complex values carry derivatives; integers and booleans do not."""
-    return np.dtype(dtype).kind in "fc"
+    return dtypes.is_inexact(np.dtype(dtype))
 
 
 aval_of = get_aval

@@ -167,7 +167,7 @@ def _check_output_dtype(what, aval, holomorphic):
         raise TypeError(f"{what} requires real-valued outputs (output dtype that is a sub-dtype of "
                         f"np.floating), but got {aval.dtype.name}. For holomorphic differentiation, pass "
                         "holomorphic=True. For non-holomorphic functions with complex outputs, use vjp directly.")
-    elif aval.dtype.kind != "f":
+    elif not dtypes.is_float(aval.dtype):
         raise TypeError(f"{what} requires real-valued outputs (output dtype that is a sub-dtype of "
                         f"np.floating), but got {aval.dtype.name}. For functions with integer outputs, use "
                         "vjp directly.")

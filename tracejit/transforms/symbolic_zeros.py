@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracejit.core import dtypes
 from tracejit.core.avals import ShapedArray
 from tracejit.core.pytree import tree_map
 from tracejit.core.values import get_aval
@@ -19,7 +20,7 @@ from tracejit.transforms.ad import float0
 
 def tangent_aval(aval) -> ShapedArray:
     """The tangent space of ``aval``: itself for floats and complex, float0 for the rest."""
-    if np.dtype(aval.dtype).kind in "fc":
+    if dtypes.is_inexact(np.dtype(aval.dtype)):
         return ShapedArray(aval.shape, aval.dtype)
     return _Float0Aval(aval.shape)
 
