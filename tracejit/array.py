@@ -48,9 +48,11 @@ import numpy as np
 
 from tracejit.config import config
 from tracejit.core import dtypes
+from tracejit.core.primitive import impl_rules
 from tracejit.core.pytree import tree_map
 from tracejit.core.trace import EVAL_TRACE, current_trace
 from tracejit.core.tracer import Tracer
+from tracejit.ops.elementwise import convert_element_type_p
 from tracejit.device_types import Device, Shard, SingleDeviceSharding, _check_placement
 
 __all__ = ["Array", "arrays_in", "as_array_result", "eager_results", "eager_values", "wrap_module_functions",
@@ -350,6 +352,18 @@ for _name in _OPERATORS + _METHODS:
     setattr(Array, _name, _returning_arrays(getattr(np.ndarray, _name)))
 for _name in _BINARY:
     setattr(Array, f"__i{_name}__", _rebinding(getattr(np.ndarray, f"__{_name}__")))
+
+
+def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True, _base=Array.astype):
+    """``ndarray.astype``; a bfloat16 array converts as its float32 value does (conversion's rule,
+    the same under ``jit``), where ml_dtypes' own casts differ (NaN to integers gives 0)."""
+    if self.dtype == dtypes.bfloat16 and dtype is not None and np.dtype(dtype) != self.dtype \
+            and (order, casting, subok) == ("K", "unsafe", True):
+        return arrays_in(impl_rules[convert_element_type_p](_plain(self), new_dtype=np.dtype(dtype))[0])
+    return _base(self, dtype, order=order, casting=casting, subok=subok, copy=copy)
+
+
+Array.astype = _astype
 
 
 # (has_index, getitem) for indices NumPy does not know: ``jax.ds`` Slices, registered by

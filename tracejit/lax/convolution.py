@@ -23,7 +23,7 @@ from tracejit.ops.binders import add, reshape, transpose
 from tracejit.ops.convolution import (ConvDimensionNumbers, _dilated, _out_sizes, _positive_ints, _spatial_prepare,
                                       _window_taps, conv_dimension_numbers, conv_output_shape, conv_params,
                                       conv_with_params, padtype_to_pads)
-from tracejit.ops.operands import concrete_operand, convert
+from tracejit.ops.operands import concrete_operand, convert, widen_to_preferred
 from tracejit.transforms.ad import def_jvp, def_simple_vjp
 from tracejit.transforms.api_ad import vjp
 from tracejit.transforms.api_vmap import vmap
@@ -182,7 +182,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
     >>> lax.conv_general_dilated(x, k, (1,), "VALID")
     Array([[[-2., -2., -2.]]])
     """
-    lhs, rhs = concrete_operand(lhs), concrete_operand(rhs)
+    lhs, rhs = widen_to_preferred(preferred_element_type, concrete_operand(lhs), concrete_operand(rhs))
     params = conv_params(aval(lhs), aval(rhs), window_strides, padding, lhs_dilation, rhs_dilation,
                          dimension_numbers, feature_group_count, batch_group_count)
     y = conv_general_dilated_p.bind(lhs, rhs, **params)

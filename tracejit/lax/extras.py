@@ -35,6 +35,7 @@ import numpy as np
 
 import tracejit.numpy as jnp
 from tracejit.core import dtypes
+from tracejit.ops.operands import widen_to_preferred
 from tracejit.core.avals import ShapedArray
 from tracejit.core.primitive import Primitive, batching_rules, decomposition_rules, def_rules
 from tracejit.lax.dimension_numbers import FftType
@@ -491,7 +492,8 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, prec
     if dtypes.kind(np.dtype(ga.dtype)) not in "iu":
         raise TypeError("ragged_dot_general requires that group_sizes.dtype is subtype of np.integer.")
     dt = np.promote_types(la.dtype, ra.dtype)
-    lhs, rhs = convert_element_type(lhs, dt), convert_element_type(rhs, dt)
+    lhs, rhs = widen_to_preferred(preferred_element_type, convert_element_type(lhs, dt),
+                                  convert_element_type(rhs, dt))
     mode, ragged = _ragged_mode(la.ndim, dn)
     (lc, rc), (lb, rb) = dn.dot_dimension_numbers
     if ga.ndim == 0:

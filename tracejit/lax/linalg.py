@@ -26,8 +26,6 @@ JAX's rule (eigenvalues; eigenvectors with ``enable_eigvec_derivs=True``); ``sch
 Examples
 --------
 >>> import numpy as np
-
-from tracejit.core import dtypes
 >>> from tracejit.lax import linalg
 >>> v, w = linalg.eigh(np.array([[2.0, 0.0], [0.0, 1.0]]))
 >>> w
@@ -41,6 +39,8 @@ import operator
 import warnings
 
 import numpy as np
+
+from tracejit.core import dtypes
 
 import tracejit.numpy as jnp
 from tracejit.array import eager_results

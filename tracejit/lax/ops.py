@@ -7,6 +7,7 @@ import operator
 
 import numpy as np
 
+from tracejit.ops.operands import widen_to_preferred
 from tracejit.core import dtypes
 from tracejit.ops.dot import dot_general_p
 from tracejit.ops.elementwise import binary_prims, convert_element_type_p, iota_p, select_n_p, unary_prims
@@ -785,7 +786,8 @@ def broadcasted_iota(dtype, shape, dimension):
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
     """Batched tensor contraction with lax ``dimension_numbers``."""
     (lc, rc), (lb, rb) = dimension_numbers
-    out = dot_general_p.bind(to_operand(lhs), to_operand(rhs),
+    lhs, rhs = widen_to_preferred(preferred_element_type, to_operand(lhs), to_operand(rhs))
+    out = dot_general_p.bind(lhs, rhs,
                              dimension_numbers=((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb))))
     return convert_element_type(out, preferred_element_type) if preferred_element_type else out
 

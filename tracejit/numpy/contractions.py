@@ -6,6 +6,7 @@ import string
 
 import numpy as np
 
+from tracejit.ops.operands import widen_to_preferred
 from tracejit.core import dtypes
 from tracejit.ops.dot import dot_general_p
 from tracejit.numpy._util import aval, broadcast_shapes, canonicalize_axis, eager, promote, to_operand
@@ -194,6 +195,7 @@ def einsum(subscripts, *operands, optimize=None, precision=None, preferred_eleme
         return np.einsum(subscripts, *operands, optimize=optimize if optimize is not None else False)
     ops = promote(*[to_operand(o) for o in operands])
     ops = [np.asarray(o) if not hasattr(o, "shape") else o for o in ops]
+    ops = list(widen_to_preferred(preferred_element_type, *ops))
     terms, out_term = _parse_einsum(subscripts, [aval(o).shape for o in ops])
     x, xt = ops[0], terms[0]
     rest = list(zip(ops[1:], terms[1:]))

@@ -76,3 +76,27 @@ def lift(value, trace):
     flat = Tracer(trace, None, trace.to_atom(arr.reshape(-1) if arr.ndim == 0 else arr))
     flat.aval = flat._v.aval
     return reshape_p.bind(flat, new_sizes=()) if arr.ndim == 0 else flat
+
+
+def widen_to_preferred(preferred_element_type, *operands):
+    """The operands of a contraction with ``preferred_element_type``, 16-bit floats widened to it
+    first: the products then accumulate in the preferred type, JAX's meaning of it (instead of
+    rounding to bfloat16 and converting). Other operands are returned as they are.
+
+    Examples
+    --------
+    >>> import ml_dtypes
+    >>> a, = widen_to_preferred(np.float32, np.ones(2, ml_dtypes.bfloat16))
+    >>> a.dtype
+    dtype('float32')
+    """
+    if preferred_element_type is None:
+        return operands
+    want = dtypes.canonical(preferred_element_type)
+    if not dtypes.is_float(want):
+        return operands
+
+    def widen(x):
+        d = getattr(x, "dtype", None)
+        return convert(x, want) if d in dtypes.HALF_FLOATS and want.itemsize > d.itemsize else x
+    return tuple(widen(x) for x in operands)

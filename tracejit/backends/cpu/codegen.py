@@ -244,6 +244,8 @@ class KernelEmitter:
         if d == dtypes.bool_:
             zero = ir.Constant(v.type, 0) if lanes == 1 else ir.Constant(v.type, [ir.Constant(mt, 0)] * lanes)
             v = self.b.icmp_unsigned("!=", v, zero)
+        elif d == dtypes.bfloat16:
+            v = L.bfloat16_from_memory(self.b, v)
         return v
 
     def _prefetch(self, ptr):
@@ -287,6 +289,8 @@ class KernelEmitter:
         v = self.b.call(fn, [self._ptr(bid, offset), ir.Constant(ir.IntType(32), d.itemsize), self.mask, zero])
         if d == dtypes.bool_:
             v = self.b.icmp_unsigned("!=", v, zero)
+        elif d == dtypes.bfloat16:
+            v = L.bfloat16_from_memory(self.b, v)
         return v
 
     def _masked_store(self, bid, offset, value):
@@ -297,6 +301,8 @@ class KernelEmitter:
         lanes = L.lanes_of(value)
         if d == dtypes.bool_:
             value = self.b.zext(value, ir.VectorType(L.memory_type(d), lanes))
+        elif d == dtypes.bfloat16:
+            value = L.bfloat16_to_memory(self.b, value)
         fn = self._masked_intrinsic("store", value.type)
         self.b.call(fn, [value, self._ptr(bid, offset), ir.Constant(ir.IntType(32), d.itemsize), self.mask])
 
@@ -335,6 +341,8 @@ class KernelEmitter:
         lanes = L.lanes_of(value)
         if d == dtypes.bool_:
             value = self.b.zext(value, mt if lanes == 1 else ir.VectorType(mt, lanes))
+        elif d == dtypes.bfloat16:
+            value = L.bfloat16_to_memory(self.b, value)
         st = self.b.store(value, self._ptr(bid, offset))
         if lanes > 1:
             st.align = d.itemsize

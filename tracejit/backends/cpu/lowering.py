@@ -3,6 +3,11 @@
 Each rule gets the IR builder, operand values (scalars or vectors), operand
 dtypes and the output dtype. Values of dtype bool are ``i1`` in registers.
 No fast-math flags are used anywhere: NaN and signed zeros behave as NumPy.
+
+bfloat16 values are ``float`` in registers (widening is exact) and 16-bit integers in memory:
+kernels only convert them (to float32, or from float32 by rounding to nearest even, as
+ml_dtypes does) and select or move them; no primitive computes on bfloat16
+(core/storage_dtypes.py).
 """
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ def scalar_type(dtype: np.dtype) -> ir.Type:
     """Register type of one element."""
     if dtype == dtypes.bool_:
         return I1
-    if dtype == dtypes.float32:
+    if dtype == dtypes.float32 or dtype == dtypes.bfloat16:
         return ir.FloatType()
     if dtype == dtypes.float64:
         return ir.DoubleType()
@@ -33,6 +38,8 @@ def memory_type(dtype: np.dtype) -> ir.Type:
     """In-memory type of one element (bool is a byte, complex a [2 x T] pair, as in NumPy)."""
     if dtype.kind == "c":
         return lowering_complex.memory_type(dtype)
+    if dtype == dtypes.bfloat16:
+        return ir.IntType(16)
     return ir.IntType(8) if dtype == dtypes.bool_ else scalar_type(dtype)
 
 
@@ -222,6 +229,10 @@ def _float_divmod(b, x, y, d):
 def convert(b, x, src: np.dtype, dst: np.dtype):
     if src == dst:
         return x
+    if src == dtypes.bfloat16:    # a float32 register holding the value exactly
+        return convert(b, x, dtypes.float32, dst)
+    if dst == dtypes.bfloat16:
+        return round_to_bfloat16(b, convert(b, x, src, dtypes.float32))
     lanes = lanes_of(x)
     dt = value_type(dst, lanes)
     if dst == dtypes.bool_:
@@ -551,6 +562,8 @@ def supports(prim_name: str, in_dtypes, out_dtype) -> bool:
     if _involves_complex(in_dtypes, out_dtype):
         return lowering_complex.supports(prim_name, in_dtypes, out_dtype)
     native = NATIVE_REAL_DTYPES
+    if dtypes.bfloat16 in in_dtypes or out_dtype == dtypes.bfloat16:
+        return _supports_bfloat16(prim_name, in_dtypes, out_dtype)
     if any(d not in native for d in in_dtypes) or out_dtype not in native:
         return False
     if prim_name in ("select_n", "convert_element_type", "iota"):
@@ -560,6 +573,47 @@ def supports(prim_name: str, in_dtypes, out_dtype) -> bool:
     if prim_name in ("floordiv", "rem", "fmod") and in_dtypes[0] == dtypes.bool_:
         return False
     return prim_name in UNARY_RULES or prim_name in BINARY_RULES
+
+
+def _supports_bfloat16(prim_name, in_dtypes, out_dtype) -> bool:
+    """bfloat16 kernels convert and select. Conversions to bfloat16 come from float32 only: from
+    float64 or integers ml_dtypes rounds once, directly, which float32 cannot reproduce."""
+    if prim_name == "select_n":
+        return all(d == out_dtype for d in in_dtypes[1:])
+    if prim_name != "convert_element_type":
+        return False
+    if out_dtype == dtypes.bfloat16:
+        return in_dtypes[0] in (dtypes.float32, dtypes.bfloat16)
+    return out_dtype in NATIVE_REAL_DTYPES
+
+
+def round_to_bfloat16(b, x):
+    """A float32 value (scalar or vector) rounded to bfloat16 precision, still a float: round to
+    nearest even on the bits (overflow gives inf); NaN becomes the quiet NaN of its sign, as
+    ml_dtypes converts."""
+    lanes = lanes_of(x)
+    i32 = value_type(dtypes.int32, lanes)
+    bits = b.bitcast(x, i32)
+    odd = b.and_(b.lshr(bits, const(dtypes.int32, 16, lanes)), const(dtypes.int32, 1, lanes))
+    rounded = b.add(b.add(bits, const(dtypes.int32, 0x7FFF, lanes)), odd)
+    rounded = b.and_(rounded, const(dtypes.uint32, 0xFFFF0000, lanes))
+    quiet_nan = b.or_(b.and_(bits, const(dtypes.uint32, 0x80000000, lanes)), const(dtypes.int32, 0x7FC00000, lanes))
+    is_nan = b.fcmp_unordered("uno", x, x)
+    return b.bitcast(b.select(is_nan, quiet_nan, rounded), x.type)
+
+
+def bfloat16_from_memory(b, raw):
+    """A loaded 16-bit bfloat16 pattern (scalar or vector of i16) as a float: its upper half."""
+    lanes = lanes_of(raw)
+    wide = b.shl(b.zext(raw, value_type(dtypes.int32, lanes)), const(dtypes.int32, 16, lanes))
+    return b.bitcast(wide, value_type(dtypes.float32, lanes))
+
+
+def bfloat16_to_memory(b, x):
+    """A float holding a bfloat16 value as its 16-bit pattern (the upper half of its bits)."""
+    lanes = lanes_of(x)
+    bits = b.lshr(b.bitcast(x, value_type(dtypes.int32, lanes)), const(dtypes.int32, 16, lanes))
+    return b.trunc(bits, value_type(dtypes.int16, lanes))
 
 
 def index_in_range(b, raw, dtype, n: int, mode: str):
