@@ -42,6 +42,11 @@ _EXPENSIVE = {"exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sin", "c
               "cbrt", "floordiv", "rem", "fmod"}
 
 _COSTLY = _EXPENSIVE | {"sqrt", "rsqrt", "div"}
+
+
+def _native_storage(d) -> bool:
+    """Whether kernels load and store elements of dtype ``d`` (not float16)."""
+    return (d.kind in "biufc" and d != dtypes.float16) or d == dtypes.bfloat16
 # Scatters compiled as native loops (complex and float16 updates run NumPy's ufunc.at).
 _NATIVE_SCATTER_DTYPES = {dtypes.bool_, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8,
                           dtypes.uint16, dtypes.uint32, dtypes.uint64, dtypes.float32, dtypes.float64}
@@ -142,7 +147,7 @@ class Planner:
         if p.name in _REDUCE_OPS and self.can_reduce(eqn):
             return "reduce"
         if p is gather_p and isinstance(eqn.inputs[0], Var) and self._fusible_dtype(eqn) \
-                and eqn.inputs[0].aval.dtype.kind in "biufc":
+                and _native_storage(eqn.inputs[0].aval.dtype):
             return "gather"     # an indexed load inside a kernel (the operand stays in memory)
         if p is dot_general_p and eqn.inputs[0].aval.dtype.kind in "fc":
             return "dot"
@@ -158,7 +163,7 @@ class Planner:
                     and eqn.inputs[0].aval.shape[eqn.params["dimension"]] <= NATIVE_SORT_MAX)):
             return "window"     # a serial native loop along the axis (a sort: insertion sort per line)
         if p is dynamic_slice_p and isinstance(eqn.inputs[0], Var) and self._fusible_dtype(eqn) \
-                and eqn.inputs[0].aval.dtype.kind in "biufc" and _indexed_prefix(eqn) \
+                and _native_storage(eqn.inputs[0].aval.dtype) and _indexed_prefix(eqn) \
                 and (_indexed_prefix(eqn) == eqn.inputs[0].aval.ndim or id(eqn.inputs[0]) not in self.donated_inputs):
             return "gather"     # x[i] / x[i, j] with traced i, j: a clamped load inside the kernel
         if p in (dynamic_slice_p, dynamic_update_slice_p):
@@ -167,8 +172,9 @@ class Planner:
         return "numpy"
 
     def _fusible_dtype(self, eqn):
-        # Complex loads and stores are native too (interleaved parts); float16 is not.
-        return all(v.aval.dtype.kind in "biufc" and v.aval.dtype != dtypes.float16 for v in eqn.outputs)
+        # Complex loads and stores are native too (interleaved parts), and bfloat16's (16-bit
+        # patterns widened to float registers); float16 is not.
+        return all(_native_storage(v.aval.dtype) for v in eqn.outputs)
 
     def _new_buffer(self, aval, kind="temp", **kw) -> int:
         b = Buffer(len(self.plan.buffers), aval.shape, aval.dtype, kind, **kw)
