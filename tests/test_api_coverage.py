@@ -172,12 +172,7 @@ DELIBERATE_OMISSIONS = {
 # comments can be rewritten from the current state with
 # `python tests/test_api_coverage.py --update-not-yet jax.numpy` (it lists every missing name that is
 # not a deliberate omission).
-NOT_YET = {
-    "jax": [
-        # jax.ad: the DontWant / GradRef markers of gradients with respect to Refs.
-        "ad",
-    ],
-}
+NOT_YET: dict = {}
 
 
 def _module(name):

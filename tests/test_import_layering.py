@@ -40,7 +40,7 @@ LAYERS = [
     ["distributed"],
     ["sharding"],
     ["shard_map"],
-    ["api_misc", "api_callback", "debug", "fwd_and_bwd", "ref"],
+    ["api_misc", "api_callback", "debug", "fwd_and_bwd", "ref", "ad"],
     ["experimental"],
     ["diagnostics"],
     ["tree_util"],

@@ -43,6 +43,7 @@ from tracejit.api_misc import (closure_convert, custom_gradient, effects_barrier
 from tracejit.api_callback import pure_callback
 from tracejit.fwd_and_bwd import fwd_and_bwd
 from tracejit import ref  # noqa: F401  (jax.ref)
+from tracejit import ad  # noqa: F401  (jax.ad: vjp(...).with_refs markers)
 from tracejit.ref import Ref, empty_ref, free_ref, freeze, new_ref
 from tracejit.numpy.dynamic_slices import ds
 from tracejit import debug  # noqa: F401

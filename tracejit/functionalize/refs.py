@@ -28,6 +28,7 @@ from tracejit.core.trace import EVAL_TRACE, current_trace, is_concrete_context
 from tracejit.core.tracer import Tracer
 from tracejit.core.values import get_aval
 from tracejit.functionalize import state
+from tracejit.transforms.vjp_accumulators import REF_ACCUMULATORS
 from tracejit.numpy import array, asarray, dynamic_slices
 
 
@@ -213,6 +214,9 @@ def _unflatten(aux, children):
 
 
 register_pytree_node(Ref, _flatten, _unflatten)
+# vjp(...).with_refs(ref, ...) adds an input's cotangent into a Ref (transforms/vjp_accumulators.py).
+REF_ACCUMULATORS.append((lambda x: isinstance(x, Ref), lambda ref: ref.aval.inner_aval,
+                         lambda ref, ct: ref.addupdate(ct)))
 
 
 def new_ref(init_val, *, memory_space=None, kind=None) -> Ref:

@@ -34,6 +34,7 @@ from tracejit.core.tracer import Tracer
 from tracejit.core.values import get_aval, leaf_aval
 from tracejit.ops.operands import convert
 from tracejit.transforms.api_vmap import vmap
+from tracejit.transforms.vjp_accumulators import VJP
 from tracejit.transforms import ad
 from tracejit.transforms.ad import float0, is_differentiable, stop_gradient_p
 from tracejit.ops.binders import reshape, transpose
@@ -209,7 +210,9 @@ def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     -------
     (out, vjp_fn) or (out, vjp_fn, aux)
         ``vjp_fn(cotangent)`` takes a cotangent shaped like ``out`` and returns a
-        tuple with one cotangent per primal (float0 zeros for integer primals).
+        tuple with one cotangent per primal (float0 zeros for integer primals);
+        ``vjp_fn.with_refs(...)`` sends each to a value, a Ref accumulator or nowhere
+        (``tracejit.ad``'s markers, transforms/vjp_accumulators.py).
 
     Examples
     --------
@@ -246,7 +249,8 @@ def vjp(fun, *primals, has_aux=False, reduce_axes=()):
         return tree_unflatten(t.in_tree, [_instantiate_ct(ct, a) for ct, a in zip(in_cts, t.in_avals)])
 
     out, aux = t.split(outs)
-    vjp_fn = eager_results(vjp_fn)
+    ct_avals = [(tuple(a.shape), a.dtype if is_differentiable(a.dtype) else float0) for a in t.in_avals]
+    vjp_fn = VJP(eager_results(vjp_fn), t.in_tree, ct_avals)
     return eager_values((out, vjp_fn, aux) if has_aux else (out, vjp_fn))
 
 
