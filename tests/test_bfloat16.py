@@ -365,6 +365,17 @@ def test_mixed_float32_and_bfloat16_primitive_operands_raise():
     assert keys.dtype == BF16 and payload.dtype == np.float32 and payload[0] == np.float32(0.2)
 
 
+def test_data_dependent_shapes_work_eagerly():
+    x = np.array([1, 2, 2, 0, -1, 2], np.float32).astype(BF16)
+    assert_ulps(jnp.unique(x), np.unique(x), 0)
+    np.testing.assert_array_equal(jnp.nonzero(x)[0], np.nonzero(x.astype(np.float32))[0])
+    np.testing.assert_array_equal(jnp.argwhere(x), np.argwhere(x.astype(np.float32)))
+    assert_ulps(jnp.setdiff1d(x, np.array([2], BF16)), np.array([-1, 0, 1], np.float32).astype(BF16), 0)
+    assert_ulps(jnp.union1d(x, x[:2]), np.unique(x), 0)
+    assert_ulps(jnp.extract(x > 0, x), x[x.astype(np.float32) > 0], 0)
+    assert_ulps(jnp.asarray(x)[x > 0], x[x.astype(np.float32) > 0], 0)
+
+
 # ----------------------------------------------------------------------------- JAX
 
 def _jax():

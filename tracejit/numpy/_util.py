@@ -35,6 +35,17 @@ def eager(*args) -> bool:
     return True
 
 
+def concrete(*args) -> bool:
+    """True when every argument's value is known: no trace is active and none is a tracer. What
+    data-dependent shapes (``nonzero``, ``unique``, set operations without ``size=``) need; unlike
+    :func:`eager` it holds for bfloat16 values too, whose NumPy results there are exact (they only
+    compare and select elements)."""
+    if current_trace() is not EVAL_TRACE:
+        return False
+    return not any(isinstance(a, Tracer) or isinstance(a, (list, tuple)) and any(isinstance(b, Tracer) for b in a)
+                   for a in args)
+
+
 def to_operand(x):
     """Tracers and Python scalars pass through; everything else becomes an ndarray (a list
     holding tracers is stacked into one traced array)."""

@@ -19,7 +19,7 @@ import numpy as np
 
 from tracejit.core import dtypes
 from tracejit.core.errors import ConcretizationTypeError
-from tracejit.numpy._util import (aval, broadcast_shapes, canonicalize_axis, convert, eager, is_tracer, promote,
+from tracejit.numpy._util import (aval, broadcast_shapes, canonicalize_axis, concrete, convert, eager, is_tracer, promote,
                                   to_operand)
 from tracejit.numpy import reductions as R
 from tracejit.numpy import ufuncs as U
@@ -139,7 +139,7 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     """
     if out is not None:
         raise NotImplementedError("compress: the out= argument is not supported; use the returned array")
-    if eager(condition, a) and size is None:
+    if concrete(condition, a) and size is None:
         return np.compress(condition, a, axis)
     cond = convert(_array(condition), dtypes.bool_)
     if aval(cond).ndim != 1:
@@ -175,7 +175,7 @@ def extract(condition, arr, *, size=None, fill_value=0):
     >>> jnp.extract(x % 2 == 0, x)
     Array([0, 2, 4])
     """
-    if eager(condition, arr) and size is None:
+    if concrete(condition, arr) and size is None:
         return np.extract(condition, arr)
     return compress(ravel(U.not_equal(_array(condition), 0)), ravel(_array(arr)), size=size,
                     fill_value=fill_value)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracejit.core import dtypes
-from tracejit.numpy._util import aval, convert, eager, is_tracer, promote, to_operand
+from tracejit.numpy._util import aval, concrete, convert, eager, is_tracer, promote, to_operand
 from tracejit.numpy import ufuncs as U
 from tracejit.numpy import reductions as R
 from tracejit.numpy.misc import where
@@ -150,7 +150,7 @@ def union1d(ar1, ar2, *, size=None, fill_value=None):
     >>> jnp.union1d(jnp.array([3, 1]), jnp.array([2, 1]))
     Array([1, 2, 3])
     """
-    if eager(ar1, ar2):
+    if concrete(ar1, ar2):
         res = np.union1d(ar1, ar2)
         return _sized_eager(res, size, fill_value, "union1d")
     if size is None:
@@ -181,7 +181,7 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
     >>> jnp.intersect1d(jnp.array([1, 3, 4, 3]), jnp.array([3, 1, 2, 1]))
     Array([1, 3])
     """
-    if eager(ar1, ar2):
+    if concrete(ar1, ar2):
         res = np.intersect1d(ar1, ar2, assume_unique=assume_unique, return_indices=return_indices)
         if size is None:
             return res
@@ -224,7 +224,7 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     >>> jnp.setdiff1d(jnp.array([1, 2, 3, 2]), jnp.array([2]))
     Array([1, 3])
     """
-    if eager(ar1, ar2):
+    if concrete(ar1, ar2):
         res = np.setdiff1d(ar1, ar2, assume_unique=assume_unique)
         return _sized_eager(res, size, fill_value, "setdiff1d")
     if size is None:
@@ -243,7 +243,7 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     >>> jnp.setxor1d(jnp.array([1, 2, 3]), jnp.array([2, 3, 4]))
     Array([1, 4])
     """
-    if eager(ar1, ar2):
+    if concrete(ar1, ar2):
         res = np.setxor1d(ar1, ar2, assume_unique=assume_unique)
         return _sized_eager(res, size, fill_value, "setxor1d")
     if size is None:

@@ -18,7 +18,7 @@ from tracejit.core.errors import ConcretizationTypeError
 from tracejit.ops.elementwise import iota_p
 from tracejit.ops.sorting import bincount_p, nonzero_p, searchsorted_p, sort_p, unique_p
 from tracejit.ops.structural import rev_p
-from tracejit.numpy._util import aval, canonicalize_axis, convert, eager, is_tracer, promote, to_operand
+from tracejit.numpy._util import aval, canonicalize_axis, concrete, convert, eager, is_tracer, promote, to_operand
 from tracejit.numpy import ufuncs as U
 
 __all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "searchsorted", "digitize",
@@ -259,7 +259,7 @@ def nonzero(a, *, size=None, fill_value=None):
     >>> jnp.nonzero(jnp.array([0, 3, 0, 4]), size=3)
     (Array([1, 3, 0]),)
     """
-    if eager(a) and size is None:
+    if concrete(a) and size is None:
         return np.nonzero(a)
     x = _array(a)
     nd = aval(x).ndim
@@ -287,7 +287,7 @@ def flatnonzero(a, *, size=None, fill_value=None):
     >>> jnp.flatnonzero(jnp.array([[0, 1], [1, 0]]))
     Array([1, 2])
     """
-    if eager(a) and size is None:
+    if concrete(a) and size is None:
         return np.flatnonzero(a)
     from tracejit.numpy.shape import ravel
     if size is None:
@@ -304,7 +304,7 @@ def argwhere(a, *, size=None, fill_value=None):
     >>> jnp.argwhere(jnp.array([[0, 1], [1, 0]])).tolist()
     [[0, 1], [1, 0]]
     """
-    if eager(a) and size is None:
+    if concrete(a) and size is None:
         return np.argwhere(a)
     if size is None:
         raise _data_dependent("argwhere", "the number of nonzero elements", "Pass a static size=N.")
@@ -353,7 +353,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     Array([3, 0, 0])
     """
     flags = dict(return_index=return_index, return_inverse=return_inverse, return_counts=return_counts)
-    if eager(ar) and size is None:
+    if concrete(ar) and size is None:
         return np.unique(ar, axis=axis, equal_nan=equal_nan, **flags)
     if size is None:
         raise _data_dependent("unique", "the number of unique values",
@@ -441,7 +441,7 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     >>> jnp.bincount(jnp.array([0, 1, 1, 3]))
     Array([1, 2, 0, 1])
     """
-    if eager(x, weights) and length is None:
+    if concrete(x, weights) and length is None:
         return np.bincount(x, weights=weights, minlength=minlength)
     if length is None:
         raise _data_dependent("bincount", "the output length (max(x) + 1)",
