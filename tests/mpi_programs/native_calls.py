@@ -114,5 +114,55 @@ eager = [np.asarray(o.addressable_data(0))[0] for o in f(x)]
 for a, b, what in zip(got, eager, ("psum", "pmax", "pmin", "ppermute", "all_gather")):
     close(a, b, f"{what}: compiled == eager")
 
+# Along other axes than 0 they are native calls too (compiler/passes/native_collective_axes.py:
+# axis-0 calls between transposes), in loops, gradients and vmaps; values from NumPy on every rank's
+# operand.
+every = [np.random.default_rng(r).standard_normal((2, 3 * n, 2 * n, n)) for r in range(n)]
+xa = every[rank]
+cat = lambda parts, axis: np.concatenate(parts, axis=axis)            # noqa: E731
+want = {}
+for a in range(4):
+    want[f"all_gather {a}"] = (lambda b, a=a: lax.all_gather(b, "i", axis=a), np.stack(every, axis=a))
+for a in range(1, 4):
+    want[f"all_gather tiled {a}"] = (lambda b, a=a: lax.all_gather(b, "i", axis=a, tiled=True), cat(every, a))
+total = sum(every)
+for d in (1, 2, 3):
+    k = total.shape[d] // n
+    want[f"psum_scatter tiled {d}"] = (lambda b, d=d: lax.psum_scatter(b, "i", scatter_dimension=d, tiled=True),
+                                       np.take(total, range(rank * k, rank * k + k), axis=d))
+want["psum_scatter 3"] = (lambda b: lax.psum_scatter(b, "i", scatter_dimension=3), np.take(total, rank, axis=3))
+for sp in (1, 2):
+    k = xa.shape[sp] // n
+    mine = [np.take(e, range(rank * k, rank * k + k), axis=sp) for e in every]   # chunk `rank` of each rank
+    for c in range(4):
+        want[f"all_to_all tiled {sp}->{c}"] = (
+            lambda b, sp=sp, c=c: lax.all_to_all(b, "i", sp, c, tiled=True), cat(mine, c))
+for c in range(3):
+    want[f"all_to_all 3->{c}"] = (lambda b, c=c: lax.all_to_all(b, "i", 3, c),
+                                  np.stack([np.take(e, rank, axis=3) for e in every], axis=c))
+for what, (fn, value) in want.items():
+    g = jax.shard_map(lambda b, fn=fn: fn(b) * 2, mesh=mesh, in_specs=P(), out_specs=P())
+    text = compiled_text(g, xa)
+    assert "call mpi_" in text and "numpy mpi" not in text, (what, text)
+    close(jax.jit(g)(xa), 2 * value, f"{what}, compiled")
+    close(g(xa), 2 * value, f"{what}, eager")
+xb = np.arange(4.0 * n).reshape(2, 2 * n) + 10 * rank
+looped = jax.shard_map(lambda b: lax.fori_loop(0, 3, lambda i, u: lax.psum_scatter(
+    lax.all_gather(u, "i", axis=1, tiled=True), "i", scatter_dimension=1, tiled=True) / n + 1, b),
+    mesh=mesh, in_specs=P(), out_specs=P())
+assert "numpy mpi" not in compiled_text(looped, xb)
+close(jax.jit(looped)(xb), looped(xb), "gather + scatter along axis 1 in a loop: compiled == eager")
+weights = np.arange(4.0 * n).reshape(2 * n, 2)
+swap_grad = jax.shard_map(jax.grad(lambda b: (lax.all_to_all(b, "i", 1, 0, tiled=True) ** 2 * weights).sum()),
+                          mesh=mesh, in_specs=P(), out_specs=P())
+assert "numpy mpi" not in compiled_text(swap_grad, xb)
+close(jax.jit(swap_grad)(xb), swap_grad(xb), "grad of all_to_all 1->0: compiled == eager")
+# vmap inside shard_map (the batching rule moves the gathered axis to 1); it raised a TypeError
+# ("multiple values for argument 'size'") before.
+rows = jax.shard_map(jax.vmap(lambda r: lax.all_gather(r, "i", tiled=True)), mesh=mesh, in_specs=P(), out_specs=P())
+assert "numpy mpi" not in compiled_text(rows, xb)
+close(jax.jit(rows)(xb), np.stack([cat([xb[i] - 10 * rank + 10 * r for r in range(n)], 0) for i in range(2)]),
+      "vmap of all_gather inside shard_map")
+
 print(f"OK {rank}/{n}", flush=True)
 jax.distributed.shutdown()

@@ -262,7 +262,9 @@ def_jvp(mpi.mpi_axis_index_p, lambda primals, tangents, **params: (
 # A vmap inside a shard_map: the batch axis rides along in front of the per-process operand (the
 # reductions and ppermute are elementwise across ranks; the others shift their axis parameters).
 def _carry_batch(prim, *axis_params):
-    def rule(args, dims, size, **params):
+    # The batch size is not needed; ``params`` holds the MPI axis' ``size`` (a name batching's own
+    # positional argument must not take: vmap inside shard_map raised "multiple values for 'size'").
+    def rule(args, dims, _batch_size, **params):
         x = batching.to_front(args[0], dims[0])
         params = dict(params, **{k: params[k] + 1 for k in axis_params})
         return bind(prim, [x], params), [0]

@@ -307,20 +307,27 @@ def mpich_abi() -> bool:
     return all(MPI._sizeof(t) == 4 for t in (MPI.Comm, MPI.Datatype, MPI.Op))
 
 
-def _native_call_ok(eqn) -> bool:
-    """A collective compiled code can make itself: one process (a copy), or MPICH's ABI, with a
-    native dtype and an ``int`` element count; all_gather only along axis 0 (rank-major blocks)."""
+def native_operands_ok(eqn) -> bool:
+    """Whether compiled code can make this collective's MPI call on its buffers: one process (a
+    copy), or MPICH's ABI, with a native dtype and an ``int`` element count."""
     avals = [a.aval for a in eqn.inputs] + [v.aval for v in eqn.outputs]
     if any(a.dtype not in _NATIVE_DTYPES or a.size > _MAX_COUNT for a in avals):
         return False
-    if eqn.primitive is mpi_allgather_p and eqn.params["axis"] != 0:
-        return False
-    # Rank-major blocks along axis 0 are contiguous: MPI's buffers are the operand and the result.
-    if eqn.primitive is mpi_reduce_scatter_p and eqn.params["scatter_dimension"] != 0:
-        return False
-    if eqn.primitive is mpi_alltoall_p and (eqn.params["split_axis"], eqn.params["concat_axis"]) != (0, 0):
-        return False
     return eqn.params["size"] == 1 or mpich_abi()
+
+
+def along_other_axes(eqn) -> bool:
+    """Whether a gather, scatter or all-to-all works along axes other than 0: its rank-major blocks
+    are not contiguous (``compiler/passes/native_collective_axes.py`` moves the axis to the front)."""
+    p = eqn.primitive
+    return (p is mpi_allgather_p and eqn.params["axis"] != 0
+            or p is mpi_reduce_scatter_p and eqn.params["scatter_dimension"] != 0
+            or p is mpi_alltoall_p and (eqn.params["split_axis"], eqn.params["concat_axis"]) != (0, 0))
+
+
+def _native_call_ok(eqn) -> bool:
+    # Rank-major blocks along axis 0 are contiguous: MPI's buffers are the operand and the result.
+    return not along_other_axes(eqn) and native_operands_ok(eqn)
 
 
 for _p in (mpi_psum_p, mpi_pmax_p, mpi_pmin_p, mpi_allgather_p, mpi_reduce_scatter_p, mpi_alltoall_p,

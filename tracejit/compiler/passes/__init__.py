@@ -13,6 +13,7 @@ from tracejit.compiler.passes.dot_layout import transpose_dots
 from tracejit.compiler.passes.inline import inline
 from tracejit.compiler.passes.loop_carries import forward_unchanged_carries
 from tracejit.compiler.passes.loop_invariants import hoist_loop_invariants
+from tracejit.compiler.passes.native_collective_axes import collectives_along_axis_0
 from tracejit.compiler.passes.native_pads import pads_as_native_ops
 from tracejit.compiler.passes.short_sums import short_sums_as_additions
 from tracejit.compiler.passes.simplify import simplify
@@ -27,6 +28,7 @@ PIPELINE = [
     ("small_dots", small_dots_as_kernels),  # matrix-vector and tiny products as fusible sums
     ("short_sums", short_sums_as_additions),  # sums over an axis of 2-4 elements as additions (map kernels)
     ("native_pads", pads_as_native_ops),  # interior padding and negative edges as concatenations and slices
+    ("native_collective_axes", collectives_along_axis_0),  # MPI gathers/scatters along other axes: axis 0 + transposes
     ("cse", cse),              # one equation per distinct (primitive, inputs, params)
     ("dot_layout", transpose_dots),  # transpose(a @ b) computed as b^T @ a^T (no transposed copy)
     ("dce", dce),              # equations whose results are unused removed
