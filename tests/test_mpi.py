@@ -139,6 +139,15 @@ def test_unsupported_meshes_raise_not_implemented():
 # --------------------------------------------------------------------------- native calls
 
 @pytest.mark.parametrize("n", [2, 3])
+def test_grad_outside_shard_map_is_the_global_functions(n):
+    # grad(shard_map(f)): replicated outputs' cotangents divided by the process count, replicated
+    # inputs' summed (tests/mpi_programs/grad_outside.py); they were n times too large before.
+    rc, out, err, _ = run_mpi(n, "grad_outside.py")
+    assert rc == 0, f"mpiexec -n {n} failed:\n{out}\n{err[-4000:]}"
+    assert sorted(re.findall(r"OK \d+/\d+", out)) == [f"OK {r}/{n}" for r in range(n)]
+
+
+@pytest.mark.parametrize("n", [2, 3])
 def test_compiled_collectives_are_native_calls_and_loops_stay_native(n):
     # Halo exchange in a fori_loop, psum in a loop, pmax/pmin/ppermute/all_gather/axis_index as calls
     # into MPI from compiled code (backends/cpu/native_calls.py): tests/mpi_programs/native_calls.py.

@@ -15,9 +15,11 @@ it is not checked); a split spec returns a :class:`tracejit.sharding.GlobalArray
 is this process's output. With one process (no mpiexec) and a one-device mesh, ``f`` runs on the
 whole arrays.
 
-Semantics to know: derivatives are taken inside ``f`` (``shard_map(grad(f))``); there ``psum``'s
-transpose is ``psum`` of the cotangent (JAX's ``check_rep=False`` semantics, the same as under
-``vmap(axis_name=...)``). ``check_rep``/``check_vma`` are accepted but replication is not
+Semantics to know: inside ``f`` (``shard_map(grad(f))``) ``psum``'s transpose is ``psum`` of the
+cotangent (JAX's ``check_rep=False`` semantics, the same as under ``vmap(axis_name=...)``). Taken
+outside (``grad(shard_map(f))``), derivatives are those of the global function, as JAX's: the
+cotangent of a ``P()`` output is divided by the number of processes and that of a ``P()`` input
+summed over them. ``check_rep``/``check_vma`` are accepted but replication is not
 verified. Not implemented (NotImplementedError): meshes of more than one axis, meshes whose devices
 are not all processes in rank order, resharding a global array to another spec, ``auto``.
 
@@ -38,6 +40,9 @@ import functools
 import numpy as np
 
 from tracejit.array import as_array_result
+from tracejit.core import dtypes
+from tracejit.ops import mpi_collectives as mpi
+from tracejit.transforms.linear_call import linear_call
 from tracejit.core.named_axes import axis_frame
 from tracejit.core.pytree import broadcast_prefix, tree_flatten, tree_unflatten
 from tracejit.device_types import _PROCESS, Device
@@ -158,9 +163,35 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=None, 
         leaves, tree = tree_flatten(args, is_leaf=lambda x: isinstance(x, GlobalArray))
         leaf_specs = broadcast_prefix(in_specs, args, is_leaf=_is_spec_leaf)
         local = [_local_block(x, s, mesh, size, pos) for x, s in zip(leaves, leaf_specs)]
+        if size > 1:
+            local = [_replicated_input(x, name, size) if _replicated(s) else x for x, s in zip(local, leaf_specs)]
         with axis_frame(name, size, kind="process"):
             out = f(*tree_unflatten(tree, local))
         out_leaves, out_tree = tree_flatten(out)
         out_leaf_specs = broadcast_prefix(out_specs, out, is_leaf=_is_spec_leaf)
+        if size > 1:
+            out_leaves = [_replicated_output(v, size) if _replicated(s) else v for v, s in zip(out_leaves, out_leaf_specs)]
         return tree_unflatten(out_tree, [_output(v, s, mesh, size) for v, s in zip(out_leaves, out_leaf_specs)])
     return mapped
+
+
+# Derivatives taken outside shard_map (grad(shard_map(f))), as JAX's shard_map transpose with
+# check_rep=False: the cotangent of a replicated (P()) output is divided by the number of processes
+# holding it (each process's backward pass starts from it, and psum's transpose sums them again),
+# and the cotangent of a replicated input is summed over the processes (each used the same value).
+# Forward values and tangents pass unchanged (linear_call: the identity, with that transpose).
+
+def _replicated(spec) -> bool:
+    return spec is None or not any(e is not None for e in tuple(spec))
+
+
+def _replicated_input(x, name, size):
+    def total(_, ct):
+        return mpi.mpi_psum_p.bind(ct, axis_name=name, size=size)
+    return linear_call(lambda _, v: v, total, (), x)
+
+
+def _replicated_output(y, size):
+    if not dtypes.is_inexact(np.dtype(getattr(y, "dtype", np.float64))):
+        return y
+    return linear_call(lambda _, v: v, lambda _, ct: ct / size, (), y)
