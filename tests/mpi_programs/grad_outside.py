@@ -54,5 +54,27 @@ two = jax.shard_map(lambda w, x: (lax.psum(jnp.sum(x @ w), "i"), lax.pmax(jnp.ma
 value, g = jax.value_and_grad(lambda v: two(v, xs)[0] * 3.0)(w)
 close(value, 3 * np.sum(X @ w), "value")
 close(g, 3 * X.sum(0), "grad through a psum output scaled outside")
+# Random compositions (the class of the bug): replicated w, split x, a collective, a replicated
+# output; grad outside shard_map against central differences of the global function.
+UNARY = [jnp.tanh, jnp.sin, lambda v: v * v, jnp.exp, lambda v: jnp.maximum(v, 0.1 * v)]
+COLLECTIVE = [lambda v: lax.psum(v, "i"), lambda v: lax.pmean(v, "i"), lambda v: lax.pmax(v, "i"),
+              lambda v: lax.all_gather(v, "i").sum(0), lambda v: lax.psum_scatter(jnp.tile(v, n), "i", tiled=True)]
+for seed in range(24):
+    rng = np.random.default_rng(seed)                                   # the same program on every rank
+    u1, u2 = (UNARY[i] for i in rng.integers(0, len(UNARY), 2))
+    coll = COLLECTIVE[rng.integers(0, len(COLLECTIVE))]
+    jit_inside = bool(rng.integers(0, 2))
+
+    def local(w, x, u1=u1, u2=u2, coll=coll):
+        h = u1(x * w[None, :] + w[::-1][None, :] * 0.3)                 # (4, 3)
+        return lax.psum(jnp.sum(u2(coll(h.sum(0)))), "i") / n
+    body = jax.jit(local) if jit_inside else local
+    g_fn = jax.shard_map(body, mesh=mesh, in_specs=(P(), P("i")), out_specs=P())
+    w0 = rng.standard_normal(3) * 0.5
+    got = jax.grad(g_fn)(w0, xs)
+    eps = 1e-6
+    fd = np.array([(float(g_fn(w0 + eps * e, xs)) - float(g_fn(w0 - eps * e, xs))) / (2 * eps) for e in np.eye(3)])
+    close(got, fd, f"random composition {seed}", tol=1e-5)
+
 print(f"OK {rank}/{n}", flush=True)
 jax.distributed.shutdown()
