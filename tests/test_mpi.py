@@ -130,13 +130,25 @@ def test_global_arrays_on_one_process():
 
 def test_unsupported_meshes_raise_not_implemented():
     mesh2 = Mesh(np.array(tracejit.devices()).reshape(1, 1), ("a", "b"))
-    with pytest.raises(NotImplementedError, match="1-D"):
-        tracejit.shard_map(lambda x: x, mesh=mesh2, in_specs=P(), out_specs=P())
+    f = tracejit.shard_map(lambda x: lax.psum(x, ("a", "b")) + lax.axis_index("b"), mesh=mesh2,
+                           in_specs=P("a", "b"), out_specs=P("a"))
+    np.testing.assert_array_equal(f(np.ones((2, 2))), np.ones((2, 2)))     # a 2-D mesh of one process
+    with pytest.raises(NotImplementedError, match="several mesh axes"):
+        tracejit.shard_map(lambda x: x, mesh=mesh2, in_specs=P(("a", "b")), out_specs=P())(np.ones(2))
     with pytest.raises(NotImplementedError, match="all_to_all under vmap"):
         tracejit.vmap(lambda v: lax.all_to_all(v, "i", 0, 0), axis_name="i")(np.ones((2, 2)))
 
 
 # --------------------------------------------------------------------------- native calls
+
+@pytest.mark.parametrize("n", [4, 6])
+def test_two_dimensional_meshes(n):
+    # A (2, n/2) mesh ('data', 'model'): collectives over one axis, both, both reversed (MPI
+    # sub-communicators), blocks and outputs over both axes, grads outside: tests/mpi_programs/mesh2d.py.
+    rc, out, err, _ = run_mpi(n, "mesh2d.py", timeout=240)
+    assert rc == 0, f"mpiexec -n {n} failed:\n{out}\n{err[-4000:]}"
+    assert sorted(re.findall(r"OK \d+/\d+", out)) == [f"OK {r}/{n}" for r in range(n)]
+
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_grad_outside_shard_map_is_the_global_functions(n):

@@ -1,6 +1,6 @@
 """``shard_map``: run a function on each process's block of its inputs (``jax.shard_map``).
 
-``shard_map(f, mesh=mesh, in_specs=P('i'), out_specs=P())`` over a 1-D mesh of the MPI processes
+``shard_map(f, mesh=mesh, in_specs=P('i'), out_specs=P())`` over a mesh of the MPI processes
 (``tracejit.make_mesh((tracejit.process_count(),), ('i',))``) calls ``f`` once per process on that
 process's block: ``P('i')`` splits dimension 0 of an input over the processes, ``P()`` hands every
 process the whole value. Inputs are either global values (the same array on every process, as JAX
@@ -18,10 +18,13 @@ whole arrays.
 Semantics to know: inside ``f`` (``shard_map(grad(f))``) ``psum``'s transpose is ``psum`` of the
 cotangent (JAX's ``check_rep=False`` semantics, the same as under ``vmap(axis_name=...)``). Taken
 outside (``grad(shard_map(f))``), derivatives are those of the global function, as JAX's: the
-cotangent of a ``P()`` output is divided by the number of processes and that of a ``P()`` input
-summed over them. ``check_rep``/``check_vma`` are accepted but replication is not
-verified. Not implemented (NotImplementedError): meshes of more than one axis, meshes whose devices
-are not all processes in rank order, resharding a global array to another spec, ``auto``.
+cotangent of an output replicated over some mesh axes (not named in its spec) is divided by the
+number of processes along them, and that of an input replicated over some axes summed over them.
+``check_rep``/``check_vma`` are accepted but replication is not verified. Meshes may have several
+axes (``make_mesh((2, 2), ('data', 'model'))``); a collective over some of them runs on the MPI
+sub-communicator of the processes that share the other coordinates. Not implemented
+(NotImplementedError): one dimension split over several mesh axes (``P(('a', 'b'))``), meshes whose
+devices are not all processes in rank order, resharding a global array to another spec, ``auto``.
 
 Examples
 --------
@@ -35,7 +38,9 @@ Array(15.)
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import math
 
 import numpy as np
 
@@ -55,24 +60,22 @@ def _is_spec_leaf(x):
     return x is None or isinstance(x, PartitionSpec)
 
 
-def _check_mesh(mesh) -> tuple:
-    """(axis name, axis size, this process's position) of a supported mesh."""
+def _check_mesh(mesh) -> dict:
+    """{axis name: this process's position along it} of a supported mesh: every process in rank
+    order (row-major over the mesh's shape), or this process's device alone (positions 0)."""
     if not isinstance(mesh, Mesh):
         raise TypeError(f"shard_map: mesh must be a tracejit.sharding.Mesh, got {type(mesh).__name__}")
-    if len(mesh.axis_names) != 1:
-        raise NotImplementedError(f"shard_map over a {len(mesh.axis_names)}-D mesh {mesh} is not implemented: "
-                                  "only 1-D meshes of processes run (one device per process)")
     ids = [d.id for d in mesh.devices.flat]
     rank, count = _PROCESS
     if ids == [rank]:
-        return mesh.axis_names[0], 1, 0        # a mesh of this process alone: no communication
+        return dict.fromkeys(mesh.axis_names, 0)       # a mesh of this process alone: no communication
     if ids != list(range(count)):
         raise NotImplementedError(f"shard_map: the mesh devices {ids} must be every process in rank order "
                                   f"({list(range(count))}, as make_mesh gives) or this process's device alone")
-    return mesh.axis_names[0], count, rank
+    return dict(zip(mesh.axis_names, (int(i) for i in np.unravel_index(rank, mesh.devices.shape))))
 
 
-def _local_block(x, spec, mesh, size, pos):
+def _local_block(x, spec, mesh, coords):
     """This process's block of the input leaf ``x`` under ``spec``."""
     if spec is None:
         raise ValueError("shard_map: in_specs entries must be PartitionSpecs (P() to replicate)")
@@ -82,29 +85,28 @@ def _local_block(x, spec, mesh, size, pos):
         raise NotImplementedError(f"shard_map: a global array with sharding {x.sharding} passed for in_spec "
                                   f"{spec} (resharding is not implemented)")
     shape = np.shape(x)
-    dims = _split_dims(spec, mesh, len(shape))
-    if not dims or size == 1:
-        return x
-    (dim,) = dims
-    if shape[dim] % size:
-        raise ValueError(f"shard_map: dimension {dim} of an input of shape {tuple(shape)} is not divisible by "
-                         f"the {size} processes of mesh axis {dims[dim]!r} ({spec})")
-    block = shape[dim] // size
-    index = (slice(None),) * dim + (slice(pos * block, (pos + 1) * block),)
-    return x[index]
+    index = [slice(None)] * len(shape)
+    for dim, name in _split_dims(spec, mesh, len(shape)).items():
+        size = mesh.shape[name]
+        if shape[dim] % size:
+            raise ValueError(f"shard_map: dimension {dim} of an input of shape {tuple(shape)} is not divisible "
+                             f"by the {size} processes of mesh axis {name!r} ({spec})")
+        block = shape[dim] // size
+        index[dim] = slice(coords[name] * block, (coords[name] + 1) * block)
+    return x[tuple(index)] if any(i != slice(None) for i in index) else x
 
 
-def _output(value, spec, mesh, size):
+def _output(value, spec, mesh):
     """The global result of this process's output leaf ``value`` under ``spec``."""
     if spec is None:
         raise ValueError("shard_map: out_specs entries must be PartitionSpecs (P() for a replicated value)")
     if isinstance(value, (np.ndarray, np.generic)):
         value = as_array_result(np.asarray(value))
     shape = tuple(np.shape(value))
-    dims = _split_dims(spec, mesh, len(shape))
-    if not dims or size == 1:
+    dims = {d: mesh.shape[name] for d, name in _split_dims(spec, mesh, len(shape)).items()}
+    if all(k == 1 for k in dims.values()) or len(mesh.local_devices) == mesh.size:
         return value
-    global_shape = tuple(s * size if d in dims else s for d, s in enumerate(shape))
+    global_shape = tuple(s * dims.get(d, 1) for d, s in enumerate(shape))
     return GlobalArray(value, global_shape, NamedSharding(mesh, spec))
 
 
@@ -118,8 +120,10 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=None, 
         The per-process function; ``lax`` collectives over the mesh axis name are MPI collectives.
         Omitted, ``shard_map(mesh=..., ...)`` returns a decorator.
     mesh : Mesh
-        A 1-D mesh of every process in rank order (``make_mesh((process_count(),), ('i',))``), or of
-        this process's device alone.
+        A mesh of every process in rank order (``make_mesh((process_count(),), ('i',))``, or of more
+        axes: ``make_mesh((2, process_count() // 2), ('data', 'model'))``), or of this process's
+        device alone. Collectives over some of its axes run on MPI sub-communicators (NumPy steps
+        under ``jit``); over all of them, on COMM_WORLD (native calls).
     in_specs, out_specs : PartitionSpec or pytree prefix of PartitionSpecs
         How each input is split (``P('i')``: dimension 0 over the processes; ``P()``: the whole value
         on each) and how each output is assembled (``P()``: the same value on every process).
@@ -155,23 +159,27 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=None, 
                                   "implemented)")
     if auto or (axis_names is not None and set(axis_names) != set(mesh.axis_names)):
         raise NotImplementedError("shard_map over part of the mesh axes (auto / axis_names) is not implemented")
-    name, size, pos = _check_mesh(mesh)
+    coords = _check_mesh(mesh)
+    alone = len(mesh.local_devices) == mesh.size        # this process's device alone: sizes 1
+    sizes = {n: 1 if alone else k for n, k in mesh.shape.items()}
+    frame_mesh = (tuple(mesh.axis_names), tuple(sizes[n] for n in mesh.axis_names))
 
     @functools.wraps(f)
     def mapped(*args):
         # in_specs is a pytree prefix of the argument tuple (one P stands for every argument).
         leaves, tree = tree_flatten(args, is_leaf=lambda x: isinstance(x, GlobalArray))
         leaf_specs = broadcast_prefix(in_specs, args, is_leaf=_is_spec_leaf)
-        local = [_local_block(x, s, mesh, size, pos) for x, s in zip(leaves, leaf_specs)]
-        if size > 1:
-            local = [_replicated_input(x, name, size) if _replicated(s) else x for x, s in zip(local, leaf_specs)]
-        with axis_frame(name, size, kind="process"):
+        local = [_local_block(x, s, mesh, coords) for x, s in zip(leaves, leaf_specs)]
+        local = [_replicated_input(x, _unmentioned(s, mesh, sizes), frame_mesh) for x, s in zip(local, leaf_specs)]
+        with contextlib.ExitStack() as frames:
+            for name in mesh.axis_names:
+                frames.enter_context(axis_frame(name, sizes[name], kind="process", mesh=frame_mesh))
             out = f(*tree_unflatten(tree, local))
         out_leaves, out_tree = tree_flatten(out)
         out_leaf_specs = broadcast_prefix(out_specs, out, is_leaf=_is_spec_leaf)
-        if size > 1:
-            out_leaves = [_replicated_output(v, size) if _replicated(s) else v for v, s in zip(out_leaves, out_leaf_specs)]
-        return tree_unflatten(out_tree, [_output(v, s, mesh, size) for v, s in zip(out_leaves, out_leaf_specs)])
+        out_leaves = [_replicated_output(v, math.prod(sizes[n] for n in _unmentioned(s, mesh, sizes)))
+                      for v, s in zip(out_leaves, out_leaf_specs)]
+        return tree_unflatten(out_tree, [_output(v, s, mesh) for v, s in zip(out_leaves, out_leaf_specs)])
     return mapped
 
 
@@ -181,17 +189,28 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=None, 
 # and the cotangent of a replicated input is summed over the processes (each used the same value).
 # Forward values and tangents pass unchanged (linear_call: the identity, with that transpose).
 
-def _replicated(spec) -> bool:
-    return spec is None or not any(e is not None for e in tuple(spec))
+def _unmentioned(spec, mesh, sizes) -> tuple:
+    """The mesh axes (of more than one process) a value is replicated over: those ``spec`` does not name."""
+    named = set(_split_dims(spec, mesh).values()) if spec is not None else set()
+    return tuple(n for n in mesh.axis_names if n not in named and sizes[n] > 1)
 
 
-def _replicated_input(x, name, size):
+def _replicated_input(x, axes, frame_mesh):
+    if not axes:
+        return x
+    mesh_names, shape = frame_mesh
+    size = math.prod(shape[mesh_names.index(n)] for n in axes)
+    group = mpi.group_of(mesh_names, shape, axes)
+    params = dict(axis_name=axes if len(axes) > 1 else axes[0], size=size)
+    if group is not None:
+        params["group"] = group
+
     def total(_, ct):
-        return mpi.mpi_psum_p.bind(ct, axis_name=name, size=size)
+        return mpi.mpi_psum_p.bind(ct, **params)
     return linear_call(lambda _, v: v, total, (), x)
 
 
-def _replicated_output(y, size):
-    if not dtypes.is_inexact(np.dtype(getattr(y, "dtype", np.float64))):
+def _replicated_output(y, copies):
+    if copies == 1 or not dtypes.is_inexact(np.dtype(getattr(y, "dtype", np.float64))):
         return y
-    return linear_call(lambda _, v: v, lambda _, ct: ct / size, (), y)
+    return linear_call(lambda _, v: v, lambda _, ct: ct / copies, (), y)

@@ -2,7 +2,7 @@
 
 tracejit's devices are one CPU per process (``tracejit.devices()``, after
 ``tracejit.distributed.initialize()`` under ``mpiexec``). A :class:`Mesh` arranges them along named
-axes (only 1-D meshes run: ``shard_map`` raises NotImplementedError for more); a
+axes (one process per device, every process in rank order, row-major); a
 :class:`PartitionSpec` (``P``) says which array dimension is split over which mesh axis; a
 :class:`NamedSharding` pairs them. A *global array* (:class:`GlobalArray`) is an array split over the
 processes: each holds its block (``addressable_data(0)``, ``addressable_shards``), and, as in JAX,
@@ -123,7 +123,7 @@ def _split_dims(spec, mesh: Mesh, ndim: int | None = None) -> dict:
                 raise ValueError(f"{spec} names axis {name!r}, which is not in the mesh's {mesh.axis_names}")
         if len(names) > 1:
             raise NotImplementedError(f"{spec}: splitting one dimension over several mesh axes is not "
-                                      "implemented (meshes are 1-D)")
+                                      "implemented (split each dimension over at most one axis)")
         if names:
             if names[0] in out.values():
                 raise ValueError(f"{spec} uses mesh axis {names[0]!r} for more than one dimension")

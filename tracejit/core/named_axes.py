@@ -28,6 +28,9 @@ class AxisFrame(NamedTuple):
     # "vmap": the examples of a batch (collectives compute over the batch axis); "process": the
     # processes of a shard_map over MPI (collectives become MPI calls, tracejit/ops/mpi_collectives.py).
     kind: str = "vmap"
+    # For a process axis: (axis names, shape) of its mesh, which groups the processes of a
+    # collective over some of a multi-axis mesh's axes.
+    mesh: tuple | None = None
 
 
 _local = threading.local()
@@ -41,11 +44,11 @@ def _frames() -> list:
 
 
 @contextlib.contextmanager
-def axis_frame(name, size: int, kind: str = "vmap"):
-    """Make ``name`` (of ``size`` examples, or processes when ``kind`` is ``"process"``) the innermost
-    named axis while the block runs."""
+def axis_frame(name, size: int, kind: str = "vmap", mesh: tuple | None = None):
+    """Make ``name`` (of ``size`` examples, or processes when ``kind`` is ``"process"``, of a mesh
+    ``(axis names, shape)``) the innermost named axis while the block runs."""
     frames = _frames()
-    frames.append(AxisFrame(name, int(size), kind))
+    frames.append(AxisFrame(name, int(size), kind, mesh))
     try:
         yield
     finally:

@@ -13,6 +13,8 @@ program), whose derivative and batching rules are registered at the end of this 
 """
 from __future__ import annotations
 
+import math
+
 from tracejit.core.named_axes import axis_names, bound_axis_size, bound_frame
 from tracejit.core.primitive import batching_rules
 from tracejit.core.pytree import tree_map
@@ -41,19 +43,31 @@ def _name(axis_name):
 
 
 def _process_axis(axis_name):
-    """The process-axis size when ``axis_name`` names a shard_map's mesh axis, else None (a vmap's)."""
+    """The number of processes a collective over ``axis_name`` spans when it names shard_map mesh
+    axes (the product of their sizes), else None (a vmap's axis)."""
     names = axis_names(axis_name)
     frames = [bound_frame(n) for n in names]        # NameError for an unbound name, as JAX raises
     kinds = {f.kind for f in frames}
     if "process" not in kinds:
         return None
-    if len(frames) > 1:
-        raise NotImplementedError(f"collectives over several axes {names} with a shard_map (process) axis "
-                                  "among them are not implemented: meshes are 1-D")
-    return frames[0].size
+    if len(kinds) > 1:
+        raise NotImplementedError(f"a collective over both vmap and shard_map axes {names} is not implemented")
+    return math.prod(f.size for f in frames)
+
+
+def process_group(axis_name):
+    """The ``group`` parameter of an MPI collective over shard_map axes ``axis_name``: None when they
+    are the whole mesh in its order (COMM_WORLD, ranks in mesh order), else ``(mesh axis names, mesh
+    shape, the named axes)``, which ``ops.mpi_collectives`` turns into a sub-communicator."""
+    names = axis_names(axis_name)
+    mesh_names, shape = bound_frame(names[0]).mesh
+    return mpi.group_of(mesh_names, shape, names)
 
 
 def _mpi_bind(prim, v, axis_name, size, **params):
+    group = process_group(axis_name)
+    if group is not None:
+        params["group"] = group
     return prim.bind(concrete_operand(v), axis_name=_name(axis_name), size=size, **params)
 
 
@@ -184,7 +198,9 @@ def axis_index(axis_name):
     """
     size = _process_axis(axis_name)
     if size is not None:
-        return mpi.mpi_axis_index_p.bind(axis_name=_name(axis_name), size=size)
+        group = process_group(axis_name)
+        return mpi.mpi_axis_index_p.bind(axis_name=_name(axis_name), size=size,
+                                         **({} if group is None else {"group": group}))
     return axis_index_p.bind(axis_name=_name(axis_name))
 
 
@@ -234,21 +250,21 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
 # cotangent, all_gather to psum_scatter and back, all_to_all to the swapped all_to_all, ppermute to
 # the inverse permutation; pmax/pmin differentiate as the max/min of an all_gather (the selected rank).
 
-_def_linear(mpi.mpi_psum_p, lambda ct, x, **params: mpi.mpi_psum_p.bind(ct, **params))
-_def_linear(mpi.mpi_allgather_p, lambda ct, x, *, axis_name, size, axis, tiled: mpi.mpi_reduce_scatter_p.bind(
-    ct, axis_name=axis_name, size=size, scatter_dimension=axis, tiled=tiled))
-_def_linear(mpi.mpi_reduce_scatter_p, lambda ct, x, *, axis_name, size, scatter_dimension, tiled:
-            mpi.mpi_allgather_p.bind(ct, axis_name=axis_name, size=size, axis=scatter_dimension, tiled=tiled))
-_def_linear(mpi.mpi_alltoall_p, lambda ct, x, *, axis_name, size, split_axis, concat_axis, tiled:
-            mpi.mpi_alltoall_p.bind(ct, axis_name=axis_name, size=size, split_axis=concat_axis,
-                                    concat_axis=split_axis, tiled=tiled))
-_def_linear(mpi.mpi_ppermute_p, lambda ct, x, *, axis_name, size, perm: mpi.mpi_ppermute_p.bind(
-    ct, axis_name=axis_name, size=size, perm=tuple((dst, src) for src, dst in perm)))
+# (``common``: axis_name, size and, over part of a multi-axis mesh, group.)
+_def_linear(mpi.mpi_psum_p, lambda ct, x, **common: mpi.mpi_psum_p.bind(ct, **common))
+_def_linear(mpi.mpi_allgather_p, lambda ct, x, *, axis, tiled, **common: mpi.mpi_reduce_scatter_p.bind(
+    ct, scatter_dimension=axis, tiled=tiled, **common))
+_def_linear(mpi.mpi_reduce_scatter_p, lambda ct, x, *, scatter_dimension, tiled, **common:
+            mpi.mpi_allgather_p.bind(ct, axis=scatter_dimension, tiled=tiled, **common))
+_def_linear(mpi.mpi_alltoall_p, lambda ct, x, *, split_axis, concat_axis, tiled, **common:
+            mpi.mpi_alltoall_p.bind(ct, split_axis=concat_axis, concat_axis=split_axis, tiled=tiled, **common))
+_def_linear(mpi.mpi_ppermute_p, lambda ct, x, *, perm, **common: mpi.mpi_ppermute_p.bind(
+    ct, perm=tuple((dst, src) for src, dst in perm), **common))
 
 
 def _extremum_via_gather(reduce_name):
-    def fn(x, *, axis_name, size):
-        gathered = mpi.mpi_allgather_p.bind(x, axis_name=axis_name, size=size, axis=0, tiled=False)
+    def fn(x, **common):
+        gathered = mpi.mpi_allgather_p.bind(x, axis=0, tiled=False, **common)
         return [reduce_prims[reduce_name].bind(gathered, axes=(0,))]
     return fn
 

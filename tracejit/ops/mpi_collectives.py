@@ -29,6 +29,7 @@ Examples
 """
 from __future__ import annotations
 
+import math
 import sys
 import zlib
 
@@ -58,13 +59,55 @@ def set_checks(on: bool) -> None:
 _MAX_DIMS = 12
 
 
-def _comm(size: int):
-    """MPI.COMM_WORLD, checked to have ``size`` processes (the mesh covers every process)."""
+_GROUP_COMMS: dict = {}
+
+
+def group_of(mesh_names: tuple, shape: tuple, names: tuple):
+    """The ``group`` parameter of a collective over mesh axes ``names`` of a mesh ``(mesh_names,
+    shape)``: None when they are every axis of more than one process, in mesh order (COMM_WORLD,
+    world ranks are positions), else ``(mesh_names, shape, names)``.
+
+    Examples
+    --------
+    >>> group_of(("a", "b"), (2, 3), ("a", "b")), group_of(("a", "b"), (2, 1), ("a",))
+    (None, None)
+    >>> group_of(("a", "b"), (2, 3), ("b",))
+    (('a', 'b'), (2, 3), ('b',))
+    """
+    live = tuple(n for n, k in zip(mesh_names, shape) if k > 1)
+    if tuple(n for n in names if shape[mesh_names.index(n)] > 1) == live:
+        return None
+    return (tuple(mesh_names), tuple(shape), tuple(names))
+
+
+def _comm(size: int, group=None):
+    """The communicator of a collective: MPI.COMM_WORLD (``group`` None: the mesh axes in mesh
+    order, so world ranks are positions), checked to have ``size`` processes; or, for a ``group``
+    ``(mesh axis names, mesh shape, reduced names)`` of a multi-axis mesh, the processes that share
+    this one's coordinates along the other axes, ranked by position along the reduced axes (row-major
+    in the order named): ``MPI_Comm_split``, once per group (every rank reaches a group's first
+    collective together, as SPMD programs do)."""
     from mpi4py import MPI      # lazily: importing tracejit must not initialise MPI
-    comm = MPI.COMM_WORLD
+    world = MPI.COMM_WORLD
+    if group is None:
+        if world.Get_size() != size:
+            raise RuntimeError(f"a collective over a process axis of size {size} ran in a program of "
+                               f"{world.Get_size()} MPI processes; the mesh must hold every process")
+        return world
+    comm = _GROUP_COMMS.get(group)
+    if comm is None:
+        names, shape, reduced = group
+        if math.prod(shape) != world.Get_size():
+            raise RuntimeError(f"a collective over mesh axes {reduced} of a mesh of shape {shape} ran in a "
+                               f"program of {world.Get_size()} MPI processes; the mesh must hold every process")
+        coords = dict(zip(names, np.unravel_index(world.Get_rank(), shape)))
+        others = [n for n in names if n not in reduced]
+        color = int(np.ravel_multi_index([coords[n] for n in others], [shape[names.index(n)] for n in others])) \
+            if others else 0
+        key = int(np.ravel_multi_index([coords[n] for n in reduced], [shape[names.index(n)] for n in reduced]))
+        comm = _GROUP_COMMS[group] = world.Split(color, key)
     if comm.Get_size() != size:
-        raise RuntimeError(f"a collective over a process axis of size {size} ran in a program of "
-                           f"{comm.Get_size()} MPI processes; the mesh must hold every process")
+        raise RuntimeError(f"a collective over {size} processes ran on a group of {comm.Get_size()}")
     return comm
 
 
@@ -93,12 +136,12 @@ def _check_headers(comm, name: str, x: np.ndarray, params: dict) -> None:
                      f"{comm.Get_rank()}, operand {x.dtype}{list(x.shape)}:\n  " + "\n  ".join(rows))
 
 
-def _start(name: str, x, size: int, params: dict):
+def _start(name: str, x, size: int, params: dict, group=None):
     """The communicator (None for one process) and ``x`` as a C-contiguous NumPy array."""
     x = np.asarray(x, order="C")       # (np.ascontiguousarray would make a 0-d operand 1-d)
     if size == 1:
         return None, x
-    comm = _comm(size)
+    comm = _comm(size, group)
     _check_headers(comm, name, x, params)
     return comm, x
 
@@ -140,8 +183,8 @@ def _result_buffer(x: np.ndarray) -> np.ndarray:
 
 
 def _allreduce(op):
-    def impl(x, *, axis_name, size):
-        comm, x = _start(f"p{op}", x, size, {"axis_name": axis_name})
+    def impl(x, *, axis_name, size, group=None):
+        comm, x = _start(f"p{op}", x, size, {"axis_name": axis_name}, group)
         if comm is None:
             return [np.array(x, copy=True)]
         out = _result_buffer(x)             # the result buffer; the input stays untouched
@@ -158,12 +201,12 @@ mpi_pmin_p = def_rules(Primitive("mpi_pmin"), abstract_eval=_same_aval, impl=_al
 
 # --------------------------------------------------------------------------- all_gather
 
-def _allgather_abstract(x, *, axis_name, size, axis, tiled):
+def _allgather_abstract(x, *, axis_name, size, axis, tiled, group=None):
     return [all_gather_aval(x, size, axis, tiled)]
 
 
-def _allgather_impl(x, *, axis_name, size, axis, tiled):
-    comm, x = _start("all_gather", x, size, {"axis_name": axis_name, "axis": axis, "tiled": tiled})
+def _allgather_impl(x, *, axis_name, size, axis, tiled, group=None):
+    comm, x = _start("all_gather", x, size, {"axis_name": axis_name, "axis": axis, "tiled": tiled}, group)
     stacked = np.empty((size,) + x.shape, x.dtype)      # rank r's block at [r]
     if comm is None:
         stacked[0] = x
@@ -182,13 +225,13 @@ mpi_allgather_p = def_rules(Primitive("mpi_all_gather"), abstract_eval=_allgathe
 
 # --------------------------------------------------------------------------- psum_scatter
 
-def _reduce_scatter_abstract(x, *, axis_name, size, scatter_dimension, tiled):
+def _reduce_scatter_abstract(x, *, axis_name, size, scatter_dimension, tiled, group=None):
     return [psum_scatter_aval(x, size, scatter_dimension, tiled)]
 
 
-def _reduce_scatter_impl(x, *, axis_name, size, scatter_dimension, tiled):
+def _reduce_scatter_impl(x, *, axis_name, size, scatter_dimension, tiled, group=None):
     d = scatter_dimension
-    comm, x = _start("psum_scatter", x, size, {"axis_name": axis_name, "d": d, "tiled": tiled})
+    comm, x = _start("psum_scatter", x, size, {"axis_name": axis_name, "d": d, "tiled": tiled}, group)
     block = x.shape[d] // size
     # Rank r's block becomes row r of a (size, ...) send buffer (a copy only when d > 0).
     parts = x.reshape(x.shape[:d] + (size, block) + x.shape[d + 1:])
@@ -207,7 +250,7 @@ mpi_reduce_scatter_p = def_rules(Primitive("mpi_psum_scatter"), abstract_eval=_r
 
 # --------------------------------------------------------------------------- all_to_all
 
-def _alltoall_abstract(x, *, axis_name, size, split_axis, concat_axis, tiled):
+def _alltoall_abstract(x, *, axis_name, size, split_axis, concat_axis, tiled, group=None):
     if not (0 <= split_axis < x.ndim and 0 <= concat_axis < x.ndim):
         raise ValueError(f"all_to_all: split_axis {split_axis} / concat_axis {concat_axis} out of bounds "
                          f"for rank {x.ndim}")
@@ -227,9 +270,9 @@ def _alltoall_abstract(x, *, axis_name, size, split_axis, concat_axis, tiled):
     return [ShapedArray(tuple(shape), x.dtype)]
 
 
-def _alltoall_impl(x, *, axis_name, size, split_axis, concat_axis, tiled):
+def _alltoall_impl(x, *, axis_name, size, split_axis, concat_axis, tiled, group=None):
     comm, x = _start("all_to_all", x, size, {"axis_name": axis_name, "split": split_axis,
-                                             "concat": concat_axis, "tiled": tiled})
+                                             "concat": concat_axis, "tiled": tiled}, group)
     s = split_axis
     parts = x.reshape(x.shape[:s] + (size, x.shape[s] // size) + x.shape[s + 1:])
     send = np.ascontiguousarray(np.moveaxis(parts, s, 0))      # chunk for rank r at [r]
@@ -255,8 +298,8 @@ mpi_alltoall_p = def_rules(Primitive("mpi_all_to_all"), abstract_eval=_alltoall_
 _PPERMUTE_TAG = 17
 
 
-def _ppermute_impl(x, *, axis_name, size, perm):
-    comm, x = _start("ppermute", x, size, {"axis_name": axis_name, "perm": perm})
+def _ppermute_impl(x, *, axis_name, size, perm, group=None):
+    comm, x = _start("ppermute", x, size, {"axis_name": axis_name, "perm": perm}, group)
     out = np.zeros_like(x)          # ranks nobody sends to get zeros, as in JAX
     if comm is None:
         if (0, 0) in perm:
@@ -282,15 +325,15 @@ mpi_ppermute_p = def_rules(Primitive("mpi_ppermute"), abstract_eval=_same_aval, 
 
 # --------------------------------------------------------------------------- axis_index
 
-def _axis_index_impl(*, axis_name, size):
+def _axis_index_impl(*, axis_name, size, group=None):
     # Read at run time (not baked into the program as a constant), so one compiled program, even
     # one from the persistent cache another rank wrote, serves every rank.
-    rank = 0 if size == 1 else _comm(size).Get_rank()
+    rank = 0 if size == 1 else _comm(size, group).Get_rank()
     return [np.asarray(rank, np.int32)]
 
 
 mpi_axis_index_p = def_rules(Primitive("mpi_axis_index"),
-                             abstract_eval=lambda *, axis_name, size: [ShapedArray((), dtypes.int32)],
+                             abstract_eval=lambda *, axis_name, size, group=None: [ShapedArray((), dtypes.int32)],
                              impl=_axis_index_impl)
 
 # --------------------------------------------------------------------------- native calls
@@ -309,7 +352,9 @@ def mpich_abi() -> bool:
 
 def native_operands_ok(eqn) -> bool:
     """Whether compiled code can make this collective's MPI call on its buffers: one process (a
-    copy), or MPICH's ABI, with a native dtype and an ``int`` element count."""
+    copy), or MPICH's ABI, with a native dtype and an ``int`` element count, on COMM_WORLD."""
+    if eqn.params.get("group") is not None:
+        return False
     avals = [a.aval for a in eqn.inputs] + [v.aval for v in eqn.outputs]
     if any(a.dtype not in _NATIVE_DTYPES or a.size > _MAX_COUNT for a in avals):
         return False
@@ -327,6 +372,7 @@ def along_other_axes(eqn) -> bool:
 
 def _native_call_ok(eqn) -> bool:
     # Rank-major blocks along axis 0 are contiguous: MPI's buffers are the operand and the result.
+    # Collectives over part of a multi-axis mesh (a ``group``'s communicator) stay NumPy steps.
     return not along_other_axes(eqn) and native_operands_ok(eqn)
 
 
