@@ -1,5 +1,5 @@
 """Collectives over named axes under ``vmap(..., axis_name=...)``: ``psum``, ``pmean``, ``pmax``,
-``pmin``, ``all_gather``, ``psum_scatter``, ``ppermute``, ``pshuffle``, ``axis_index``, ``axis_size``
+``pmin``, ``all_gather``, ``psum_scatter``, ``all_to_all``, ``ppermute``, ``pshuffle``, ``axis_index``, ``axis_size``
 against NumPy and against JAX (same source for both) when JAX is installed; nested names, jit,
 loops, and derivatives."""
 import numpy as np
@@ -50,11 +50,21 @@ PROGRAMS = {
         axis_name="i"), X),
     "grad_of_psum_scatter": (lambda lib, lx, np_: lib.vmap(lib.grad(
         lambda v: np_.sum(lx.psum_scatter(v, "i") ** 2)), axis_name="i"), np.arange(16.0).reshape(4, 4) / 7),
+    "all_to_all_tiled": (lambda lib, lx, np_: lib.vmap(lambda v: lx.all_to_all(v, "i", 0, 1, tiled=True),
+                                                        axis_name="i"), np.arange(96.0).reshape(4, 8, 3)),
+    "all_to_all": (lambda lib, lx, np_: lib.vmap(lambda v: lx.all_to_all(v, "i", 1, 0), axis_name="i"),
+                   np.arange(48.0).reshape(4, 3, 4)),
+    "all_to_all_same_axis": (lambda lib, lx, np_: lib.jit(lib.vmap(
+        lambda v: lx.all_to_all(v, "i", 1, 1, tiled=True), axis_name="i")), np.arange(96.0).reshape(4, 3, 8)),
+    "grad_of_all_to_all": (lambda lib, lx, np_: lib.vmap(lib.grad(
+        lambda v: np_.sum(lx.all_to_all(v, "i", 0, 1, tiled=True) ** 2 * np_.arange(24.0).reshape(2, 12))),
+        axis_name="i"), np.arange(96.0).reshape(4, 8, 3) / 50),
 }
 
 
 def _numpy_expectations():
     s = X.sum(0)
+    A, B, C = (PROGRAMS[k][1] for k in ("all_to_all_tiled", "all_to_all", "all_to_all_same_axis"))
     return {
         "psum": np.broadcast_to(s, X.shape),
         "pmean_center": X - X.mean(0),
@@ -66,6 +76,13 @@ def _numpy_expectations():
         "ppermute_partial": np.stack([np.zeros(3), X[3], X[0], np.zeros(3)]),
         "pshuffle": X[[2, 0, 3, 1]],
         "axis_index": X * np.arange(4)[:, None],
+        # Example k: chunk k (rows 2k, 2k+1) of every example, concatenated along axis 1.
+        "all_to_all_tiled": np.stack([np.concatenate([A[j, 2 * k:2 * k + 2] for j in range(4)], axis=1)
+                                      for k in range(4)]),
+        # Example k: entry k of axis 1 of every example, stacked along a new axis 0.
+        "all_to_all": np.stack([np.stack([B[j, :, k] for j in range(4)]) for k in range(4)]),
+        "all_to_all_same_axis": np.stack([np.concatenate([C[j, :, 2 * k:2 * k + 2] for j in range(4)], axis=1)
+                                          for k in range(4)]),
     }
 
 

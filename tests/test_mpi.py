@@ -135,8 +135,6 @@ def test_unsupported_meshes_raise_not_implemented():
     np.testing.assert_array_equal(f(np.ones((2, 2))), np.ones((2, 2)))     # a 2-D mesh of one process
     with pytest.raises(NotImplementedError, match="several mesh axes"):
         tracejit.shard_map(lambda x: x, mesh=mesh2, in_specs=P(("a", "b")), out_specs=P())(np.ones(2))
-    with pytest.raises(NotImplementedError, match="all_to_all under vmap"):
-        tracejit.vmap(lambda v: lax.all_to_all(v, "i", 0, 0), axis_name="i")(np.ones((2, 2)))
 
 
 # --------------------------------------------------------------------------- native calls

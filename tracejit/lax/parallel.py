@@ -20,7 +20,7 @@ from tracejit.core.primitive import batching_rules
 from tracejit.core.pytree import tree_map
 from tracejit.core.trace import bind
 from tracejit.ops import mpi_collectives as mpi
-from tracejit.ops.collectives import (all_gather_p, axis_index_p, pmax_p, pmin_p, ppermute_p, psum_p,
+from tracejit.ops.collectives import (all_gather_p, all_to_all_p, axis_index_p, pmax_p, pmin_p, ppermute_p, psum_p,
                                       psum_scatter_p)
 from tracejit.ops.operands import concrete_operand
 from tracejit.ops.reductions import reduce_prims
@@ -217,8 +217,8 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
     chunk ``j`` to position ``j``, and concatenate the received chunks along ``concat_axis``.
 
     Without ``tiled`` the split dimension must equal the axis size; it is removed and a new axis of
-    that size is inserted at ``concat_axis`` (JAX's shapes). Implemented over a ``shard_map`` process
-    axis only; under ``vmap(axis_name=...)`` it raises NotImplementedError (no batching rule yet).
+    that size is inserted at ``concat_axis`` (JAX's shapes). Over a ``vmap(axis_name=...)`` axis the
+    examples exchange chunks; over a ``shard_map`` process axis, the processes (MPI_Alltoall).
 
     Examples
     --------
@@ -233,15 +233,14 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
     """
     _no_groups(axis_index_groups, "all_to_all")
     size = _process_axis(axis_name)
-    if size is None:
-        raise NotImplementedError("lax.all_to_all under vmap(axis_name=...) is not implemented (it has no "
-                                  "batching rule yet); it works over a shard_map process axis")
 
     def one(v):
         v = concrete_operand(v)
         ndim = getattr(v, "ndim", 0)
-        return _mpi_bind(mpi.mpi_alltoall_p, v, axis_name, size, split_axis=int(split_axis) % ndim,
-                         concat_axis=int(concat_axis) % ndim, tiled=bool(tiled))
+        axes = dict(split_axis=int(split_axis) % ndim, concat_axis=int(concat_axis) % ndim, tiled=bool(tiled))
+        if size is not None:
+            return _mpi_bind(mpi.mpi_alltoall_p, v, axis_name, size, **axes)
+        return all_to_all_p.bind(v, axis_name=_name(axis_name), **axes)
     return tree_map(one, x)
 
 

@@ -1,5 +1,5 @@
 """Collectives over named axes: ``psum``, ``pmax``, ``pmin``, ``all_gather``, ``psum_scatter``,
-``ppermute``, ``axis_index`` (JAX's ``lax`` parallel operators).
+``all_to_all``, ``ppermute``, ``axis_index`` (JAX's ``lax`` parallel operators).
 
 Each names one or more axes (``axis_name``); a ``vmap(..., axis_name=...)`` in scope binds the name
 (``core/named_axes.py``) and its batching interpreter computes the collective over the batch
@@ -88,6 +88,37 @@ def _psum_scatter_abstract(x, *, axis_name, scatter_dimension, tiled):
 psum_scatter_p = _collective("psum_scatter", _psum_scatter_abstract)
 
 
+def all_to_all_aval(x, n: int, split_axis: int, concat_axis: int, tiled: bool) -> ShapedArray:
+    """The result of splitting ``x`` along ``split_axis`` into ``n`` chunks sent one to each member
+    and concatenating the received ones along ``concat_axis`` (untiled: the split dimension, of size
+    ``n``, is dropped and a new one inserted at ``concat_axis``); shared with the process-axis
+    collective (``ops/mpi_collectives.py``)."""
+    if not (0 <= split_axis < x.ndim and 0 <= concat_axis < x.ndim):
+        raise ValueError(f"all_to_all: split_axis {split_axis} / concat_axis {concat_axis} out of bounds "
+                         f"for rank {x.ndim}")
+    shape = list(x.shape)
+    if tiled:
+        if shape[split_axis] % n:
+            raise ValueError(f"all_to_all: the split dimension ({shape[split_axis]}) must be a multiple "
+                             f"of the axis size ({n})")
+        shape[split_axis] //= n
+        shape[concat_axis] *= n
+    else:
+        if shape[split_axis] != n:
+            raise ValueError(f"all_to_all: the split dimension ({shape[split_axis]}) must equal the axis "
+                             f"size ({n}) unless tiled=True")
+        del shape[split_axis]
+        shape.insert(concat_axis, n)
+    return ShapedArray(tuple(shape), x.dtype)
+
+
+def _all_to_all_abstract(x, *, axis_name, split_axis, concat_axis, tiled):
+    return [all_to_all_aval(x, _check_bound(axis_name), split_axis, concat_axis, tiled)]
+
+
+all_to_all_p = _collective("all_to_all", _all_to_all_abstract)
+
+
 def _axis_index_abstract(*, axis_name):
     _check_bound(axis_name)
     return [ShapedArray((), dtypes.int32)]
@@ -95,5 +126,6 @@ def _axis_index_abstract(*, axis_name):
 
 axis_index_p = _collective("axis_index", _axis_index_abstract)
 
-COLLECTIVES = frozenset({psum_p, pmax_p, pmin_p, ppermute_p, all_gather_p, psum_scatter_p, axis_index_p})
+COLLECTIVES = frozenset({psum_p, pmax_p, pmin_p, ppermute_p, all_gather_p, psum_scatter_p, all_to_all_p,
+                         axis_index_p})
 NAMED_AXIS.update(COLLECTIVES)

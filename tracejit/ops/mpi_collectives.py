@@ -38,7 +38,7 @@ import numpy as np
 from tracejit.core import dtypes
 from tracejit.core.avals import ShapedArray
 from tracejit.core.primitive import NATIVE_CALL, Primitive, def_rules
-from tracejit.ops.collectives import all_gather_aval, psum_scatter_aval
+from tracejit.ops.collectives import all_gather_aval, all_to_all_aval, psum_scatter_aval
 
 __all__ = ["mpi_psum_p", "mpi_pmax_p", "mpi_pmin_p", "mpi_allgather_p", "mpi_reduce_scatter_p",
            "mpi_alltoall_p", "mpi_ppermute_p", "mpi_axis_index_p", "CHECK_HEADERS", "set_checks"]
@@ -251,23 +251,7 @@ mpi_reduce_scatter_p = def_rules(Primitive("mpi_psum_scatter"), abstract_eval=_r
 # --------------------------------------------------------------------------- all_to_all
 
 def _alltoall_abstract(x, *, axis_name, size, split_axis, concat_axis, tiled, group=None):
-    if not (0 <= split_axis < x.ndim and 0 <= concat_axis < x.ndim):
-        raise ValueError(f"all_to_all: split_axis {split_axis} / concat_axis {concat_axis} out of bounds "
-                         f"for rank {x.ndim}")
-    shape = list(x.shape)
-    if tiled:
-        if shape[split_axis] % size:
-            raise ValueError(f"all_to_all: the split dimension ({shape[split_axis]}) must be a multiple "
-                             f"of the axis size ({size})")
-        shape[split_axis] //= size
-        shape[concat_axis] *= size
-    else:
-        if shape[split_axis] != size:
-            raise ValueError(f"all_to_all: the split dimension ({shape[split_axis]}) must equal the axis "
-                             f"size ({size}) unless tiled=True")
-        del shape[split_axis]
-        shape.insert(concat_axis, size)
-    return [ShapedArray(tuple(shape), x.dtype)]
+    return [all_to_all_aval(x, size, split_axis, concat_axis, tiled)]
 
 
 def _alltoall_impl(x, *, axis_name, size, split_axis, concat_axis, tiled, group=None):

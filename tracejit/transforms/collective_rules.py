@@ -6,8 +6,8 @@ the batch axis (``psum`` sums the examples, ``all_gather`` stacks them, ``axis_i
 whether or not its operand is batched; other names in the same collective stay for an enclosing
 ``vmap``. A collective over another name, on a batched operand, is bound again with the batch axis
 carried along (its ordinary batching rule). Derivatives follow JAX: ``psum``, ``all_gather``,
-``psum_scatter`` and ``ppermute`` are linear, transposing to ``psum``, ``psum_scatter``,
-``all_gather`` and the inverse permutation.
+``psum_scatter``, ``all_to_all`` and ``ppermute`` are linear, transposing to ``psum``,
+``psum_scatter``, ``all_gather``, the swapped ``all_to_all`` and the inverse permutation.
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from tracejit.core.named_axes import axis_names, innermost
 from tracejit.core.primitive import batching_rules
 from tracejit.core.trace import bind
 from tracejit.ops import binders as ops
-from tracejit.ops.collectives import (all_gather_p, axis_index_p, pmax_p, pmin_p, ppermute_p, psum_p,
-                                      psum_scatter_p)
+from tracejit.ops.collectives import (all_gather_p, all_to_all_p, axis_index_p, pmax_p, pmin_p, ppermute_p,
+                                      psum_p, psum_scatter_p)
 from tracejit.ops.elementwise import iota_p
 from tracejit.ops.reductions import reduce_prims
 from tracejit.transforms import batching
@@ -69,6 +69,25 @@ def _psum_scatter(args, dims, size, *, axis_name, scatter_dimension, tiled):
     return [batching.move_axis(total, sd, 0)], [0]
 
 
+def _all_to_all(args, dims, size, *, axis_name, split_axis, concat_axis, tiled):
+    """Example ``k`` receives chunk ``k`` of every example's split axis, in example order along
+    ``concat_axis``: with the batch in front, the chunk index becomes the new batch axis and the old
+    batch axis moves to (and, tiled, merges into) the concatenation axis."""
+    _only(axis_name, "all_to_all")
+    x = batching.with_batch(args[0], dims[0], size)            # (n_src, *example)
+    shape = aval_of(x).shape
+    s = split_axis + 1
+    if tiled:                                                  # split axis -> (n_dst, chunk)
+        x = ops.reshape(x, shape[:s] + (size, shape[s] // size) + shape[s + 1:])
+    y = batching.move_axis(x, s, 0)                            # (n_dst, n_src, *chunk example)
+    y = batching.move_axis(y, 1, concat_axis + 1)
+    if tiled:                                                  # (n_src, concat) -> one axis
+        c = concat_axis + 1
+        ys = aval_of(y).shape
+        y = ops.reshape(y, ys[:c] + (ys[c] * ys[c + 1],) + ys[c + 2:])
+    return [y], [0]
+
+
 def _ppermute(args, dims, size, *, axis_name, perm):
     _only(axis_name, "ppermute")
     x = batching.with_batch(args[0], dims[0], size)
@@ -89,6 +108,7 @@ batching.named_axis_rules.update({
     pmin_p: _reduction(pmin_p, "reduce_min"),
     all_gather_p: _all_gather,
     psum_scatter_p: _psum_scatter,
+    all_to_all_p: _all_to_all,
     ppermute_p: _ppermute,
     axis_index_p: _axis_index,
 })
@@ -96,11 +116,10 @@ batching.named_axis_rules.update({
 
 # A collective over an enclosing vmap's axis, on a value batched by this one: the batch axis is
 # carried along (in front, where the collective's own axis parameters shift by one).
-def _carry_batch(prim, axis_param=None):
+def _carry_batch(prim, *axis_params):
     def rule(args, dims, size, **params):
         x = batching.to_front(args[0], dims[0])
-        if axis_param is not None:
-            params = dict(params, **{axis_param: params[axis_param] + 1})
+        params = dict(params, **{p: params[p] + 1 for p in axis_params})
         return bind(prim, [x], params), [0]
     return rule
 
@@ -109,6 +128,7 @@ for _prim in (psum_p, pmax_p, pmin_p, ppermute_p):
     batching_rules[_prim] = _carry_batch(_prim)
 batching_rules[all_gather_p] = _carry_batch(all_gather_p, "axis")
 batching_rules[psum_scatter_p] = _carry_batch(psum_scatter_p, "scatter_dimension")
+batching_rules[all_to_all_p] = _carry_batch(all_to_all_p, "split_axis", "concat_axis")
 
 
 # --------------------------------------------------------------------------- derivatives
@@ -118,5 +138,7 @@ _def_linear(all_gather_p, lambda ct, x, *, axis_name, axis, tiled: psum_scatter_
     ct, axis_name=axis_name, scatter_dimension=axis, tiled=tiled))
 _def_linear(psum_scatter_p, lambda ct, x, *, axis_name, scatter_dimension, tiled: all_gather_p.bind(
     ct, axis_name=axis_name, axis=scatter_dimension, tiled=tiled))
+_def_linear(all_to_all_p, lambda ct, x, *, axis_name, split_axis, concat_axis, tiled: all_to_all_p.bind(
+    ct, axis_name=axis_name, split_axis=concat_axis, concat_axis=split_axis, tiled=tiled))
 _def_linear(ppermute_p, lambda ct, x, *, axis_name, perm: ppermute_p.bind(
     ct, axis_name=axis_name, perm=tuple((dst, src) for src, dst in perm)))
