@@ -133,8 +133,10 @@ def test_unsupported_meshes_raise_not_implemented():
     f = tracejit.shard_map(lambda x: lax.psum(x, ("a", "b")) + lax.axis_index("b"), mesh=mesh2,
                            in_specs=P("a", "b"), out_specs=P("a"))
     np.testing.assert_array_equal(f(np.ones((2, 2))), np.ones((2, 2)))     # a 2-D mesh of one process
-    with pytest.raises(NotImplementedError, match="several mesh axes"):
-        tracejit.shard_map(lambda x: x, mesh=mesh2, in_specs=P(("a", "b")), out_specs=P())(np.ones(2))
+    np.testing.assert_array_equal(tracejit.shard_map(lambda x: x * 2, mesh=mesh2, in_specs=P(("a", "b")),
+                                                     out_specs=P(("a", "b")))(np.ones(2)), 2 * np.ones(2))
+    with pytest.raises(ValueError, match="more than one dimension"):
+        tracejit.shard_map(lambda x: x, mesh=mesh2, in_specs=P("a", ("b", "a")), out_specs=P())(np.ones((2, 2)))
 
 
 # --------------------------------------------------------------------------- native calls

@@ -22,9 +22,10 @@ cotangent of an output replicated over some mesh axes (not named in its spec) is
 number of processes along them, and that of an input replicated over some axes summed over them.
 ``check_rep``/``check_vma`` are accepted but replication is not verified. Meshes may have several
 axes (``make_mesh((2, 2), ('data', 'model'))``); a collective over some of them runs on the MPI
-sub-communicator of the processes that share the other coordinates. Not implemented
-(NotImplementedError): one dimension split over several mesh axes (``P(('a', 'b'))``), meshes whose
-devices are not all processes in rank order, resharding a global array to another spec, ``auto``.
+sub-communicator of the processes that share the other coordinates. A dimension
+may be split over several axes (``P(('data', 'model'))``: blocks row-major over them). Not
+implemented (NotImplementedError): meshes whose devices are not all processes in rank order,
+resharding a global array to another spec, ``auto``.
 
 Examples
 --------
@@ -51,7 +52,7 @@ from tracejit.transforms.linear_call import linear_call
 from tracejit.core.named_axes import axis_frame
 from tracejit.core.pytree import broadcast_prefix, tree_flatten, tree_unflatten
 from tracejit.device_types import _PROCESS, Device
-from tracejit.sharding import GlobalArray, Mesh, NamedSharding, PartitionSpec, _split_dims
+from tracejit.sharding import GlobalArray, Mesh, NamedSharding, PartitionSpec, _block_position, _blocks, _split_dims
 
 __all__ = ["shard_map"]
 
@@ -86,13 +87,13 @@ def _local_block(x, spec, mesh, coords):
                                   f"{spec} (resharding is not implemented)")
     shape = np.shape(x)
     index = [slice(None)] * len(shape)
-    for dim, name in _split_dims(spec, mesh, len(shape)).items():
-        size = mesh.shape[name]
+    for dim, names in _split_dims(spec, mesh, len(shape)).items():
+        size = _blocks(mesh, names)
         if shape[dim] % size:
             raise ValueError(f"shard_map: dimension {dim} of an input of shape {tuple(shape)} is not divisible "
-                             f"by the {size} processes of mesh axis {name!r} ({spec})")
-        block = shape[dim] // size
-        index[dim] = slice(coords[name] * block, (coords[name] + 1) * block)
+                             f"by the {size} processes of mesh axes {names} ({spec})")
+        block, at = shape[dim] // size, _block_position(mesh, names, coords)
+        index[dim] = slice(at * block, (at + 1) * block)
     return x[tuple(index)] if any(i != slice(None) for i in index) else x
 
 
@@ -103,7 +104,7 @@ def _output(value, spec, mesh):
     if isinstance(value, (np.ndarray, np.generic)):
         value = as_array_result(np.asarray(value))
     shape = tuple(np.shape(value))
-    dims = {d: mesh.shape[name] for d, name in _split_dims(spec, mesh, len(shape)).items()}
+    dims = {d: _blocks(mesh, names) for d, names in _split_dims(spec, mesh, len(shape)).items()}
     if all(k == 1 for k in dims.values()) or len(mesh.local_devices) == mesh.size:
         return value
     global_shape = tuple(s * dims.get(d, 1) for d, s in enumerate(shape))
@@ -191,7 +192,7 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=None, 
 
 def _unmentioned(spec, mesh, sizes) -> tuple:
     """The mesh axes (of more than one process) a value is replicated over: those ``spec`` does not name."""
-    named = set(_split_dims(spec, mesh).values()) if spec is not None else set()
+    named = {n for names in _split_dims(spec, mesh).values() for n in names} if spec is not None else set()
     return tuple(n for n in mesh.axis_names if n not in named and sizes[n] > 1)
 
 

@@ -110,25 +110,35 @@ P = PartitionSpec
 
 
 def _split_dims(spec, mesh: Mesh, ndim: int | None = None) -> dict:
-    """{array dimension: mesh axis name} of ``spec``; ValueError for names outside the mesh."""
+    """{array dimension: the mesh axis names splitting it} of ``spec`` (several names split a
+    dimension into blocks ordered row-major over those axes, as JAX's ``P(('a', 'b'))``); ValueError
+    for names outside the mesh or used twice."""
     if not isinstance(spec, PartitionSpec):
         raise TypeError(f"expected a PartitionSpec, got {type(spec).__name__}: {spec!r}")
     if ndim is not None and len(spec) > ndim:
         raise ValueError(f"{spec} has {len(spec)} entries but the array has rank {ndim}")
-    out = {}
+    out, used = {}, set()
     for dim, entry in enumerate(spec):
         names = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
         for name in names:
             if name not in mesh.axis_names:
                 raise ValueError(f"{spec} names axis {name!r}, which is not in the mesh's {mesh.axis_names}")
-        if len(names) > 1:
-            raise NotImplementedError(f"{spec}: splitting one dimension over several mesh axes is not "
-                                      "implemented (split each dimension over at most one axis)")
+            if name in used:
+                raise ValueError(f"{spec} uses mesh axis {name!r} for more than one dimension")
+            used.add(name)
         if names:
-            if names[0] in out.values():
-                raise ValueError(f"{spec} uses mesh axis {names[0]!r} for more than one dimension")
-            out[dim] = names[0]
+            out[dim] = names
     return out
+
+
+def _blocks(mesh: Mesh, names) -> int:
+    """The number of blocks a dimension split over mesh axes ``names`` has."""
+    return math.prod(mesh.shape[n] for n in names)
+
+
+def _block_position(mesh: Mesh, names, coords: dict) -> int:
+    """Which block (row-major over ``names``) the device at mesh ``coords`` holds."""
+    return int(np.ravel_multi_index([coords[n] for n in names], [mesh.shape[n] for n in names]))
 
 
 class NamedSharding:
@@ -161,16 +171,16 @@ class NamedSharding:
     @property
     def is_fully_replicated(self) -> bool:
         """Whether every device holds the whole array (no dimension is split over an axis of size > 1)."""
-        return all(self.mesh.shape[name] == 1 for name in _split_dims(self.spec, self.mesh).values())
+        return all(_blocks(self.mesh, names) == 1 for names in _split_dims(self.spec, self.mesh).values())
 
     def shard_shape(self, global_shape) -> tuple:
         """The shape of each device's block of an array of ``global_shape``."""
         shape = list(global_shape)
-        for dim, name in _split_dims(self.spec, self.mesh, len(shape)).items():
-            n = self.mesh.shape[name]
+        for dim, names in _split_dims(self.spec, self.mesh, len(shape)).items():
+            n = _blocks(self.mesh, names)
             if shape[dim] % n:
                 raise ValueError(f"dimension {dim} of shape {tuple(global_shape)} is not divisible by the "
-                                 f"size {n} of mesh axis {name!r} ({self.spec})")
+                                 f"{n} blocks of mesh axes {names} ({self.spec})")
             shape[dim] //= n
         return tuple(shape)
 
@@ -181,7 +191,8 @@ class NamedSharding:
         out = {}
         for pos, dev in np.ndenumerate(self.mesh.devices):
             coords = dict(zip(self.mesh.axis_names, pos))
-            out[dev] = tuple(slice(coords[dims[d]] * block[d], (coords[dims[d]] + 1) * block[d]) if d in dims
+            at = {d: _block_position(self.mesh, names, coords) for d, names in dims.items()}
+            out[dev] = tuple(slice(at[d] * block[d], (at[d] + 1) * block[d]) if d in dims
                              else slice(None) for d in range(len(global_shape)))
         return out
 
@@ -324,7 +335,7 @@ def make_array_from_process_local_data(sharding: NamedSharding, local_data, glob
     """
     local = np.asarray(local_data)
     dims = _split_dims(sharding.spec, sharding.mesh, local.ndim)
-    inferred = tuple(s * (sharding.mesh.shape[dims[d]] if d in dims else 1) for d, s in enumerate(local.shape))
+    inferred = tuple(s * (_blocks(sharding.mesh, dims[d]) if d in dims else 1) for d, s in enumerate(local.shape))
     shape = inferred if global_shape is None else tuple(global_shape)
     if sharding.shard_shape(shape) != local.shape:
         raise ValueError(f"make_array_from_process_local_data: the local block {local.shape} does not match "

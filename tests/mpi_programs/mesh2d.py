@@ -67,6 +67,20 @@ close(rows, G[4 * d:4 * d + 4].sum(1), "row sums: split over data, reduced over 
 close(both(lambda b: b.T, G, in_specs=P(None, "model"), out_specs=P("model")), G[:, 3 * m:3 * m + 3].T,
       "replicated over data, split over model")
 
+# One dimension split over both axes (blocks row-major over ('data', 'model'), or the other order).
+H = np.arange(2.0 * n * 3).reshape(2 * n, 3)
+flat = both(lambda b: b + lax.axis_index(("data", "model")) * 0, H, in_specs=P(("data", "model")),
+            out_specs=P(("data", "model")))
+close(flat, H[2 * rank:2 * rank + 2], "rows split over (data, model)")
+assert flat.addressable_shards[0].index[0] == slice(2 * rank, 2 * rank + 2)
+close(both(lambda b: lax.all_gather(b, ("data", "model"), tiled=True), H, in_specs=P(("data", "model"))), H,
+      "gathered back over (data, model)")
+other = 2 * (m * D + d)
+close(both(lambda b: b, H, in_specs=P(("model", "data")), out_specs=P(("model", "data"))),
+      H[other:other + 2], "rows split over (model, data)")
+close(both(lambda b: lax.all_gather(b, ("model", "data"), tiled=True), H, in_specs=P(("model", "data"))), H,
+      "gathered back over (model, data)")
+
 # Derivatives outside shard_map: w replicated over both axes, v split over model only.
 x = jax.make_array_from_process_local_data(NamedSharding(mesh, P("data", "model")), block)
 w = np.array([0.5, -1.0, 2.0])
