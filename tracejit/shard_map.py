@@ -123,8 +123,8 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=None, 
     mesh : Mesh
         A mesh of every process in rank order (``make_mesh((process_count(),), ('i',))``, or of more
         axes: ``make_mesh((2, process_count() // 2), ('data', 'model'))``), or of this process's
-        device alone. Collectives over some of its axes run on MPI sub-communicators (NumPy steps
-        under ``jit``); over all of them, on COMM_WORLD (native calls).
+        device alone. Collectives over some of its axes run on MPI sub-communicators, over all of
+        them on COMM_WORLD (native calls under ``jit`` either way).
     in_specs, out_specs : PartitionSpec or pytree prefix of PartitionSpecs
         How each input is split (``P('i')``: dimension 0 over the processes; ``P()``: the whole value
         on each) and how each output is assembled (``P()``: the same value on every process).

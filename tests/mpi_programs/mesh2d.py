@@ -2,8 +2,8 @@
 
 Collectives over one axis, both axes and both in the other order (sub-communicators), axis_index
 per axis, blocks of arrays split over both axes, outputs assembled over one or both, derivatives
-taken outside shard_map; eagerly and under jit; values against NumPy on the global data, which every
-rank builds. Run with 4 or 6 processes. Last line ``OK <rank>/<N>``."""
+taken outside shard_map; eagerly and under jit (native calls, on sub-communicators too); values
+against NumPy on the global data, which every rank builds. Run with 4 or 6 processes. Last line ``OK <rank>/<N>``."""
 import numpy as np
 
 import tracejit as jax
@@ -29,6 +29,8 @@ def both(fn, *args, in_specs=P(), out_specs=P()):
     """fn under shard_map, eagerly and jitted (the same result)."""
     sm = jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
     eager, compiled = sm(*args), jax.jit(sm)(*args)
+    text = jax.jit(sm).lower(*args).compile().as_text()
+    assert "numpy mpi" not in text, text        # native calls on the groups' sub-communicators too
     close(compiled, eager.addressable_data(0) if hasattr(eager, "addressable_data") else eager, "jit == eager")
     return eager
 

@@ -336,9 +336,8 @@ def mpich_abi() -> bool:
 
 def native_operands_ok(eqn) -> bool:
     """Whether compiled code can make this collective's MPI call on its buffers: one process (a
-    copy), or MPICH's ABI, with a native dtype and an ``int`` element count, on COMM_WORLD."""
-    if eqn.params.get("group") is not None:
-        return False
+    copy), or MPICH's ABI, with a native dtype and an ``int`` element count (on COMM_WORLD, or on a
+    group's sub-communicator, which the code looks up through ``backends/cpu/native_calls.py``)."""
     avals = [a.aval for a in eqn.inputs] + [v.aval for v in eqn.outputs]
     if any(a.dtype not in _NATIVE_DTYPES or a.size > _MAX_COUNT for a in avals):
         return False
@@ -356,7 +355,6 @@ def along_other_axes(eqn) -> bool:
 
 def _native_call_ok(eqn) -> bool:
     # Rank-major blocks along axis 0 are contiguous: MPI's buffers are the operand and the result.
-    # Collectives over part of a multi-axis mesh (a ``group``'s communicator) stay NumPy steps.
     return not along_other_axes(eqn) and native_operands_ok(eqn)
 
 

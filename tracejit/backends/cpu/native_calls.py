@@ -7,7 +7,8 @@ A collective over a process axis (``ops/mpi_collectives.py``) that the compiler 
 ``MPI_Reduce_scatter_block``, ``all_to_all`` split and concatenated along axis 0 ``MPI_Alltoall``, ``ppermute`` is one ``MPI_Sendrecv`` (this rank's
 destination and source looked up by rank in constant tables, ``MPI_PROC_NULL`` where it has none;
 a rank nobody sends to keeps the zeros written first), ``axis_index`` reads the rank. No Python runs,
-so a loop whose body exchanges halos runs as a native loop.
+so a loop whose body exchanges halos runs as a native loop. A collective over part of a multi-axis
+mesh (a ``group``) first asks :func:`_group` (a callback) for its sub-communicator and rank.
 
 MPI's handles are not compiled in: the code reads them (and the rank) from a table the process
 fills when it registers the symbols (:func:`register`), so a module from the persistent compile
@@ -42,6 +43,7 @@ _FUNCTIONS = ("MPI_Allreduce", "MPI_Allgather", "MPI_Reduce_scatter_block", "MPI
               "MPI_Abort")
 TABLE = "tracejit_mpi_handles"
 MISMATCH = "tracejit_mpi_mismatch"
+GROUP = "tracejit_mpi_group"
 EXIT = "tracejit_mpi_exit"
 _TAG = 17
 _OPS = {"mpi_psum": "sum", "mpi_pmax": "max", "mpi_pmin": "min"}
@@ -65,6 +67,22 @@ def _mismatch(site: int) -> None:
     print(f"[tracejit rank {rank}] a compiled collective (call site {site:#x}) ran with operands or "
           "operations that differ between the processes (each rank must make the same collective on the "
           "same shape and dtype); aborting every rank", file=sys.stderr, flush=True)
+
+
+def _group(text: bytes, size: int) -> int:
+    """The sub-communicator of a collective over part of a multi-axis mesh (``group``: its repr,
+    a constant string of the module) packed with this rank's position in it: ``rank << 32 | handle``.
+    Called from compiled code at each such collective; the communicator is made at the first one
+    (``MPI_Comm_split``, which every rank reaches together) and reused."""
+    from mpi4py import MPI
+    comm = _GROUP_COMMS_BY_TEXT.get(text)
+    if comm is None:
+        import ast
+        comm = _GROUP_COMMS_BY_TEXT[text] = mpi_collectives._comm(size, ast.literal_eval(text.decode()))
+    return (comm.Get_rank() << 32) | (MPI._handleof(comm) & 0xFFFFFFFF)
+
+
+_GROUP_COMMS_BY_TEXT: dict = {}
 
 
 def register() -> None:
@@ -94,9 +112,11 @@ def _register() -> None:
     table = (ctypes.c_int64 * len(HANDLES))(*[values[name] for name in HANDLES])
     mpi_collectives.CHECK_HOOKS.append(lambda on: table.__setitem__(_SLOT["check"], int(on)))
     report = ctypes.CFUNCTYPE(None, ctypes.c_int64)(_mismatch)
+    group = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_char_p, ctypes.c_int64)(_group)
     llvm.add_symbol(TABLE, ctypes.addressof(table))
     llvm.add_symbol(MISMATCH, ctypes.cast(report, ctypes.c_void_p).value)
-    _registered.extend([table, report, lib])
+    llvm.add_symbol(GROUP, ctypes.cast(group, ctypes.c_void_p).value)
+    _registered.extend([table, report, group, lib])
 
 
 class CallEmitter:
@@ -108,6 +128,7 @@ class CallEmitter:
         self.params = dict(params)
         self.size = self.params["size"]
         self.module = b.module
+        self._comm = self._rank = None     # a group's communicator and rank, once looked up
 
     # -- helpers
     def _function(self, name, ret, args):
@@ -125,7 +146,30 @@ class CallEmitter:
         return self.b.load(at, typ=I64)
 
     def _h32(self, name):
+        if name == "comm" and self.params.get("group") is not None:
+            return self._group_lookup()[0]
         return self.b.trunc(self._handle(name), I32)
+
+    def _group_lookup(self):
+        """(communicator handle, this rank's position) of the collective's group: one call to
+        :func:`_group` per execution, at the step's start."""
+        if self._comm is None:
+            b = self.b
+            text = repr(self.params["group"]).encode() + b"\0"
+            arr = ir.ArrayType(I8, len(text))
+            g = ir.GlobalVariable(self.module, arr, self.module.get_unique_name("mpi_group"))
+            g.initializer = ir.Constant(arr, bytearray(text))
+            g.global_constant, g.linkage = True, "private"
+            packed = b.call(self._function(GROUP, I64, [PTR, I64]), [g, ir.Constant(I64, self.size)])
+            self._comm = b.trunc(packed, I32)
+            self._rank = b.lshr(packed, ir.Constant(I64, 32))
+        return self._comm, self._rank
+
+    def _rank_value(self):
+        """This rank's position along the collective's axes (an i64)."""
+        if self.params.get("group") is not None:
+            return self._group_lookup()[1]
+        return self._handle("rank")
 
     def _dtype(self, dtype):
         return self._h32(str(np.dtype(dtype)))
@@ -172,13 +216,15 @@ class CallEmitter:
         step, bases = self.step, self.bases
         out = step.out
         if self.name == "mpi_axis_index":
-            rank = ir.Constant(I32, 0) if self.size == 1 else self._h32("rank")
+            rank = ir.Constant(I32, 0) if self.size == 1 else self.b.trunc(self._rank_value(), I32)
             self.b.store(rank, bases[out])
             return
         x = step.operand
         if self.size == 1:
             self._local(x, out)
             return
+        if self.params.get("group") is not None:
+            self._group_lookup()          # before the check's branch: its values serve the whole step
         with self.b.if_then(self.b.icmp_signed("!=", self._handle("check"), ir.Constant(I64, 0))):
             self._check_agreement()
         b = self.b
@@ -218,7 +264,7 @@ class CallEmitter:
         dest, source = [-1] * self.size, [-1] * self.size
         for src, dst in self.params["perm"]:
             dest[src], source[dst] = dst, src
-        rank = self._handle("rank")
+        rank = self._rank_value()
         null = self._h32("proc_null")
 
         def lookup(values, name):

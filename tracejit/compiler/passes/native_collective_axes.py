@@ -37,10 +37,15 @@ def _front_to(x, axis, ndim):
     return transpose(x, tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, ndim)))
 
 
+def _common(p) -> dict:
+    """The parameters naming the processes: axis name, size and (part of a multi-axis mesh) group."""
+    return {k: p[k] for k in ("axis_name", "size", "group") if k in p}
+
+
 def _all_gather(eqn, x):
     p = eqn.params
     ndim = len(eqn.inputs[0].aval.shape)
-    g = mpi.mpi_allgather_p.bind(x, axis_name=p["axis_name"], size=p["size"], axis=0, tiled=False)
+    g = mpi.mpi_allgather_p.bind(x, axis=0, tiled=False, **_common(p))
     out = _front_to(g, p["axis"], ndim + 1)
     return reshape(out, eqn.outputs[0].aval.shape) if p["tiled"] else out
 
@@ -48,8 +53,8 @@ def _all_gather(eqn, x):
 def _psum_scatter(eqn, x):
     p = eqn.params
     d, ndim = p["scatter_dimension"], len(eqn.inputs[0].aval.shape)
-    r = mpi.mpi_reduce_scatter_p.bind(_to_front(x, d, ndim), axis_name=p["axis_name"], size=p["size"],
-                                      scatter_dimension=0, tiled=p["tiled"])
+    r = mpi.mpi_reduce_scatter_p.bind(_to_front(x, d, ndim), scatter_dimension=0, tiled=p["tiled"],
+                                      **_common(p))
     return _front_to(r, d, ndim) if p["tiled"] else r
 
 
@@ -58,8 +63,8 @@ def _all_to_all(eqn, x):
     s, c, size = p["split_axis"], p["concat_axis"], p["size"]
     shape = tuple(eqn.inputs[0].aval.shape)
     ndim = len(shape)
-    y = mpi.mpi_alltoall_p.bind(_to_front(x, s, ndim), axis_name=p["axis_name"], size=size, split_axis=0,
-                                concat_axis=0, tiled=p["tiled"])
+    y = mpi.mpi_alltoall_p.bind(_to_front(x, s, ndim), split_axis=0, concat_axis=0, tiled=p["tiled"],
+                                **_common(p))
     if not p["tiled"]:     # y[r]: rank r's chunk, the other axes in order; a new axis at c
         return _front_to(y, c, ndim)
     others = [i for i in range(ndim) if i != s]
