@@ -88,7 +88,14 @@ def test_item_assignment_and_in_place_methods_raise_jax_type_error():
         np.asarray(x)[0] = 1.0
     with pytest.raises(ValueError, match="read-only"):
         np.add(x, 1.0, out=x)
+    # ufunc.at writes its first operand in place (it wrote through the Array before; JAX raises).
+    for y in (x, tracejit.jit(lambda a: a * 1)(np.arange(4.0)), jnp.arange(4.0).astype(jnp.bfloat16)):
+        with pytest.raises(TypeError, match="immutable"):
+            np.add.at(y, [0], 1.0)
     np.testing.assert_array_equal(x, np.arange(4.0))
+    target = np.zeros(4)
+    np.add.at(target, [0, 0], jnp.ones(2))            # an Array as the values is fine
+    np.testing.assert_array_equal(target, [2.0, 0, 0, 0])
 
 
 def test_augmented_assignment_rebinds_the_name_and_leaves_other_references_unchanged():

@@ -86,11 +86,13 @@ class Array(np.ndarray, metaclass=_ArrayMeta):
 
     # -- NumPy's protocols: NumPy functions compute on plain ndarray views ------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "at" and type(inputs[0]) is Array:
+            raise TypeError(_IMMUTABLE)       # ufunc.at writes its first operand in place
         out = kwargs.get("out")
         if out is not None:
             kwargs["out"] = tuple(_plain(o) for o in out)
         inputs = tuple(_plain(i) for i in inputs)
-        if out is None and "dtype" not in kwargs and _bfloat16_operation(inputs):
+        if out is None and method != "at" and "dtype" not in kwargs and _bfloat16_operation(inputs):
             return _in_float32(getattr(ufunc, method), inputs, kwargs)
         return getattr(ufunc, method)(*inputs, **kwargs)
 
