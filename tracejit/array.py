@@ -50,6 +50,7 @@ from tracejit.config import config
 from tracejit.core import dtypes
 from tracejit.core.primitive import impl_rules
 from tracejit.core.pytree import tree_map
+from tracejit.core.storage_dtypes import has_storage_operand
 from tracejit.core.trace import EVAL_TRACE, current_trace
 from tracejit.core.tracer import Tracer
 from tracejit.ops.elementwise import convert_element_type_p
@@ -288,7 +289,7 @@ def _plain(x):
 
 def _bfloat16_operation(inputs) -> bool:
     """Whether a NumPy operation on ``inputs`` has a bfloat16 result by NumPy's promotion."""
-    if dtypes.bfloat16 is None or not any(getattr(i, "dtype", None) == dtypes.bfloat16 for i in inputs):
+    if not has_storage_operand(inputs):
         return False
     try:
         return np.result_type(*inputs) == dtypes.bfloat16

@@ -97,15 +97,16 @@ def _local_block(x, spec, mesh, coords):
     return x[tuple(index)] if any(i != slice(None) for i in index) else x
 
 
-def _output(value, spec, mesh):
-    """The global result of this process's output leaf ``value`` under ``spec``."""
+def _output(value, spec, mesh, sizes):
+    """The global result of this process's output leaf ``value`` under ``spec`` (``sizes``: the mesh
+    axes' numbers of processes, all 1 for a mesh of this process alone)."""
     if spec is None:
         raise ValueError("shard_map: out_specs entries must be PartitionSpecs (P() for a replicated value)")
     if isinstance(value, (np.ndarray, np.generic)):
         value = as_array_result(np.asarray(value))
     shape = tuple(np.shape(value))
-    dims = {d: _blocks(mesh, names) for d, names in _split_dims(spec, mesh, len(shape)).items()}
-    if all(k == 1 for k in dims.values()) or len(mesh.local_devices) == mesh.size:
+    dims = {d: math.prod(sizes[n] for n in names) for d, names in _split_dims(spec, mesh, len(shape)).items()}
+    if all(k == 1 for k in dims.values()):
         return value
     global_shape = tuple(s * dims.get(d, 1) for d, s in enumerate(shape))
     return GlobalArray(value, global_shape, NamedSharding(mesh, spec))
@@ -180,7 +181,7 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=None, 
         out_leaf_specs = broadcast_prefix(out_specs, out, is_leaf=_is_spec_leaf)
         out_leaves = [_replicated_output(v, math.prod(sizes[n] for n in _unmentioned(s, mesh, sizes)))
                       for v, s in zip(out_leaves, out_leaf_specs)]
-        return tree_unflatten(out_tree, [_output(v, s, mesh) for v, s in zip(out_leaves, out_leaf_specs)])
+        return tree_unflatten(out_tree, [_output(v, s, mesh, sizes) for v, s in zip(out_leaves, out_leaf_specs)])
     return mapped
 
 
@@ -199,12 +200,7 @@ def _unmentioned(spec, mesh, sizes) -> tuple:
 def _replicated_input(x, axes, frame_mesh):
     if not axes:
         return x
-    mesh_names, shape = frame_mesh
-    size = math.prod(shape[mesh_names.index(n)] for n in axes)
-    group = mpi.group_of(mesh_names, shape, axes)
-    params = dict(axis_name=axes if len(axes) > 1 else axes[0], size=size)
-    if group is not None:
-        params["group"] = group
+    params = mpi.process_params(*frame_mesh, axes)
 
     def total(_, ct):
         return mpi.mpi_psum_p.bind(ct, **params)

@@ -123,7 +123,7 @@ def _is_bfloat16(x) -> bool:
 
 
 def is_float(d: np.dtype) -> bool:
-    return d.kind == "f" or (d.kind == "V" and d == bfloat16)
+    return kind(d) == "f"
 
 
 def is_complex(d: np.dtype) -> bool:
@@ -131,7 +131,7 @@ def is_complex(d: np.dtype) -> bool:
 
 
 def is_inexact(d: np.dtype) -> bool:
-    return d.kind in "fc" or (d.kind == "V" and d == bfloat16)
+    return kind(d) in "fc"
 
 
 def is_integer(d: np.dtype) -> bool:

@@ -7,7 +7,6 @@ import operator
 
 import numpy as np
 
-from tracejit.ops.operands import widen_to_preferred
 from tracejit.core import dtypes
 from tracejit.ops.dot import dot_general_p
 from tracejit.ops.elementwise import binary_prims, convert_element_type_p, iota_p, select_n_p, unary_prims
@@ -17,6 +16,7 @@ from tracejit.ops.structural import (broadcast_in_dim_p, concatenate_p, pad_p, r
 from tracejit.lax.dimension_numbers import RoundingMethod
 from tracejit.numpy._util import aval, to_operand
 from tracejit.ops.composites import COMPLEX_OF_REAL, complex_from_parts
+from tracejit.ops.operands import widen_to_preferred
 from tracejit.transforms.ad_custom import custom_jvp
 from tracejit.transforms.api_ad import stop_gradient
 

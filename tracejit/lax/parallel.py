@@ -24,7 +24,7 @@ from tracejit.ops.collectives import (all_gather_p, all_to_all_p, axis_index_p, 
                                       psum_scatter_p)
 from tracejit.ops.operands import concrete_operand
 from tracejit.ops.reductions import reduce_prims
-from tracejit.transforms import batching
+from tracejit.transforms.collective_rules import carry_batch
 from tracejit.transforms.ad import def_jvp, def_rules_by_function
 from tracejit.transforms.ad_rules_structural import _def_linear
 
@@ -55,20 +55,15 @@ def _process_axis(axis_name):
     return math.prod(f.size for f in frames)
 
 
-def process_group(axis_name):
-    """The ``group`` parameter of an MPI collective over shard_map axes ``axis_name``: None when they
-    are the whole mesh in its order (COMM_WORLD, ranks in mesh order), else ``(mesh axis names, mesh
-    shape, the named axes)``, which ``ops.mpi_collectives`` turns into a sub-communicator."""
+def _process_params(axis_name) -> dict:
+    """``axis_name``, ``size`` and (over part of a multi-axis mesh) ``group`` of an MPI collective
+    over shard_map axes ``axis_name``."""
     names = axis_names(axis_name)
-    mesh_names, shape = bound_frame(names[0]).mesh
-    return mpi.group_of(mesh_names, shape, names)
+    return mpi.process_params(*bound_frame(names[0]).mesh, names)
 
 
-def _mpi_bind(prim, v, axis_name, size, **params):
-    group = process_group(axis_name)
-    if group is not None:
-        params["group"] = group
-    return prim.bind(concrete_operand(v), axis_name=_name(axis_name), size=size, **params)
+def _mpi_bind(prim, v, axis_name, **params):
+    return prim.bind(concrete_operand(v), **_process_params(axis_name), **params)
 
 
 def psum(x, axis_name, *, axis_index_groups=None):
@@ -84,7 +79,7 @@ def psum(x, axis_name, *, axis_index_groups=None):
     _no_groups(axis_index_groups, "psum")
     size = _process_axis(axis_name)
     if size is not None:
-        return tree_map(lambda v: _mpi_bind(mpi.mpi_psum_p, v, axis_name, size), x)
+        return tree_map(lambda v: _mpi_bind(mpi.mpi_psum_p, v, axis_name), x)
     return tree_map(lambda v: psum_p.bind(concrete_operand(v), axis_name=_name(axis_name)), x)
 
 
@@ -108,7 +103,7 @@ def pmax(x, axis_name, *, axis_index_groups=None):
     _no_groups(axis_index_groups, "pmax")
     size = _process_axis(axis_name)
     if size is not None:
-        return tree_map(lambda v: _mpi_bind(mpi.mpi_pmax_p, v, axis_name, size), x)
+        return tree_map(lambda v: _mpi_bind(mpi.mpi_pmax_p, v, axis_name), x)
     return tree_map(lambda v: pmax_p.bind(concrete_operand(v), axis_name=_name(axis_name)), x)
 
 
@@ -117,7 +112,7 @@ def pmin(x, axis_name, *, axis_index_groups=None):
     _no_groups(axis_index_groups, "pmin")
     size = _process_axis(axis_name)
     if size is not None:
-        return tree_map(lambda v: _mpi_bind(mpi.mpi_pmin_p, v, axis_name, size), x)
+        return tree_map(lambda v: _mpi_bind(mpi.mpi_pmin_p, v, axis_name), x)
     return tree_map(lambda v: pmin_p.bind(concrete_operand(v), axis_name=_name(axis_name)), x)
 
 
@@ -139,7 +134,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
         v = concrete_operand(v)
         ndim = getattr(v, "ndim", 0)
         if size is not None:
-            return _mpi_bind(mpi.mpi_allgather_p, v, axis_name, size,
+            return _mpi_bind(mpi.mpi_allgather_p, v, axis_name,
                              axis=int(axis) % (ndim + (0 if tiled else 1)), tiled=bool(tiled))
         return all_gather_p.bind(v, axis_name=_name(axis_name), axis=int(axis) % (ndim + (0 if tiled else 1)),
                                  tiled=bool(tiled))
@@ -151,7 +146,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
     _no_groups(axis_index_groups, "psum_scatter")
     size = _process_axis(axis_name)
     if size is not None:
-        return tree_map(lambda v: _mpi_bind(mpi.mpi_reduce_scatter_p, v, axis_name, size,
+        return tree_map(lambda v: _mpi_bind(mpi.mpi_reduce_scatter_p, v, axis_name,
                                             scatter_dimension=int(scatter_dimension), tiled=bool(tiled)), x)
     return tree_map(lambda v: psum_scatter_p.bind(concrete_operand(v), axis_name=_name(axis_name),
                                                   scatter_dimension=int(scatter_dimension), tiled=bool(tiled)), x)
@@ -177,7 +172,7 @@ def ppermute(x, axis_name, perm):
     if size is not None:
         if any(not (0 <= i < size) for i in srcs + dsts):
             raise ValueError(f"ppermute: perm={perm} names a position outside the axis of size {size}")
-        return tree_map(lambda v: _mpi_bind(mpi.mpi_ppermute_p, v, axis_name, size, perm=perm), x)
+        return tree_map(lambda v: _mpi_bind(mpi.mpi_ppermute_p, v, axis_name, perm=perm), x)
     return tree_map(lambda v: ppermute_p.bind(concrete_operand(v), axis_name=_name(axis_name), perm=perm), x)
 
 
@@ -198,9 +193,7 @@ def axis_index(axis_name):
     """
     size = _process_axis(axis_name)
     if size is not None:
-        group = process_group(axis_name)
-        return mpi.mpi_axis_index_p.bind(axis_name=_name(axis_name), size=size,
-                                         **({} if group is None else {"group": group}))
+        return mpi.mpi_axis_index_p.bind(**_process_params(axis_name))
     return axis_index_p.bind(axis_name=_name(axis_name))
 
 
@@ -239,7 +232,7 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
         ndim = getattr(v, "ndim", 0)
         axes = dict(split_axis=int(split_axis) % ndim, concat_axis=int(concat_axis) % ndim, tiled=bool(tiled))
         if size is not None:
-            return _mpi_bind(mpi.mpi_alltoall_p, v, axis_name, size, **axes)
+            return _mpi_bind(mpi.mpi_alltoall_p, v, axis_name, **axes)
         return all_to_all_p.bind(v, axis_name=_name(axis_name), **axes)
     return tree_map(one, x)
 
@@ -276,18 +269,8 @@ def_jvp(mpi.mpi_axis_index_p, lambda primals, tangents, **params: (
 
 # A vmap inside a shard_map: the batch axis rides along in front of the per-process operand (the
 # reductions and ppermute are elementwise across ranks; the others shift their axis parameters).
-def _carry_batch(prim, *axis_params):
-    # The batch size is not needed; ``params`` holds the MPI axis' ``size`` (a name batching's own
-    # positional argument must not take: vmap inside shard_map raised "multiple values for 'size'").
-    def rule(args, dims, _batch_size, **params):
-        x = batching.to_front(args[0], dims[0])
-        params = dict(params, **{k: params[k] + 1 for k in axis_params})
-        return bind(prim, [x], params), [0]
-    return rule
-
-
 for _prim in (mpi.mpi_psum_p, mpi.mpi_pmax_p, mpi.mpi_pmin_p, mpi.mpi_ppermute_p):
-    batching_rules[_prim] = _carry_batch(_prim)
-batching_rules[mpi.mpi_allgather_p] = _carry_batch(mpi.mpi_allgather_p, "axis")
-batching_rules[mpi.mpi_reduce_scatter_p] = _carry_batch(mpi.mpi_reduce_scatter_p, "scatter_dimension")
-batching_rules[mpi.mpi_alltoall_p] = _carry_batch(mpi.mpi_alltoall_p, "split_axis", "concat_axis")
+    batching_rules[_prim] = carry_batch(_prim)
+batching_rules[mpi.mpi_allgather_p] = carry_batch(mpi.mpi_allgather_p, "axis")
+batching_rules[mpi.mpi_reduce_scatter_p] = carry_batch(mpi.mpi_reduce_scatter_p, "scatter_dimension")
+batching_rules[mpi.mpi_alltoall_p] = carry_batch(mpi.mpi_alltoall_p, "split_axis", "concat_axis")

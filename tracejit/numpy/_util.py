@@ -24,15 +24,8 @@ def eager(*args) -> bool:
     (a leaked tracer goes through bind and errors) and none is bfloat16 (ml_dtypes' NumPy
     loops accumulate in bfloat16; tracejit's primitives compute in float32, under ``jit``
     and eagerly alike: core/storage_dtypes.py)."""
-    if current_trace() is not EVAL_TRACE:
-        return False
-    for a in args:
-        if isinstance(a, Tracer) or has_storage_operand((a,)):
-            return False
-        if isinstance(a, (list, tuple)) and any(isinstance(b, Tracer) for b in a) or (
-                isinstance(a, (list, tuple)) and has_storage_operand(a)):
-            return False
-    return True
+    return concrete(*args) and not any(
+        has_storage_operand(a if isinstance(a, (list, tuple)) else (a,)) for a in args)
 
 
 def concrete(*args) -> bool:

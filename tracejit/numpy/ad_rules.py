@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracejit.core import dtypes
-
 import tracejit.numpy as jnp
+from tracejit.core import dtypes
 from tracejit.transforms.ad import aval_of, def_jvp, def_simple_vjp, zeros
 from tracejit.transforms.ad_custom import custom_jvp
 from tracejit.transforms.ad_rules_extra import instantiate_like, rules_for

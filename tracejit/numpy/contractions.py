@@ -6,9 +6,9 @@ import string
 
 import numpy as np
 
-from tracejit.ops.operands import widen_to_preferred
 from tracejit.core import dtypes
 from tracejit.ops.dot import dot_general_p
+from tracejit.ops.operands import widen_to_preferred
 from tracejit.numpy._util import aval, broadcast_shapes, canonicalize_axis, eager, promote, to_operand
 from tracejit.numpy import ufuncs as U
 from tracejit.numpy.shape import broadcast_to, reshape, transpose

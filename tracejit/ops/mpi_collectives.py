@@ -80,6 +80,23 @@ def group_of(mesh_names: tuple, shape: tuple, names: tuple):
     return (tuple(mesh_names), tuple(shape), tuple(names))
 
 
+def process_params(mesh_names: tuple, shape: tuple, names: tuple) -> dict:
+    """The parameters naming the processes of a collective over mesh axes ``names``: ``axis_name``,
+    ``size`` (the product of their sizes) and, over part of a multi-axis mesh, ``group``.
+
+    Examples
+    --------
+    >>> process_params(("a", "b"), (2, 3), ("b",))
+    {'axis_name': 'b', 'size': 3, 'group': (('a', 'b'), (2, 3), ('b',))}
+    """
+    params = dict(axis_name=names if len(names) > 1 else names[0],
+                  size=math.prod(shape[mesh_names.index(n)] for n in names))
+    group = group_of(mesh_names, shape, names)
+    if group is not None:
+        params["group"] = group
+    return params
+
+
 def _comm(size: int, group=None):
     """The communicator of a collective: MPI.COMM_WORLD (``group`` None: the mesh axes in mesh
     order, so world ranks are positions), checked to have ``size`` processes; or, for a ``group``

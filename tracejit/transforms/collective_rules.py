@@ -114,10 +114,13 @@ batching.named_axis_rules.update({
 })
 
 
-# A collective over an enclosing vmap's axis, on a value batched by this one: the batch axis is
-# carried along (in front, where the collective's own axis parameters shift by one).
-def _carry_batch(prim, *axis_params):
-    def rule(args, dims, size, **params):
+def carry_batch(prim, *axis_params):
+    """The batching rule of a collective over another axis than the batch's (an enclosing vmap's,
+    or a shard_map's processes: lax/parallel.py): the batch axis is carried along in front, where
+    the collective's own ``axis_params`` shift by one."""
+    # The batch size is not needed; ``params`` may hold an MPI collective's own ``size``, a name the
+    # batching interpreter's positional argument must not take.
+    def rule(args, dims, _batch_size, **params):
         x = batching.to_front(args[0], dims[0])
         params = dict(params, **{p: params[p] + 1 for p in axis_params})
         return bind(prim, [x], params), [0]
@@ -125,10 +128,10 @@ def _carry_batch(prim, *axis_params):
 
 
 for _prim in (psum_p, pmax_p, pmin_p, ppermute_p):
-    batching_rules[_prim] = _carry_batch(_prim)
-batching_rules[all_gather_p] = _carry_batch(all_gather_p, "axis")
-batching_rules[psum_scatter_p] = _carry_batch(psum_scatter_p, "scatter_dimension")
-batching_rules[all_to_all_p] = _carry_batch(all_to_all_p, "split_axis", "concat_axis")
+    batching_rules[_prim] = carry_batch(_prim)
+batching_rules[all_gather_p] = carry_batch(all_gather_p, "axis")
+batching_rules[psum_scatter_p] = carry_batch(psum_scatter_p, "scatter_dimension")
+batching_rules[all_to_all_p] = carry_batch(all_to_all_p, "split_axis", "concat_axis")
 
 
 # --------------------------------------------------------------------------- derivatives

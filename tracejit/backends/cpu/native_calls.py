@@ -73,16 +73,17 @@ def _group(text: bytes, size: int) -> int:
     """The sub-communicator of a collective over part of a multi-axis mesh (``group``: its repr,
     a constant string of the module) packed with this rank's position in it: ``rank << 32 | handle``.
     Called from compiled code at each such collective; the communicator is made at the first one
-    (``MPI_Comm_split``, which every rank reaches together) and reused."""
-    from mpi4py import MPI
-    comm = _GROUP_COMMS_BY_TEXT.get(text)
-    if comm is None:
+    (``MPI_Comm_split``, which every rank reaches together) and its packed value reused."""
+    packed = _GROUP_HANDLES.get(text)
+    if packed is None:
         import ast
-        comm = _GROUP_COMMS_BY_TEXT[text] = mpi_collectives._comm(size, ast.literal_eval(text.decode()))
-    return (comm.Get_rank() << 32) | (MPI._handleof(comm) & 0xFFFFFFFF)
+        from mpi4py import MPI
+        comm = mpi_collectives._comm(size, ast.literal_eval(text.decode()))
+        packed = _GROUP_HANDLES[text] = (comm.Get_rank() << 32) | (MPI._handleof(comm) & 0xFFFFFFFF)
+    return packed
 
 
-_GROUP_COMMS_BY_TEXT: dict = {}
+_GROUP_HANDLES: dict = {}      # group text -> rank << 32 | communicator handle
 
 
 def register() -> None:
