@@ -157,3 +157,15 @@ def test_doctests():
     import tracejit.lax.parallel
     for mod in (tracejit.lax.parallel, tracejit.core.named_axes):
         assert doctest.testmod(mod).failed == 0
+
+
+def test_all_to_all_moves_special_values_views_and_empty_arrays_exactly():
+    x = np.arange(96.0).reshape(4, 8, 3)
+    x[1, 2, 0], x[2, 5, 1], x[3, 0, 2] = np.nan, np.inf, -0.0
+    view = np.ascontiguousarray(x.transpose(0, 2, 1))[:, ::-1].transpose(0, 2, 1)    # strided, reversed
+    want = np.stack([np.concatenate([view[j, 2 * k:2 * k + 2] for j in range(4)], axis=1) for k in range(4)])
+    f = tracejit.vmap(lambda a: lax.all_to_all(a, "i", 0, 1, tiled=True), axis_name="i")
+    for got in (f(view), tracejit.jit(f)(view)):
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    assert np.shape(f(np.zeros((4, 8, 0)))) == (4, 2, 0)
