@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from tracejit.core import dtypes
+from tracejit.core.avals import ShapedArray
 from tracejit.core.ir import Literal, Program, Var
 from tracejit.core.primitive import ELEMENTWISE, NATIVE_CALL
 from tracejit.compiler.plan import (CONTROL_FLOW, Buffer, DotStep, NumpyStep, Plan, WindowStep,  # noqa: F401
@@ -65,6 +66,11 @@ NATIVE_SORT_ELEMENTS = 16384
 MAX_FUSED_DEPTH = 64
 BROADCAST_MATERIALIZE_FACTOR = 8
 EXPENSIVE_BROADCAST_MATERIALIZE_FACTOR = 2
+# A computed value read by at least this many slices (window taps) and costing at least this many
+# operations is stored once instead of recomputed per tap.
+TAP_MATERIALIZE_READS = 4
+TAP_MATERIALIZE_OPS = 4
+OP_COUNT_CAP = 1 << 10
 
 
 # --------------------------------------------------------------------------- structural maps
@@ -128,6 +134,7 @@ class Planner:
         self._expr_memo: dict = {}
         self._expensive_memo: dict = {}
         self._costly_memo: dict = {}
+        self._op_count_memo: dict = {}
 
     # ----------------------------------------------------------- classification
     def kind(self, eqn) -> str:
@@ -221,6 +228,20 @@ class Planner:
         self._costly_memo[key] = result
         return result
 
+    def _op_count(self, var) -> int:
+        """Elementwise operations computing ``var`` from the nearest materialized values (shared
+        sub-expressions counted per use, at most OP_COUNT_CAP)."""
+        key = id(var)
+        if key in self._op_count_memo:
+            return self._op_count_memo[key]
+        eqn = self.producer.get(key)
+        count = 0
+        if eqn is not None and key not in self.materialized and self.kinds[id(eqn)] in ("ew", "struct"):
+            count = (self.kinds[id(eqn)] == "ew") + sum(
+                self._op_count(a) for a in eqn.inputs if isinstance(a, Var))
+        self._op_count_memo[key] = count = min(count, OP_COUNT_CAP)
+        return count
+
     def _computed_row(self, bcast, src) -> bool:
         """``src`` is computed (not a view of a load) and repeated along outer axes of ``bcast``.
 
@@ -311,6 +332,19 @@ class Planner:
                 if ((factor >= BROADCAST_MATERIALIZE_FACTOR and (self._costly(src) or self._computed_row(e, src)))
                         or (factor >= EXPENSIVE_BROADCAST_MATERIALIZE_FACTOR and self._expensive(src))):
                     m.add(id(src))
+        # A value read by many window taps (slices of it: a pooled map under the next layer's
+        # im2col) is computed once when it takes several operations: each tap would recompute it
+        # (LeNet's second convolution recomputed its input's 2x2 max pool for each of 25 taps).
+        slice_reads: dict = {}
+        for e in prog.eqns:
+            if e.primitive is slice_p and isinstance(e.inputs[0], Var):
+                slice_reads[id(e.inputs[0])] = slice_reads.get(id(e.inputs[0]), 0) + 1
+        for e in prog.eqns:
+            if self.kinds[id(e)] == "ew":
+                for v in e.outputs:
+                    if (slice_reads.get(id(v), 0) >= TAP_MATERIALIZE_READS and id(v) not in m
+                            and self._op_count(v) >= TAP_MATERIALIZE_OPS):
+                        m.add(id(v))
         # Expensive values with several uses are computed once.
         for e in prog.eqns:
             if self.kinds[id(e)] in ("ew", "struct"):
@@ -453,8 +487,14 @@ class Planner:
         if k == "reshape":
             src = self.buffer_of[id(eqn.inputs[0])]
             if id(outs[0]) in out_positions:
+                # An output has memory of its own, so this reshape is a copy: a flat native
+                # kernel (a weight gradient's (taps, I, O) product returned as (kh, kw, I, O)),
+                # which keeps a loop body holding it native.
                 out = self._out_buffer(outs[0], out_positions)
-                self.plan.steps.append(NumpyStep(eqn, [src], [out]))
+                if _native_storage(outs[0].aval.dtype):
+                    self._flat_copy(src, out, outs[0].aval)
+                else:
+                    self.plan.steps.append(NumpyStep(eqn, [src], [out]))
             else:
                 self._out_buffer(outs[0], out_positions, kind="alias", alias_of=src)
             return
@@ -523,6 +563,16 @@ class Planner:
         for v in outs:
             if id(v) in self.materialized:
                 self._build_loop(v, out_positions)
+
+    def _flat_copy(self, src, out, aval) -> None:
+        """A kernel copying buffer ``src`` into ``out`` (same size and dtype) in C order."""
+        flat = ShapedArray((aval.size,), aval.dtype)
+        flat_src = self._new_buffer(flat, "alias", alias_of=src)
+        flat_out = self._new_buffer(flat, "alias", alias_of=out)
+        ident = IndexMap.identity(1)
+        load = Node("load", aval.dtype, buffer=flat_src, map=ident)
+        self.plan.steps.append(Kernel(f"k{len(self.plan.steps)}", (aval.size,), 0,
+                                      [Phase(None, [load], [flat_out], [ident])], ["copy"]))
 
     def _build_slab(self, var, out, axis, offset) -> None:
         """A kernel computing ``var`` straight into its slab of the concatenation ``out``."""

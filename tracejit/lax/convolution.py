@@ -19,12 +19,13 @@ from tracejit.core.primitive import Primitive, batching_rules, decomposition_rul
 from tracejit.lax.ops import broadcast_in_dim, rev
 from tracejit.lax.ops import max as lax_max, min as lax_min
 from tracejit.numpy._util import aval, to_operand
-from tracejit.ops.binders import add, reshape, transpose
+from tracejit.ops.binders import add, binary, reshape, select, transpose, un
 from tracejit.ops.convolution import (ConvDimensionNumbers, _dilated, _out_sizes, _positive_ints, _spatial_prepare,
                                       _window_taps, conv_dimension_numbers, conv_output_shape, conv_params,
                                       conv_with_params, padtype_to_pads)
 from tracejit.ops.operands import concrete_operand, convert, widen_to_preferred
 from tracejit.transforms.ad import def_jvp, def_simple_vjp
+from tracejit.transforms.ad_custom import custom_jvp
 from tracejit.transforms.api_ad import vjp
 from tracejit.transforms.api_vmap import vmap
 
@@ -306,11 +307,24 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     pads = padtype_to_pads(dilated_in, effective, strides, padding) if isinstance(padding, str) \
         else [tuple(int(v) for v in p) for p in padding]
     init = init_value if hasattr(init_value, "aval") else np.asarray(init_value, aval(x).dtype)[()]
-    axes = list(range(nd))
-    xp = _spatial_prepare(x, axes, pads, base, init)
+    geometry = (window, strides, pads, base, wdil)
+    if _is_identity(computation, init_value, aval(x).dtype):
+        return _chooser_window(x, getattr(computation, "__wrapped__", computation) is lax_max, init, geometry)
+    return _fold_window(x, init, computation, geometry)
+
+
+def _taps(x, fill, geometry):
+    """The window taps of ``x`` dilated and padded with ``fill``, and the output's sizes."""
+    window, strides, pads, base, wdil = geometry
+    axes = list(range(aval(x).ndim))
+    xp = _spatial_prepare(x, axes, pads, base, fill)
     out_sizes = _out_sizes(aval(xp).shape, window, strides, wdil)
-    taps = _window_taps(xp, axes, window, strides, wdil, out_sizes)
-    if taps and _is_identity(computation, init_value, aval(x).dtype):
+    return _window_taps(xp, axes, window, strides, wdil, out_sizes), out_sizes
+
+
+def _fold_window(x, init, computation, geometry):
+    taps, out_sizes = _taps(x, init, geometry)
+    if taps and _is_identity(computation, init, aval(x).dtype):
         # max(-inf, t) is t (NaN and -0.0 included): max pooling starts from its first tap.
         acc, taps = taps[0], taps[1:]
     else:
@@ -320,9 +334,55 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     return acc
 
 
+def _chooser_window(x, is_max, init, geometry):
+    """Max (min) pooling with JAX's derivative: a window's tangent, and so its cotangent, is that of
+    one chosen element, as XLA's select-and-scatter chooses it: scanning the window in C order,
+    the first real element, replaced by each later one that the current choice is not ``>=``
+    (``<=``) to. Ties therefore go wholly to the first maximal element, where the fold of pairwise
+    ``max`` derivatives would share them; padding is never chosen, base-dilation holes may be (with
+    a zero tangent, as JAX's transpose drops them)."""
+    computation = lax_max if is_max else lax_min
+    fold = custom_jvp(lambda v: _fold_window(v, init, computation, geometry))
+
+    def jvp(primals, tangents):
+        (v,), (dv,) = primals, tangents
+        taps, _ = _taps(v, init, geometry)
+        dtaps, out_sizes = _taps(dv, np.zeros((), aval(dv).dtype)[()], geometry)
+        if not taps:
+            return fold(v), broadcast_in_dim(np.zeros((), aval(dv).dtype)[()], out_sizes, ())
+        real = _real_taps(aval(v).shape, geometry)
+        keeps = "ge" if is_max else "le"
+        acc, tan, chosen = taps[0], dtaps[0], real[0]      # chosen: None when certainly True
+        for t, dt, r in zip(taps[1:], dtaps[1:], real[1:]):
+            take = un("not", binary(keeps, acc, t))
+            if chosen is not None:
+                take = binary("or", un("not", chosen), take)
+            if r is not None:
+                take = binary("and", r, take)
+            chosen = None if chosen is None or r is None else binary("or", chosen, r)
+            acc, tan = select(take, t, acc), select(take, dt, tan)
+        return fold(v), tan
+
+    fold.defjvp(jvp)
+    return fold(x)
+
+
+def _real_taps(shape, geometry):
+    """Per tap, where it lies on an element of the (dilated) operand rather than on padding: a
+    boolean array, or None where it always does."""
+    window, strides, pads, base, wdil = geometry
+    dilated = tuple(_dilated(n, b) for n, b in zip(shape, base))
+    if all(lo <= 0 and hi <= 0 for lo, hi in pads):
+        return [None] * math.prod(window)
+    real = broadcast_in_dim(np.True_, dilated, ())
+    taps, _ = _taps(real, np.False_, (window, strides, pads, (1,) * len(shape), wdil))
+    return taps
+
+
 def _is_identity(computation, init_value, dtype) -> bool:
     """``init_value`` is -inf for ``lax.max`` (+inf for ``lax.min``) on a float operand."""
     if hasattr(init_value, "aval") or dtypes.kind(np.dtype(dtype)) != "f" or np.ndim(init_value) != 0:
         return False
     v = float(np.asarray(init_value))
+    computation = getattr(computation, "__wrapped__", computation)    # lax.max as the package exports it
     return (computation is lax_max and v == -np.inf) or (computation is lax_min and v == np.inf)
