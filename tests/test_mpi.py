@@ -150,6 +150,16 @@ def test_two_dimensional_meshes(n):
     assert sorted(re.findall(r"OK \d+/\d+", out)) == [f"OK {r}/{n}" for r in range(n)]
 
 
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_meshes_in_any_process_order_and_resharding(n):
+    # Meshes holding the processes reversed, rotated and (n=4) scrambled in 2-D: axis indices,
+    # blocks, collectives and grads follow positions; device_put and shard_map move blocks between
+    # shardings (tests/mpi_programs/permuted_mesh.py).
+    rc, out, err, _ = run_mpi(n, "permuted_mesh.py", timeout=240)
+    assert rc == 0, f"mpiexec -n {n} failed:\n{out}\n{err[-4000:]}"
+    assert sorted(re.findall(r"OK \d+/\d+", out)) == [f"OK {r}/{n}" for r in range(n)]
+
+
 @pytest.mark.parametrize("n", [2, 3])
 def test_grad_outside_shard_map_is_the_global_functions(n):
     # grad(shard_map(f)): replicated outputs' cotangents divided by the process count, replicated
@@ -185,3 +195,43 @@ def test_one_process_mesh_compiles_collectives_as_copies():
     got = tracejit.jit(f)(x)
     for g in got:
         np.testing.assert_array_equal(np.asarray(g.addressable_data(0) if hasattr(g, "addressable_data") else g), x)
+
+
+def test_reshard_plan_delivers_every_new_block_exactly_once():
+    # ops/mpi_reshard.transfer_plan, simulated in one process for random pairs of block layouts
+    # (splits of either dim, replicated ones, uneven holders): every receiver gets exactly its
+    # new block, each piece from a process that holds it, a replica's pieces spread over holders.
+    import itertools
+    from tracejit.ops.mpi_reshard import _bounds, _relative, transfer_plan
+    rng = np.random.default_rng(0)
+    shape = (12, 6)
+    G = np.arange(72.0).reshape(shape)
+
+    def layout(ranks, split):
+        # split: (blocks along dim 0, blocks along dim 1); the rest of the ranks are replicas
+        b0, b1 = split
+        blocks = [(slice(i * shape[0] // b0, (i + 1) * shape[0] // b0), slice(j * shape[1] // b1, (j + 1) * shape[1] // b1))
+                  for i in range(b0) for j in range(b1)]
+        order = rng.permutation(ranks)
+        return {int(r): blocks[k % len(blocks)] for k, r in enumerate(order)}
+
+    for n, (s1, s2) in itertools.product((2, 3, 4, 6), itertools.product([(1, 1), (2, 1), (1, 2), (2, 3), (3, 2)],
+                                                                          repeat=2)):
+        if n % (s1[0] * s1[1]) or n % (s2[0] * s2[1]):
+            continue
+        src, dst = layout(n, s1), layout(n, s2)
+        plan = transfer_plan(src, dst, shape)
+        for q in range(n):
+            new = _bounds(dst[q], shape)
+            got = np.full([hi - lo for lo, hi in new], np.nan)
+            for sender, receiver, region in plan:
+                if receiver != q:
+                    continue
+                held = _bounds(src[sender], shape)
+                assert all(h0 <= r0 and r1 <= h1 for (r0, r1), (h0, h1) in zip(region, held))
+                assert np.isnan(got[_relative(region, new)]).all()        # nothing delivered twice
+                got[_relative(region, new)] = G[src[sender]][_relative(region, held)]
+            np.testing.assert_array_equal(got, G[dst[q]])
+        replicated = {q: (slice(None), slice(None)) for q in range(n)}
+        senders = {s for s, r, _ in transfer_plan(replicated, dst, shape) if s != r}
+        assert not senders          # every process holds it all: nothing is sent

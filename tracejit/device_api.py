@@ -216,9 +216,9 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     """
     put = getattr(device, "_put_leaf", None)
     if put is not None:
-        # A sharding (tracejit.sharding.NamedSharding) places each leaf itself; the duck-typed hook
-        # keeps this module below the sharding layer.
-        return tree_map(put, x)
+        # A sharding (tracejit.sharding.NamedSharding) places each leaf itself, a global array
+        # whole (resharded); the duck-typed hooks keep this module below the sharding layer.
+        return tree_map(put, x, is_leaf=getattr(device, "_is_leaf", None))
     _check_placement(device, "device")
     _check_placement(src, "src")
     donate_all = donate is True

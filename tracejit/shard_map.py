@@ -23,9 +23,11 @@ number of processes along them, and that of an input replicated over some axes s
 ``check_rep``/``check_vma`` are accepted but replication is not verified. Meshes may have several
 axes (``make_mesh((2, 2), ('data', 'model'))``); a collective over some of them runs on the MPI
 sub-communicator of the processes that share the other coordinates. A dimension
-may be split over several axes (``P(('data', 'model'))``: blocks row-major over them). Not
-implemented (NotImplementedError): meshes whose devices are not all processes in rank order,
-resharding a global array to another spec, ``auto``.
+may be split over several axes (``P(('data', 'model'))``: blocks row-major over them). A mesh
+may hold the processes in any order (``Mesh(np.array(devices())[::-1], ('i',))``): a process's
+position in it is its axis index, and its collectives run on a sub-communicator ranked by
+position. A global array passed with another sharding is resharded first. Not implemented
+(NotImplementedError): ``auto``, and meshes holding only some of the processes.
 
 Examples
 --------
@@ -62,18 +64,18 @@ def _is_spec_leaf(x):
 
 
 def _check_mesh(mesh) -> dict:
-    """{axis name: this process's position along it} of a supported mesh: every process in rank
-    order (row-major over the mesh's shape), or this process's device alone (positions 0)."""
+    """{axis name: this process's position along it} of a supported mesh: every process once, in
+    any order (row-major over the mesh's shape), or this process's device alone (positions 0)."""
     if not isinstance(mesh, Mesh):
         raise TypeError(f"shard_map: mesh must be a tracejit.sharding.Mesh, got {type(mesh).__name__}")
     ids = [d.id for d in mesh.devices.flat]
     rank, count = _PROCESS
     if ids == [rank]:
         return dict.fromkeys(mesh.axis_names, 0)       # a mesh of this process alone: no communication
-    if ids != list(range(count)):
-        raise NotImplementedError(f"shard_map: the mesh devices {ids} must be every process in rank order "
-                                  f"({list(range(count))}, as make_mesh gives) or this process's device alone")
-    return dict(zip(mesh.axis_names, (int(i) for i in np.unravel_index(rank, mesh.devices.shape))))
+    if sorted(ids) != list(range(count)):
+        raise NotImplementedError(f"shard_map: the mesh devices {ids} must be every process once (a "
+                                  f"permutation of {list(range(count))}) or this process's device alone")
+    return dict(zip(mesh.axis_names, (int(i) for i in np.unravel_index(ids.index(rank), mesh.devices.shape))))
 
 
 def _local_block(x, spec, mesh, coords):
@@ -81,10 +83,9 @@ def _local_block(x, spec, mesh, coords):
     if spec is None:
         raise ValueError("shard_map: in_specs entries must be PartitionSpecs (P() to replicate)")
     if isinstance(x, GlobalArray):
-        if x.sharding == NamedSharding(mesh, spec):
-            return x.addressable_data(0)
-        raise NotImplementedError(f"shard_map: a global array with sharding {x.sharding} passed for in_spec "
-                                  f"{spec} (resharding is not implemented)")
+        # Another sharding is resharded first (blocks move between processes, as device_put does).
+        moved = NamedSharding(mesh, spec)._put_leaf(x)
+        return moved.addressable_data(0) if isinstance(moved, GlobalArray) else moved
     shape = np.shape(x)
     index = [slice(None)] * len(shape)
     for dim, names in _split_dims(spec, mesh, len(shape)).items():
@@ -122,10 +123,11 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=None, 
         The per-process function; ``lax`` collectives over the mesh axis name are MPI collectives.
         Omitted, ``shard_map(mesh=..., ...)`` returns a decorator.
     mesh : Mesh
-        A mesh of every process in rank order (``make_mesh((process_count(),), ('i',))``, or of more
-        axes: ``make_mesh((2, process_count() // 2), ('data', 'model'))``), or of this process's
-        device alone. Collectives over some of its axes run on MPI sub-communicators, over all of
-        them on COMM_WORLD (native calls under ``jit`` either way).
+        A mesh of every process (``make_mesh((process_count(),), ('i',))``, or of more axes:
+        ``make_mesh((2, process_count() // 2), ('data', 'model'))``, in any order), or of this
+        process's device alone. Collectives over some of its axes, or over a mesh not in rank
+        order, run on MPI sub-communicators, over all axes of a rank-order mesh on COMM_WORLD
+        (native calls under ``jit`` either way).
     in_specs, out_specs : PartitionSpec or pytree prefix of PartitionSpecs
         How each input is split (``P('i')``: dimension 0 over the processes; ``P()``: the whole value
         on each) and how each output is assembled (``P()``: the same value on every process).
@@ -164,7 +166,9 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=None, 
     coords = _check_mesh(mesh)
     alone = len(mesh.local_devices) == mesh.size        # this process's device alone: sizes 1
     sizes = {n: 1 if alone else k for n, k in mesh.shape.items()}
-    frame_mesh = (tuple(mesh.axis_names), tuple(sizes[n] for n in mesh.axis_names))
+    ids = tuple(int(d.id) for d in mesh.devices.flat)
+    frame_mesh = (tuple(mesh.axis_names), tuple(sizes[n] for n in mesh.axis_names),
+                  None if alone or ids == tuple(range(len(ids))) else ids)
 
     @functools.wraps(f)
     def mapped(*args):
@@ -200,7 +204,7 @@ def _unmentioned(spec, mesh, sizes) -> tuple:
 def _replicated_input(x, axes, frame_mesh):
     if not axes:
         return x
-    params = mpi.process_params(*frame_mesh, axes)
+    params = mpi.process_params(frame_mesh, axes)
 
     def total(_, ct):
         return mpi.mpi_psum_p.bind(ct, **params)

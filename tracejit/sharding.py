@@ -2,7 +2,7 @@
 
 tracejit's devices are one CPU per process (``tracejit.devices()``, after
 ``tracejit.distributed.initialize()`` under ``mpiexec``). A :class:`Mesh` arranges them along named
-axes (one process per device, every process in rank order, row-major); a
+axes (one process per device, every process once in any order, row-major); a
 :class:`PartitionSpec` (``P``) says which array dimension is split over which mesh axis; a
 :class:`NamedSharding` pairs them. A *global array* (:class:`GlobalArray`) is an array split over the
 processes: each holds its block (``addressable_data(0)``, ``addressable_shards``), and, as in JAX,
@@ -25,8 +25,10 @@ import numpy as np
 
 from tracejit.array import as_array_result
 from tracejit.core.pytree import register_pytree_node
+from tracejit.core.tracer import Tracer
 from tracejit.device_api import devices as _devices
 from tracejit.device_types import _PROCESS, Device, Shard
+from tracejit.ops.mpi_reshard import exchange_blocks
 
 __all__ = ["Mesh", "PartitionSpec", "P", "NamedSharding", "make_mesh", "GlobalArray",
            "make_array_from_process_local_data"]
@@ -145,7 +147,8 @@ class NamedSharding:
     """A mesh and a partition spec (``jax.sharding.NamedSharding``): how a global array is split.
 
     ``tracejit.device_put(x, NamedSharding(mesh, spec))`` keeps this process's block of the global
-    value ``x`` (every process passes the same ``x``).
+    value ``x`` (every process passes the same ``x``); of a :class:`GlobalArray` with another
+    sharding, it moves the blocks between the processes (resharding, ``ops/mpi_reshard.py``).
 
     Examples
     --------
@@ -205,14 +208,32 @@ class NamedSharding:
     def _put_leaf(self, x):
         # device_put(x, sharding): every process passes the same global x and keeps its block.
         if isinstance(x, GlobalArray):
-            if x.sharding == self:
-                return x
-            raise NotImplementedError("device_put of a global array to another sharding (resharding) is "
-                                      "not implemented")
+            return x if x.sharding == self else self._reshard(x)
         x = np.asarray(x)
         if self.is_fully_replicated:
             return as_array_result(np.array(x))
         local = np.array(x[self._local_index(x.shape)])
+        return GlobalArray(as_array_result(local), x.shape, self)
+
+    @staticmethod
+    def _is_leaf(x) -> bool:
+        return isinstance(x, GlobalArray)      # device_put places a global array whole
+
+    def _reshard(self, x: "GlobalArray"):
+        # Every process calls this with its block of the same global array (SPMD): blocks move
+        # between processes (ops/mpi_reshard.py), none is assembled whole unless replicated here.
+        def by_rank(sharding):
+            ranks = {d.id: index for d, index in sharding.devices_indices_map(x.shape).items()}
+            if len(ranks) != sharding.mesh.size:
+                raise NotImplementedError(f"resharding: a mesh holding a process twice ({sharding.mesh})")
+            return ranks
+        if isinstance(x.addressable_data(0), Tracer):
+            raise NotImplementedError(
+                f"resharding a global array from {x.sharding.spec} to {self.spec} inside jit is not implemented: "
+                "device_put it to the new sharding before calling the jitted function")
+        local = exchange_blocks(np.asarray(x.addressable_data(0)), by_rank(x.sharding), by_rank(self), x.shape)
+        if self.is_fully_replicated:
+            return as_array_result(local)
         return GlobalArray(as_array_result(local), x.shape, self)
 
     def __eq__(self, other):

@@ -28,8 +28,8 @@ class AxisFrame(NamedTuple):
     # "vmap": the examples of a batch (collectives compute over the batch axis); "process": the
     # processes of a shard_map over MPI (collectives become MPI calls, tracejit/ops/mpi_collectives.py).
     kind: str = "vmap"
-    # For a process axis: (axis names, shape) of its mesh, which groups the processes of a
-    # collective over some of a multi-axis mesh's axes.
+    # For a process axis: (axis names, shape, device ids in mesh order or None for rank order) of
+    # its mesh, which groups the processes of a collective (mpi_collectives.process_params).
     mesh: tuple | None = None
 
 
@@ -46,7 +46,8 @@ def _frames() -> list:
 @contextlib.contextmanager
 def axis_frame(name, size: int, kind: str = "vmap", mesh: tuple | None = None):
     """Make ``name`` (of ``size`` examples, or processes when ``kind`` is ``"process"``, of a mesh
-    ``(axis names, shape)``) the innermost named axis while the block runs."""
+    ``(axis names, shape, device ids in mesh order or None for rank order)``) the innermost named
+    axis while the block runs."""
     frames = _frames()
     frames.append(AxisFrame(name, int(size), kind, mesh))
     try:

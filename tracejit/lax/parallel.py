@@ -59,7 +59,7 @@ def _process_params(axis_name) -> dict:
     """``axis_name``, ``size`` and (over part of a multi-axis mesh) ``group`` of an MPI collective
     over shard_map axes ``axis_name``."""
     names = axis_names(axis_name)
-    return mpi.process_params(*bound_frame(names[0]).mesh, names)
+    return mpi.process_params(bound_frame(names[0]).mesh, names)
 
 
 def _mpi_bind(prim, v, axis_name, **params):

@@ -62,10 +62,12 @@ _MAX_DIMS = 12
 _GROUP_COMMS: dict = {}
 
 
-def group_of(mesh_names: tuple, shape: tuple, names: tuple):
+def group_of(mesh_names: tuple, shape: tuple, names: tuple, ids: tuple | None = None):
     """The ``group`` parameter of a collective over mesh axes ``names`` of a mesh ``(mesh_names,
-    shape)``: None when they are every axis of more than one process, in mesh order (COMM_WORLD,
-    world ranks are positions), else ``(mesh_names, shape, names)``.
+    shape)`` whose devices are the processes ``ids`` in mesh (row-major) order, None for rank order:
+    None when the collective spans every axis of more than one process of a rank-order mesh
+    (COMM_WORLD, world ranks are positions), else ``(mesh_names, shape, names)``, with ``ids``
+    appended for a mesh not in rank order.
 
     Examples
     --------
@@ -73,25 +75,31 @@ def group_of(mesh_names: tuple, shape: tuple, names: tuple):
     (None, None)
     >>> group_of(("a", "b"), (2, 3), ("b",))
     (('a', 'b'), (2, 3), ('b',))
+    >>> group_of(("a",), (2,), ("a",), (1, 0))
+    (('a',), (2,), ('a',), (1, 0))
     """
     live = tuple(n for n, k in zip(mesh_names, shape) if k > 1)
-    if tuple(n for n in names if shape[mesh_names.index(n)] > 1) == live:
+    if ids is None and tuple(n for n in names if shape[mesh_names.index(n)] > 1) == live:
         return None
-    return (tuple(mesh_names), tuple(shape), tuple(names))
+    group = (tuple(mesh_names), tuple(shape), tuple(names))
+    return group if ids is None else group + (tuple(int(i) for i in ids),)
 
 
-def process_params(mesh_names: tuple, shape: tuple, names: tuple) -> dict:
-    """The parameters naming the processes of a collective over mesh axes ``names``: ``axis_name``,
-    ``size`` (the product of their sizes) and, over part of a multi-axis mesh, ``group``.
+def process_params(mesh: tuple, names: tuple) -> dict:
+    """The parameters naming the processes of a collective over mesh axes ``names`` of ``mesh``
+    (``(axis names, shape, device ids in mesh order or None for rank order)``, as shard_map binds
+    it): ``axis_name``, ``size`` (the product of their sizes) and, where not every process in rank
+    order, ``group``.
 
     Examples
     --------
-    >>> process_params(("a", "b"), (2, 3), ("b",))
+    >>> process_params((("a", "b"), (2, 3), None), ("b",))
     {'axis_name': 'b', 'size': 3, 'group': (('a', 'b'), (2, 3), ('b',))}
     """
+    mesh_names, shape, ids = mesh
     params = dict(axis_name=names if len(names) > 1 else names[0],
                   size=math.prod(shape[mesh_names.index(n)] for n in names))
-    group = group_of(mesh_names, shape, names)
+    group = group_of(mesh_names, shape, names, ids)
     if group is not None:
         params["group"] = group
     return params
@@ -100,10 +108,10 @@ def process_params(mesh_names: tuple, shape: tuple, names: tuple) -> dict:
 def _comm(size: int, group=None):
     """The communicator of a collective: MPI.COMM_WORLD (``group`` None: the mesh axes in mesh
     order, so world ranks are positions), checked to have ``size`` processes; or, for a ``group``
-    ``(mesh axis names, mesh shape, reduced names)`` of a multi-axis mesh, the processes that share
-    this one's coordinates along the other axes, ranked by position along the reduced axes (row-major
-    in the order named): ``MPI_Comm_split``, once per group (every rank reaches a group's first
-    collective together, as SPMD programs do)."""
+    ``(mesh axis names, mesh shape, reduced names[, device ids in mesh order])``, the processes that
+    share this one's coordinates along the other axes, ranked by position along the reduced axes
+    (row-major in the order named): ``MPI_Comm_split``, once per group (every rank reaches a group's
+    first collective together, as SPMD programs do)."""
     from mpi4py import MPI      # lazily: importing tracejit must not initialise MPI
     world = MPI.COMM_WORLD
     if group is None:
@@ -113,11 +121,12 @@ def _comm(size: int, group=None):
         return world
     comm = _GROUP_COMMS.get(group)
     if comm is None:
-        names, shape, reduced = group
-        if math.prod(shape) != world.Get_size():
+        names, shape, reduced = group[:3]
+        ids = group[3] if len(group) > 3 else tuple(range(math.prod(shape)))
+        if math.prod(shape) != world.Get_size() or sorted(ids) != list(range(world.Get_size())):
             raise RuntimeError(f"a collective over mesh axes {reduced} of a mesh of shape {shape} ran in a "
                                f"program of {world.Get_size()} MPI processes; the mesh must hold every process")
-        coords = dict(zip(names, np.unravel_index(world.Get_rank(), shape)))
+        coords = dict(zip(names, np.unravel_index(ids.index(world.Get_rank()), shape)))
         others = [n for n in names if n not in reduced]
         color = int(np.ravel_multi_index([coords[n] for n in others], [shape[names.index(n)] for n in others])) \
             if others else 0
