@@ -131,3 +131,55 @@ def test_pool_gradients_match_jax():
         want = np.asarray(jax.grad(lambda v: loss(jax.lax, v))(x))
         np.testing.assert_array_equal(np.asarray(tracejit.grad(lambda v: loss(lax, v))(x)), want)
         np.testing.assert_array_equal(np.asarray(tracejit.jit(tracejit.grad(lambda v: loss(lax, v)))(x)), want)
+
+
+def _random_case(seed):
+    """A random pooling: rank 1-3, window, strides, padding (string, or pairs that may be negative),
+    base and window dilation; max or min; tied values with NaN/inf/-0 mixed in."""
+    rng = np.random.default_rng(seed)
+    nd = int(rng.integers(1, 4))
+    shape = tuple(int(v) for v in rng.integers(1, 6, nd))
+    window = tuple(int(v) for v in rng.integers(1, 4, nd))
+    strides = tuple(int(v) for v in rng.integers(1, 3, nd))
+    base = tuple(int(v) for v in rng.integers(1, 3, nd)) if rng.random() < 0.3 else None
+    wdil = tuple(int(v) for v in rng.integers(1, 3, nd)) if rng.random() < 0.3 else None
+    if rng.random() < 0.3 and base is None:
+        padding = "SAME" if rng.random() < 0.5 else "VALID"
+    else:
+        padding = tuple((int(lo), int(hi)) for lo, hi in rng.integers(-1, 3, (nd, 2)))
+    x = rng.integers(-2, 3, shape).astype(np.float64)
+    specials = rng.choice([np.nan, np.inf, -np.inf, -0.0], size=min(x.size, int(rng.integers(0, 3))))
+    x.reshape(-1)[rng.choice(x.size, size=specials.size, replace=False)] = specials
+    return bool(rng.random() < 0.5), window, strides, padding, base, wdil, x, rng
+
+
+@pytest.mark.parametrize("seed", range(int(__import__("os").environ.get("POOL_FUZZ_SEEDS", "60"))))
+def test_pool_gradient_random_configurations(seed):
+    # A small fuzzer of the class (pooling derivatives): `POOL_FUZZ_SEEDS=3000` for a campaign.
+    is_max, window, strides, padding, base, wdil, x, rng = _random_case(seed)
+    pool = _pool(is_max, window, strides, padding, base, wdil)
+    base_, wdil_ = base or (1,) * x.ndim, wdil or (1,) * x.ndim
+    try:
+        out = np.asarray(pool(x))
+    except (ValueError, TypeError):
+        return          # a negative pad larger than the input: raises (as JAX does)
+    dilated = [(n - 1) * b + 1 for n, b in zip(x.shape, base_)]
+    pads = lax.padtype_to_pads(dilated, [(k - 1) * d + 1 for k, d in zip(window, wdil_)], strides, padding) \
+        if isinstance(padding, str) else padding
+    ct = rng.standard_normal(out.shape)
+    want = reference_pool_grad(x, ct, is_max, window, strides, pads, base_, wdil_)
+    loss = lambda v: (pool(v) * ct).sum()   # noqa: E731
+    np.testing.assert_array_equal(np.asarray(tracejit.grad(loss)(x)), want)
+    np.testing.assert_array_equal(np.asarray(tracejit.jit(tracejit.grad(loss))(x)), want)
+
+
+def test_window_larger_than_the_input_gives_an_empty_output_under_jit():
+    # A window wider than a (padded) axis leaves no output along it; under jit the taps' slices
+    # were [2:2] of a size-1 axis and raised TypeError (eagerly NumPy allowed them).
+    x = np.arange(2.0).reshape(1, 1, 2)
+    for op, init in ((lax.add, 0.0), (lax.max, -np.inf)):
+        f = lambda v, op=op, init=init: lax.reduce_window(v, init, op, (1, 3, 3), (2, 1, 1), "VALID")  # noqa: E731
+        for got in (f(x), tracejit.jit(f)(x)):
+            assert np.asarray(got).shape == (1, 0, 0)
+        g = tracejit.jit(tracejit.grad(lambda v, f=f: f(v).sum()))(x)
+        np.testing.assert_array_equal(np.asarray(g), np.zeros_like(x))

@@ -121,8 +121,9 @@ def _window_taps(x, spatial_axes, window, strides, dilation, out_sizes):
     for offsets in itertools.product(*(range(k) for k in window)):
         starts, limits, steps = [0] * len(shape), list(shape), [1] * len(shape)
         for ax, k, s, d, n in zip(spatial_axes, offsets, strides, dilation, out_sizes):
-            starts[ax] = k * d
-            limits[ax] = k * d + (n - 1) * s + 1 if n else k * d
+            # (No outputs along an axis: an empty slice, kept inside the axis.)
+            starts[ax] = k * d if n else 0
+            limits[ax] = k * d + (n - 1) * s + 1 if n else 0
             steps[ax] = s
         taps.append(slice(x, starts, limits, steps))
     return taps
