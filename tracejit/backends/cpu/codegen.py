@@ -70,6 +70,8 @@ MATH_MAP_VECTORS = 4
 FEW_MATH_CALLS = 4
 # Vectors side by side in one block of a column-style (outer-vector) kernel.
 OUTER_BLOCK_VECTORS = 4
+# From this many elements of work a column kernel is split over threads (runtime.OPENMP_MIN_WORK).
+THREADED_COLUMN_WORK = 1 << 17
 
 
 def mathlib_call_needed(node) -> bool:
@@ -193,10 +195,16 @@ class KernelEmitter:
             # float32 maps calling transcendentals: several registers per step give the out-of-order
             # core independent polynomial chains to overlap; fewer when there is much code to compile.
             self.lanes *= MATH_MAP_VECTORS if self.math_calls <= FEW_MATH_CALLS else MATH_MAP_VECTORS // 2
-        if self.outer_vector and self.layout.shape[0] >= OUTER_BLOCK_VECTORS * self.lanes and not self.math_calls:
+        if self.outer_vector and not self.math_calls:
             # Each step down the strided axis then touches several whole cache lines per array,
             # not one: far fewer lines in flight per byte, so the strided walk keeps up with memory.
-            self.lanes *= OUTER_BLOCK_VECTORS
+            # A kernel big enough to be threaded keeps at least two blocks, so that two threads share
+            # it (a bias gradient's 64 channels of float32 were one block of 64 lanes: one thread).
+            blocks = 2 if kernel.size >= THREADED_COLUMN_WORK else 1
+            for vectors in (OUTER_BLOCK_VECTORS, OUTER_BLOCK_VECTORS // 2):
+                if self.layout.shape[0] >= vectors * self.lanes * blocks:
+                    self.lanes *= vectors
+                    break
 
     # ------------------------------------------------------------- helpers
     def _alloca(self, t, name=""):
