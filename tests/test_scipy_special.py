@@ -310,3 +310,18 @@ def test_docstring_examples():
     for mod in (sp, tracejit.lax.special, _incomplete):
         result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0 and result.attempted > 0, (mod.__name__, result)
+
+
+def test_entr_derivative_is_jaxs():
+    # d/dx -x log x = -(log x + 1): +inf at 0 (it was 0), 0 where entr is the constant -inf;
+    # entr(0) is -0.0 as JAX's -xlogy(0, 0). Eager, jit, forward and reverse mode.
+    import tracejit
+    from tracejit.scipy.special import entr
+    x = np.array([-1.0, 0.0, 0.5, 2.0, np.inf])
+    want = np.array([0.0, np.inf, -(np.log(0.5) + 1), -(np.log(2.0) + 1), -np.inf])
+    for g in (tracejit.vmap(tracejit.grad(entr)), tracejit.jit(tracejit.vmap(tracejit.grad(entr))),
+              lambda v: tracejit.jvp(entr, (v,), (np.ones_like(v),))[1]):
+        np.testing.assert_array_equal(np.asarray(g(x)), want)
+    value = np.asarray(entr(x))
+    np.testing.assert_array_equal(value, [-np.inf, 0.0, -0.5 * np.log(0.5), -2 * np.log(2.0), -np.inf])
+    assert np.signbit(value[1]) and np.signbit(np.asarray(tracejit.jit(entr)(x))[1])

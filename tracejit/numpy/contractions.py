@@ -178,10 +178,18 @@ def _parse_einsum(subscripts: str, shapes):
 
 
 def _einsum_single(x, term, keep):
-    """Sum out letters of ``term`` not in ``keep``; repeated letters (diagonals) are unsupported."""
-    if len(set(term)) != len(term):
-        raise NotImplementedError(f"einsum: repeated subscript in {term!r} (diagonals) is not supported on traced arrays")
+    """Take the diagonal of each letter repeated in ``term`` (``'ii'``), then sum out letters not
+    in ``keep``."""
+    from tracejit.numpy.extra import diagonal
     from tracejit.numpy.reductions import sum as sum_
+    while len(set(term)) != len(term):
+        c = next(c for c in term if term.count(c) > 1)
+        i, j = term.index(c), term.index(c, term.index(c) + 1)
+        if aval(x).shape[i] != aval(x).shape[j]:
+            raise ValueError(f"einsum: dimensions in operand for collapsing index '{c}' don't match "
+                             f"({aval(x).shape[i]} != {aval(x).shape[j]})")
+        x = diagonal(x, offset=0, axis1=i, axis2=j)       # the diagonal becomes the last axis
+        term = "".join(t for k, t in enumerate(term) if k not in (i, j)) + c
     axes = tuple(i for i, c in enumerate(term) if c not in keep)
     if axes:
         x = sum_(x, axis=axes, dtype=aval(x).dtype)  # einsum keeps the dtype (no int32 -> int64 widening)

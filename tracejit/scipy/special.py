@@ -955,18 +955,32 @@ def xlog1py(x, y):
 
 
 def entr(x):
-    """Elementwise entropy ``-x log x`` (0 at 0, ``-inf`` for ``x < 0``), ``jax.scipy.special.entr``.
+    """Elementwise entropy ``-x log x`` (``-0.0`` at 0, ``-inf`` for ``x < 0``), ``jax.scipy.special.entr``.
+
+    Its derivative is JAX's: ``-(log x + 1)``, ``+inf`` at 0, 0 for ``x < 0``.
 
     Examples
     --------
     >>> from tracejit.scipy.special import entr
     >>> float(entr(1.0)), float(entr(0.0))
-    (-0.0, 0.0)
+    (-0.0, -0.0)
     """
     dt = result_float_dtype(x)
-    x = convert(to_operand(x), dt)
+    return _entr_cj(convert(to_operand(x), dt))
+
+
+@custom_jvp
+def _entr_cj(x):
     val = -_xlogy_cj(x, _where(x <= 0, jnp.ones_like(x), x))
-    return _where(x < 0, -_INF, _where(x == 0, jnp.zeros_like(x), val))
+    return _where(x < 0, -_INF, _where(x == 0, -jnp.zeros_like(x), val))     # -0.0 at 0, as JAX's -xlogy(0, 0)
+
+
+@_entr_cj.defjvp
+def _entr_jvp(primals, tangents):
+    # -(log x + 1), as JAX's: +inf at 0 (the limit), 0 where the value is the constant -inf.
+    (x,), (tx,) = primals, tangents
+    slope = -(jnp.log(_where(x < 0, jnp.ones_like(x), x)) + 1)
+    return _entr_cj(x), _where(x < 0, jnp.zeros_like(x), slope) * tx
 
 
 def rel_entr(p, q):
