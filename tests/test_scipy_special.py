@@ -325,3 +325,16 @@ def test_entr_derivative_is_jaxs():
     value = np.asarray(entr(x))
     np.testing.assert_array_equal(value, [-np.inf, 0.0, -0.5 * np.log(0.5), -2 * np.log(2.0), -np.inf])
     assert np.signbit(value[1]) and np.signbit(np.asarray(tracejit.jit(entr)(x))[1])
+
+
+def test_gammasgn_and_spence_special_values_match_scipy():
+    # gammasgn(+-0) is +-1 (it was NaN) and gammasgn(-inf) NaN; spence(+inf) is NaN (it was -inf).
+    import scipy.special as ss
+    import tracejit
+    from tracejit.scipy.special import gammasgn, spence
+    x = np.array([-2.0, -1.0, -0.0, 0.0, 1e-300, np.inf, -np.inf, np.nan, -2.5, -1.5, 3.0])
+    for f in (gammasgn, tracejit.jit(gammasgn)):
+        np.testing.assert_array_equal(np.asarray(f(x)), ss.gammasgn(x))
+    y = np.array([np.inf, 1e300, 50.0, 2.0, 1.0, 0.5, 0.0, -1.0, np.nan])
+    for f in (spence, tracejit.jit(spence)):
+        np.testing.assert_allclose(np.asarray(f(y)), ss.spence(y), rtol=1e-13)

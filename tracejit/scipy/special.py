@@ -297,19 +297,21 @@ def gamma(x):
 
 
 def gammasgn(x):
-    """Sign of the gamma function: +1 or -1 (NaN at non-positive integers, as SciPy).
+    """Sign of the gamma function: +1 or -1; at zero the sign of the zero (Gamma's poles at
+    ``+-0`` are ``+-inf``), NaN at negative integers, ``-inf`` and NaN (as SciPy and JAX).
 
     Examples
     --------
     >>> from tracejit.scipy.special import gammasgn
-    >>> float(gammasgn(-0.5)), float(gammasgn(-1.5))
-    (-1.0, 1.0)
+    >>> float(gammasgn(-0.5)), float(gammasgn(-1.5)), float(gammasgn(-0.0))
+    (-1.0, 1.0, -1.0)
     """
     dt, (x,) = promote_args_inexact(x)
     fl = jnp.floor(x)
     odd = (fl - 2.0 * jnp.floor(0.5 * fl)) != 0
     out = _where(x > 0, 1.0, _where(odd, -1.0, 1.0))
-    out = _where(_is_nonpos_int(x) | jnp.isnan(x), np.nan, out)
+    out = _where(_is_nonpos_int(x) | jnp.isnan(x) | (x == -np.inf), np.nan, out)
+    out = _where(x == 0, _where(jnp.signbit(x), -1.0, 1.0), out)
     return finish(stop_gradient(out), dt)
 
 
@@ -1277,7 +1279,7 @@ def _spence64(x):
 
 @custom_jvp
 def _spence_cj(x):
-    return _spence64(x)
+    return _where(x == np.inf, np.nan, _spence64(x))      # NaN at +inf, as SciPy and JAX
 
 
 def _spence_deriv(x):
@@ -1291,7 +1293,7 @@ _spence_cj.defjvps(lambda t, ans, x: t * _spence_deriv(x))
 def spence(x):
     """Spence's function ``int_1^x log(t) / (1 - t) dt = Li2(1 - x)`` for ``x >= 0`` (``jax.scipy.special.spence``).
 
-    NaN for ``x < 0``; ``spence(0) = pi**2 / 6``.
+    NaN for ``x < 0`` and at ``+inf`` (as SciPy and JAX); ``spence(0) = pi**2 / 6``.
 
     Examples
     --------
