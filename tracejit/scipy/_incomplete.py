@@ -191,14 +191,17 @@ def _gammainc64(a, x):
     bad, ok, a_, x_ = _igamma_domain(a, x)
     P = _igamma_parts(a_, x_)[0]
     out = _where(x == 0, 0.0, _where(jnp.isinf(x), 1.0, P))
-    return _where(bad, np.nan, out)
+    # a = 0 (either sign) is the limit P = 1 for x > 0, a = inf the limit 0 for finite x (SciPy, JAX).
+    out = _where((a == 0) & (x > 0), 1.0, _where(bad, np.nan, out))
+    return _where((a == np.inf) & (x >= 0) & (x < np.inf), 0.0, out)
 
 
 def _gammaincc64(a, x):
     bad, ok, a_, x_ = _igamma_domain(a, x)
     Q = _igamma_parts(a_, x_)[1]
     out = _where(x == 0, 1.0, _where(jnp.isinf(x), 0.0, Q))
-    return _where(bad, np.nan, out)
+    out = _where((a == 0) & (x > 0), 0.0, _where(bad, np.nan, out))
+    return _where((a == np.inf) & (x >= 0) & (x < np.inf), 1.0, out)
 
 
 def _igamma_derivs(a, x):
@@ -264,7 +267,7 @@ def gammainc(a, x):
     Parameters
     ----------
     a : array_like
-        Positive shape parameter (NaN for ``a <= 0``).
+        Non-negative shape parameter (``P(0, x) = 1`` for ``x > 0``; NaN for ``a < 0``).
     x : array_like
         Non-negative argument (NaN for ``x < 0``).
 

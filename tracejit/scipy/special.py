@@ -905,7 +905,9 @@ def logit(x):
 
 @custom_jvp
 def _xlogy_cj(x, y):
-    return _where(x == 0, jnp.zeros_like(x), x * jnp.log(_where(x == 0, jnp.ones_like(y), y)))
+    # 0 where x == 0, unless y is NaN (as SciPy and JAX)
+    zero = (x == 0) & ~jnp.isnan(y)
+    return _where(zero, jnp.zeros_like(x), x * jnp.log(_where(zero, jnp.ones_like(y), y)))
 
 
 @_xlogy_cj.defjvp
@@ -932,7 +934,8 @@ def xlogy(x, y):
 
 @custom_jvp
 def _xlog1py_cj(x, y):
-    return _where(x == 0, jnp.zeros_like(x), x * jnp.log1p(_where(x == 0, jnp.zeros_like(y), y)))
+    zero = (x == 0) & ~jnp.isnan(y)
+    return _where(zero, jnp.zeros_like(x), x * jnp.log1p(_where(zero, jnp.zeros_like(y), y)))
 
 
 @_xlog1py_cj.defjvp
@@ -1002,7 +1005,8 @@ def rel_entr(p, q):
     safe_p = _where(both_pos, p, jnp.ones_like(p))
     safe_q = _where(both_pos, q, jnp.ones_like(q))
     val = _xlogy_cj(safe_p, safe_p / safe_q)
-    return _where(both_pos, val, _where((p == 0) & (q >= 0), jnp.zeros_like(p), jnp.full_like(p, _INF)))
+    out = _where(both_pos, val, _where((p == 0) & (q >= 0), jnp.zeros_like(p), jnp.full_like(p, _INF)))
+    return _where(jnp.isnan(p) | jnp.isnan(q), jnp.full_like(p, np.nan), out)     # NaN in, NaN out (SciPy)
 
 
 def kl_div(p, q):
@@ -1020,7 +1024,8 @@ def kl_div(p, q):
     safe_p = _where(both_pos, p, jnp.ones_like(p))
     safe_q = _where(both_pos, q, jnp.ones_like(q))
     val = _xlogy_cj(safe_p, safe_p / safe_q) - safe_p + safe_q
-    return _where(both_pos, val, _where((p == 0) & (q >= 0), q, jnp.full_like(p, _INF)))
+    out = _where(both_pos, val, _where((p == 0) & (q >= 0), q, jnp.full_like(p, _INF)))
+    return _where(jnp.isnan(p) | jnp.isnan(q), jnp.full_like(p, np.nan), out)
 
 
 # ============================================================================ logsumexp / softmax
