@@ -529,3 +529,32 @@ def test_a_chain_of_window_updates_of_a_carry_runs_in_its_memory(variant):
     (step,) = helpers.control_flow_steps(compiled)
     body = step.loop.construct.body
     assert bool(body.temps_in_carry) == (variant == "chain")
+
+
+def test_cond_branches_write_results_in_place_of_copies():
+    # A native cond's branches write their outputs straight into the cond's results (no copy
+    # from branch memory afterwards) unless a result is also an operand's memory: branches that
+    # return an operand unchanged, the same value twice, a reversal of the operand, and conds
+    # nested in loops whose results become the carry.
+    x = np.arange(6.0)
+
+    def top(c, flag):
+        return lax.cond(flag > 0, lambda c: (c[::-1] * 2, c, c[::-1] * 2, c + 1),
+                        lambda c: (c, c * 3, c - 1, c[::-1]), c)
+    for flag in (0, 1):
+        got = tracejit.jit(top)(x, flag)
+        want = (x[::-1] * 2, x, x[::-1] * 2, x + 1) if flag else (x, x * 3, x - 1, x[::-1])
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g), w)
+        assert not any(np.shares_memory(np.asarray(a), np.asarray(b)) for a, b in zip(got, got[1:]))
+    assert _all_native(top, x, 1)
+
+    def looped(c0):
+        def body(i, c):
+            return lax.cond(i % 2 == 0, lambda c: c[::-1] + 1.0, lambda c: jnp.roll(c, 1) * 2.0, c)
+        return lax.fori_loop(0, 5, body, c0)
+    c = x.copy()
+    for i in range(5):
+        c = c[::-1] + 1 if i % 2 == 0 else np.roll(c, 1) * 2
+    np.testing.assert_array_equal(np.asarray(tracejit.jit(looped)(x)), c)
+    assert _all_native(looped, x)

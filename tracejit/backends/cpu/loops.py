@@ -62,10 +62,11 @@ class _SubPlan:
 
     ``body`` is the body as the compile driver optimized it (plan, arena, donated carries);
     ``carry_io`` maps a carry's input position to its output position;
-    ``ys`` lists output positions stacked into scan results.
+    ``ys`` lists output positions stacked into scan results; with ``direct_outputs`` (a cond's
+    branch) each output the body computes itself is written straight into the construct's result.
     """
 
-    def __init__(self, body, module, vector_bytes, carry_io=None, ys=()):
+    def __init__(self, body, module, vector_bytes, carry_io=None, ys=(), direct_outputs=False):
         program, plan = body.program, body.plan
         self.program = program
         self.tag = f"s{next(_tags)}"
@@ -110,9 +111,14 @@ class _SubPlan:
         self._nested_loops_in_place(plan, once, carry_io)
         # Outputs written straight into their row of a stacked scan result.
         self.direct_ys = {plan.outputs[k]: j for j, k in enumerate(ys) if plan.outputs[k] in once}
+        # Outputs written straight into the result (a cond's branch: the result's memory is fresh,
+        # never an operand's, so no copy from the body's own output memory afterwards).
+        self.direct_out = {b: plan.outputs.index(b) for b in once
+                           if direct_outputs and b not in self.in_place and b not in self.direct_ys}
         self.out_offsets, top = {}, 0
         for b in bufs:
-            if b.kind == "output" and b.id not in self.in_place and b.id not in self.direct_ys:
+            if b.kind == "output" and b.id not in self.in_place and b.id not in self.direct_ys \
+                    and b.id not in self.direct_out:
                 self.out_offsets[b.id] = top
                 top += aligned_size(b.nbytes)
         # Outputs that pass an input through are saved here first: the carry copies
@@ -245,8 +251,8 @@ def literal_constant(module, value, dtype):
 class _Frame:
     """Where one run of a sub-plan finds its buffers: its inputs, and (scan) its output rows."""
 
-    def __init__(self, drv, sub, input_ptr, ys_row=None):
-        self.drv, self.sub, self.input_ptr, self.ys_row = drv, sub, input_ptr, ys_row
+    def __init__(self, drv, sub, input_ptr, ys_row=None, result_ptr=None):
+        self.drv, self.sub, self.input_ptr, self.ys_row, self.result_ptr = drv, sub, input_ptr, ys_row, result_ptr
 
     def address(self, b):
         """Pointer to buffer ``b`` of the sub-plan (at this iteration)."""
@@ -267,6 +273,8 @@ class _Frame:
                 return self.input_ptr(sub.in_place[b])
             if b in sub.direct_ys:
                 return self.ys_row(sub.direct_ys[b])
+            if b in sub.direct_out:
+                return self.result_ptr(sub.direct_out[b])
             return builder.gep(drv.scratch(f"{sub.tag}_out", sub.out_bytes), [ir.Constant(I64, sub.out_offsets[b])],
                                source_etype=I8)
         raise NotImplementedError(f"buffer kind {buf.kind}")
@@ -278,7 +286,11 @@ class _Frame:
                 step, construct = what, how
                 operands = [self.address(b) if isinstance(b, int) else drv.literal(b[1], a.aval.dtype)
                             for b, a in zip(step.inputs, step.eqn.inputs)]
-                construct.emit(drv, operands, [self.address(b) for b in step.outputs])
+                results = [self.address(b) for b in step.outputs]
+                if isinstance(construct, _Cond):
+                    construct.emit(drv, operands, results, fresh_results=not any(map(self._in_carry, step.outputs)))
+                else:
+                    construct.emit(drv, operands, results)
                 continue
             if kind == "blas":
                 step, call = what, how
@@ -301,6 +313,12 @@ class _Frame:
                 parallel.emit_team_call(builder, parallel.runtime(), kfn, arr, n, granule, data)
             elif n:
                 builder.call(kfn, [arr, ir.Constant(I64, 0), ir.Constant(I64, n)])
+
+    def _in_carry(self, b) -> bool:
+        """Buffer ``b`` lives in the memory of one of the sub-plan's inputs (a carry written in place)."""
+        bufs = self.sub.plan.buffers
+        b = base_buffer(bufs, b)
+        return bufs[b].kind == "input" or b in self.sub.in_place or b in self.sub.temps_in_carry
 
     def output_sources(self, sizes):
         """Pointers to each output's value after the body ran, passthroughs saved to scratch first."""
@@ -439,7 +457,7 @@ class _Cond:
     """``cond``: the clamped index picks a branch; its outputs are copied into the results."""
 
     def __init__(self, params, bodies, index_dtype, module, vb):
-        self.branches = [_SubPlan(body, module, vb) for body in bodies]
+        self.branches = [_SubPlan(body, module, vb, direct_outputs=True) for body in bodies]
         self.index_dtype = index_dtype
         self.out_avals = params["branches"][0].out_avals
 
@@ -449,7 +467,9 @@ class _Cond:
     def result_avals(self):
         return list(self.out_avals)
 
-    def emit(self, drv, operands, results):
+    def emit(self, drv, operands, results, fresh_results=True):
+        """``fresh_results``: the results' memory is none of the operands' (then each branch writes
+        its outputs straight into it); False when a result is a carry an enclosing loop updates in place."""
         b = drv.b
         d = self.index_dtype if self.index_dtype.kind != "b" else np.dtype(np.uint8)   # a bool is one byte
         raw = b.load(operands[0], typ=ir.IntType(8 * d.itemsize))
@@ -462,11 +482,15 @@ class _Cond:
             switch.add_case(ir.Constant(I64, i), block)
         for sub, block in zip(self.branches, blocks):
             b.position_at_end(block)
-            frame = _Frame(drv, sub, lambda pos: operands[1 + pos])
+            frame = _Frame(drv, sub, lambda pos: operands[1 + pos], result_ptr=(lambda k: results[k]) if fresh_results
+                           else (lambda k: b.gep(drv.scratch(f"{sub.tag}_direct{k}", self.out_avals[k].nbytes),
+                                                 [ir.Constant(I64, 0)], source_etype=I8)))
             frame.run_steps()
             srcs = frame.output_sources([a.nbytes for a in self.out_avals])
-            for dst, src, a in zip(results, srcs, self.out_avals):
-                _memmove(b, dst, src, a.nbytes)
+            direct = set(sub.direct_out.values()) if fresh_results else set()
+            for k, (dst, src, a) in enumerate(zip(results, srcs, self.out_avals)):
+                if k not in direct:
+                    _memmove(b, dst, src, a.nbytes)
             b.branch(done)
         b.position_at_end(done)
 
