@@ -143,12 +143,12 @@ def test_cumulative(name, axis, dtype):
                         transcendental=np.dtype(dtype).kind == "f")
 
 
-def test_initial_and_where_errors():
+def test_initial_and_where():
     x = _x(np.float64, (3, 4))
     check_against_numpy(lambda xp, a: xp.sum(a, initial=10.0), x, transcendental=True)
     check_against_numpy(lambda xp, a: xp.max(a, axis=0, initial=2.0), x)
-    with pytest.raises(NotImplementedError, match="where"):
-        tracejit.jit(lambda a: jnp.sum(a, where=a > 0))(x)
+    # where= masks are supported (tests/test_reduction_where.py), a traced mask too
+    np.testing.assert_allclose(np.asarray(tracejit.jit(lambda a: jnp.sum(a, where=a > 0))(x)), np.sum(x, where=x > 0))
 
 
 def test_axis_errors():

@@ -125,18 +125,27 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
         ddof = correction
     if out is not None:
         raise NotImplementedError("nanvar: the out= argument is not supported; use the returned array")
-    if eager(a) and where is None and mean is None:
+    if eager(a):
         import warnings
+        extra = {k: v for k, v in (("where", where), ("mean", mean)) if v is not None}
         with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
             warnings.simplefilter("ignore", RuntimeWarning)   # all-NaN slices are NaN, as under jit
-            return np.nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
-    if where is not None or mean is not None:
-        raise NotImplementedError("nanvar: the where= and mean= arguments are not supported")
+            return np.nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **extra)
     x = to_operand(a)
     d = aval(x).dtype
     if not dtypes.is_inexact(d):
-        return R.var(x, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+        return R.var(x, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean)
     axes = canonicalize_axes(axis, aval(x).ndim)
+    if where is not None or mean is not None:
+        # The masked variance over the non-NaN selected values; NaN where fewer than ddof + 1.
+        from tracejit.numpy.shape import broadcast_to
+        keep = U.logical_not(U.isnan(x))
+        if where is not None:
+            keep = U.logical_and(keep, broadcast_to(convert(to_operand(where), dtypes.bool_), aval(x).shape))
+        var = R.var(_where(keep, x, np.asarray(0, d)[()]), axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims,
+                    where=keep, mean=mean)
+        dof = U.subtract(R.sum(keep, axis=axes, dtype=dtypes.int64, keepdims=keepdims), np.int64(ddof))
+        return _where(U.less_equal(dof, np.int64(0)), np.asarray(np.nan, aval(var).dtype)[()], var)
     nan = U.isnan(x)
     arr = _where(nan, np.asarray(0, d)[()], x)
     cnt = R.sum(U.logical_not(nan), axis=axes, dtype=dtypes.int64, keepdims=True)

@@ -49,10 +49,24 @@ def _reduce(prim_name, x, axes, keepdims):
     return out
 
 
-def _where_unsupported(name, where):
-    if where is not None:
-        raise NotImplementedError(f"{name}(..., where=...) is not supported on traced arrays; "
-                                  "use jnp.where to mask the input first")
+def _masked(x, where, fill):
+    """``x`` with the elements ``where`` (broadcast to ``x``'s shape, as NumPy broadcasts a
+    reduction's mask) is False replaced by ``fill``, the reduction's identity."""
+    if where is None:
+        return x
+    from tracejit.numpy.misc import where as select
+    from tracejit.numpy.shape import broadcast_to
+    mask = broadcast_to(convert(to_operand(where), dtypes.bool_), aval(x).shape)
+    return select(mask, x, np.asarray(fill, aval(x).dtype)[()])
+
+
+def _mask_count(x, where, axes, keepdims):
+    """How many elements each result reduces: a Python int without a mask, else the mask's count."""
+    if where is None:
+        return _count(x, axes)
+    from tracejit.numpy.shape import broadcast_to
+    mask = broadcast_to(convert(to_operand(where), dtypes.int64), aval(x).shape)
+    return _reduce("reduce_sum", mask, axes, keepdims)
 
 
 def _eager_call(np_name, *args, **kwargs):
@@ -63,10 +77,9 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     """Sum of array elements over the given axes (``numpy.sum``)."""
     if eager(a):
         return _eager_call("sum", a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
-    _where_unsupported("sum", where)
     x = to_operand(a)
     rd = _numpy_result_dtype("sum", aval(x).dtype, dtype)
-    x = convert(x, rd)
+    x = _masked(convert(x, rd), where, 0)
     axes = canonicalize_axes(axis, aval(x).ndim)
     out = _reduce("reduce_sum", x, axes, keepdims)
     return out if initial is None else U.add(out, initial)
@@ -76,9 +89,8 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     """Product of array elements over the given axes (``numpy.prod``)."""
     if eager(a):
         return _eager_call("prod", a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
-    _where_unsupported("prod", where)
     x = to_operand(a)
-    x = convert(x, _numpy_result_dtype("prod", aval(x).dtype, dtype))
+    x = _masked(convert(x, _numpy_result_dtype("prod", aval(x).dtype, dtype)), where, 1)
     out = _reduce("reduce_prod", x, canonicalize_axes(axis, aval(x).ndim), keepdims)
     return out if initial is None else U.multiply(out, initial)
 
@@ -86,8 +98,12 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
 def _extremum(name, prim, a, axis, keepdims, initial, where):
     if eager(a):
         return _eager_call(name, a, axis=axis, keepdims=keepdims, initial=initial, where=where)
-    _where_unsupported(name, where)
     x = to_operand(a)
+    if where is not None:
+        if initial is None:
+            raise ValueError(f"reduction operation '{'maximum' if name == 'max' else 'minimum'}' does not have "
+                             "an identity, so to use a where mask one has to specify 'initial'")
+        x = _masked(x, where, initial)
     xa = aval(x)
     axes = canonicalize_axes(axis, xa.ndim)
     if initial is None and builtins.any(xa.shape[i] == 0 for i in axes):
@@ -122,8 +138,7 @@ amax, amin = max, min
 def _logical_reduce(name, prim, a, axis, keepdims, where):
     if eager(a):
         return _eager_call(name, a, axis=axis, keepdims=keepdims, where=where)
-    _where_unsupported(name, where)
-    x = convert(to_operand(a), dtypes.bool_)
+    x = _masked(convert(to_operand(a), dtypes.bool_), where, name == "all")
     return _reduce(prim, x, canonicalize_axes(axis, aval(x).ndim), keepdims)
 
 
@@ -145,23 +160,28 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """Arithmetic mean along the given axes (``numpy.mean``)."""
     if eager(a):
         return _eager_call("mean", a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where)
-    _where_unsupported("mean", where)
     x = to_operand(a)
     rd = _numpy_result_dtype("mean", aval(x).dtype, dtype)
     # float16 means accumulate in float32, as NumPy does (and bfloat16 ones, as JAX does).
     acc = dtypes.float32 if rd in dtypes.HALF_FLOATS else rd
     x = convert(x, acc)
     axes = canonicalize_axes(axis, aval(x).ndim)
-    n = _count(x, axes)
-    total = _reduce("reduce_sum", x, axes, keepdims)
+    n = _mask_count(x, where, axes, keepdims)
+    total = _reduce("reduce_sum", _masked(x, where, 0), axes, keepdims)
     return convert(_divide_by_count(total, n, acc), rd)  # float16: rounds via float32, as NumPy
 
 
-def _divide_by_count(total, n, out_dtype):
+def _divide_by_count(total, n, out_dtype, ddof=0):
     # NumPy divides by an intp count, so the division runs in (dtype, int64)'s promoted type
-    # (float32 sums divide in float64) and is cast back; a zero count gives IEEE inf/nan.
+    # (float32 sums divide in float64) and is cast back; a zero count gives IEEE inf/nan. A
+    # masked reduction's count is an array (``_mask_count``), and NumPy clips count - ddof at 0 too.
     div_dtype = np.result_type(aval(total).dtype, np.intp)
-    out = U.true_divide(convert(total, div_dtype), np.asarray(builtins.max(n, 0), div_dtype)[()])
+    if isinstance(n, int):
+        count = np.asarray(builtins.max(n - ddof, 0), div_dtype)[()]
+    else:
+        count = U.maximum(convert(U.subtract(n, np.asarray(ddof, aval(n).dtype)[()]), div_dtype),
+                          np.asarray(0, div_dtype)[()])
+    out = U.true_divide(convert(total, div_dtype), count)
     return convert(out, out_dtype)
 
 
@@ -170,27 +190,30 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     if correction is not None:
         ddof = correction
     if eager(a):
-        return np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
-    _where_unsupported("var", where)
+        return _eager_call("var", a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean)
     x = to_operand(a)
     rd = _numpy_result_dtype("var", aval(x).dtype, dtype)
     in_dtype = dtype if dtype is not None else (aval(x).dtype if dtypes.is_inexact(aval(x).dtype) else rd)
     x = convert(x, dtypes.float32 if in_dtype in dtypes.HALF_FLOATS else in_dtype)
     axes = canonicalize_axes(axis, aval(x).ndim)
-    centered = U.subtract(x, _mean_keep(x, axes))
+    # NumPy's ``mean=``: the mean to center on, of keepdims shape (it is not checked).
+    center = _mean_keep(x, axes, where) if mean is None else convert(to_operand(mean), aval(x).dtype)
+    centered = U.subtract(x, center)
     if dtypes.is_complex(aval(x).dtype):
         # |z|^2 as re^2 + im^2, the way NumPy's var computes it for complex input.
         from tracejit.numpy.misc import imag, real
         sq = U.add(U.square(real(centered)), U.square(imag(centered)))
     else:
         sq = U.square(centered)
-    total = _reduce("reduce_sum", sq, axes, keepdims)
-    return _divide_by_count(total, _count(x, axes) - ddof, rd)
+    # Masked after squaring, as JAX orders it: a row with nothing selected has a NaN mean, and its
+    # gradient is NaN in every element, as JAX's.
+    total = _reduce("reduce_sum", _masked(sq, where, 0), axes, keepdims)
+    return _divide_by_count(total, _mask_count(x, where, axes, keepdims), rd, ddof)
 
 
-def _mean_keep(x, axes):
-    total = _reduce("reduce_sum", x, axes, True)
-    return _divide_by_count(total, _count(x, axes), aval(x).dtype)
+def _mean_keep(x, axes, where=None):
+    total = _reduce("reduce_sum", _masked(x, where, 0), axes, True)
+    return _divide_by_count(total, _mask_count(x, where, axes, True), aval(x).dtype)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None, correction=None):
@@ -198,8 +221,8 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     if correction is not None:
         ddof = correction
     if eager(a):
-        return np.std(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
-    return U.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where))
+        return _eager_call("std", a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean)
+    return U.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean))
 
 
 def _arg_extremum(name, prim, a, axis, keepdims):
@@ -272,16 +295,15 @@ cumulative_sum, cumulative_prod = cumsum, cumprod
 
 
 def _nan_variant(np_name, base, fill):
-    def fn(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    def fn(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
         if eager(a):
-            return getattr(np, np_name)(a, axis=axis, keepdims=keepdims, **({"dtype": dtype} if dtype else {}))
-        from tracejit.numpy.misc import where
+            return _eager_call(np_name, a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
+        from tracejit.numpy.misc import where as select
         x = to_operand(a)
         d = aval(x).dtype
-        if not dtypes.is_inexact(d):
-            return base(x, axis=axis, keepdims=keepdims, **({"dtype": dtype} if dtype else {}))
-        return base(where(U.isnan(x), np.asarray(fill(d), d)[()], x), axis=axis, keepdims=keepdims,
-                    **({"dtype": dtype} if dtype else {}))
+        if dtypes.is_inexact(d):
+            x = select(U.isnan(x), np.asarray(fill(d), d)[()], x)
+        return base(x, axis=axis, keepdims=keepdims, initial=initial, where=where, **({"dtype": dtype} if dtype else {}))
     fn.__name__ = np_name
     fn.__doc__ = f"``numpy.{np_name}``: like the base reduction, ignoring NaNs."
     return fn
@@ -292,19 +314,21 @@ nanprod = _nan_variant("nanprod", prod, lambda d: 1)
 
 
 def _nan_extremum(np_name, base, fill_sign):
-    def fn(a, axis=None, out=None, keepdims=False, **kw):
+    def fn(a, axis=None, out=None, keepdims=False, initial=None, where=None):
         if eager(a):
-            return getattr(np, np_name)(a, axis=axis, keepdims=keepdims)
-        from tracejit.numpy.misc import where
+            return _eager_call(np_name, a, axis=axis, keepdims=keepdims, initial=initial, where=where)
+        from tracejit.numpy.misc import where as select
         x = to_operand(a)
         d = aval(x).dtype
         if not dtypes.is_inexact(d):
-            return base(x, axis=axis, keepdims=keepdims)
+            return base(x, axis=axis, keepdims=keepdims, initial=initial, where=where)
         nan = U.isnan(x)
-        filled = where(nan, np.asarray(fill_sign * np.inf, d)[()], x)
-        res = base(filled, axis=axis, keepdims=keepdims)
-        all_nan = all(nan, axis=axis, keepdims=keepdims)
-        return where(all_nan, np.asarray(np.nan, d)[()], res)
+        filled = select(nan, np.asarray(fill_sign * np.inf, d)[()], x)
+        res = base(filled, axis=axis, keepdims=keepdims, initial=initial, where=where)
+        if initial is not None:
+            return res          # NaNs ignored: an all-NaN slice gives `initial`, as NumPy's fmax.reduce
+        all_nan = all(nan, axis=axis, keepdims=keepdims, where=where)
+        return select(all_nan, np.asarray(np.nan, d)[()], res)
     fn.__name__ = np_name
     fn.__doc__ = f"``numpy.{np_name}``: ignores NaNs; an all-NaN slice gives NaN."
     return fn
@@ -314,14 +338,14 @@ nanmax = _nan_extremum("nanmax", max, -1)
 nanmin = _nan_extremum("nanmin", min, 1)
 
 
-def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """Mean ignoring NaNs (``numpy.nanmean``)."""
     if eager(a):
-        return np.nanmean(a, axis=axis, dtype=dtype, keepdims=keepdims)
+        return _eager_call("nanmean", a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
     x = to_operand(a)
     if not dtypes.is_inexact(aval(x).dtype):
-        return mean(x, axis=axis, dtype=dtype, keepdims=keepdims)
+        return mean(x, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
     valid = U.logical_not(U.isnan(x))
-    total = nansum(x, axis=axis, dtype=dtype, keepdims=keepdims)
-    count = sum(valid, axis=axis, keepdims=keepdims)
+    total = nansum(x, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
+    count = sum(valid, axis=axis, keepdims=keepdims, where=where)
     return U.true_divide(total, convert(count, aval(total).dtype))
