@@ -247,3 +247,20 @@ def test_dtype_names_and_constants():
     check_against_numpy(lambda xp, a: xp.where(a > 1, xp.inf, xp.nan), np.arange(3.0))
     got = tracejit.jit(lambda a: jnp.zeros(3, jnp.int32) + a)(np.int32(1))
     assert_same(got, np.ones(3, np.int32))
+
+
+@pytest.mark.parametrize("shape", [(4, 6), (24,), (2, 12), (4, 3, 2), (-1, 2), (2, 3, 4)])
+def test_reshape_and_ravel_in_fortran_order_on_traced_arrays(shape):
+    # order='F' raised NotImplementedError under jit; JAX supports it. Values, the array methods,
+    # a strided input and the gradient (the inverse permutation of elements).
+    x = np.arange(24.0).reshape(2, 3, 4)[:, ::-1]
+    want = np.reshape(x, shape, order="F")
+    for f in (lambda a: jnp.reshape(a, shape, order="F"), tracejit.jit(lambda a: jnp.reshape(a, shape, order="F")),
+              tracejit.jit(lambda a: a.reshape(shape, order="F"))):
+        np.testing.assert_array_equal(np.asarray(f(x)), want)
+    np.testing.assert_array_equal(np.asarray(tracejit.jit(lambda a: jnp.ravel(a, order="F"))(x)), np.ravel(x, order="F"))
+    w = np.arange(24.0).reshape(want.shape)
+    g = tracejit.grad(lambda a: (jnp.reshape(a, shape, order="F") * w).sum())(x)
+    np.testing.assert_array_equal(np.asarray(g), np.reshape(w, x.shape, order="F"))
+    with pytest.raises(NotImplementedError, match="order='A'"):
+        tracejit.jit(lambda a: jnp.reshape(a, shape, order="A"))(x)

@@ -39,13 +39,30 @@ def _resolve_reshape(old_shape, new_shape):
 
 
 def reshape(a, shape=None, order="C", *, newshape=None):
-    """Give ``a`` a new shape without changing its data (C order)."""
+    """Give ``a`` a new shape without changing its data (``order`` ``'C'``: row-major, ``'F'``:
+    column-major index order).
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit
+    >>> import tracejit.numpy as jnp
+    >>> tracejit.jit(lambda x: jnp.reshape(x, (3, 2), order="F"))(np.arange(6).reshape(2, 3))
+    Array([[0, 4],
+           [3, 2],
+           [1, 5]])
+    """
     if shape is None:
         shape = newshape
     if eager(a):
         return np.reshape(a, shape, order=order)
+    if order == "F":
+        # Column-major: the reversed shapes in row-major order, between two transposes.
+        x = to_operand(a)
+        new = _resolve_reshape(aval(x).shape, _shape_arg(shape))
+        return transpose(reshape(transpose(x), tuple(reversed(new))))
     if order != "C":
-        raise NotImplementedError("reshape with order other than 'C' is not supported on traced arrays")
+        raise NotImplementedError(f"reshape with order={order!r} is not supported on traced arrays (it depends on "
+                                  "memory layout, which traced arrays do not have); use 'C' or 'F'")
     x = to_operand(a)
     new = _resolve_reshape(aval(x).shape, _shape_arg(shape))
     if new == aval(x).shape:
@@ -54,7 +71,7 @@ def reshape(a, shape=None, order="C", *, newshape=None):
 
 
 def ravel(a, order="C"):
-    """Flatten to 1-D (C order)."""
+    """Flatten to 1-D (``order`` ``'C'`` or ``'F'``)."""
     if eager(a):
         return np.ravel(a, order=order)
     return reshape(a, (-1,), order=order)
