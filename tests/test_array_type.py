@@ -6,6 +6,7 @@ NumPy, with JAX's array API. Values are compared with NumPy on the same inputs.
 import gc
 import pickle
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -375,3 +376,34 @@ def test_eager_results_do_not_change_when_the_numpy_input_is_written():
                 changed.append(name)
             break
     assert changed == []
+
+
+def test_jnp_functions_of_constants_under_jit_return_jax_arrays():
+    # jnp.positive/conj/conjugate/real of a real constant inside jit handed back the plain NumPy
+    # operand (no .at, writable): fuzzer seed 30109552, `v.at[1].max(nan)` raised AttributeError.
+    # Every public callable is probed on float, int and complex constants.
+    from tracejit.array import Array
+    consts = (np.array([[0.5, 1.5], [2.5, -1.0]], np.float32), np.array([1, 2], np.int32), np.array([1 + 2j]))
+    plain = set()
+
+    def probe(_):
+        for c in consts:
+            for name in dir(jnp):
+                fn = getattr(jnp, name)
+                if name.startswith("_") or not callable(fn) or isinstance(fn, type):
+                    continue
+                try:
+                    out = fn(jnp.asarray(c))
+                except Exception:
+                    continue
+                for leaf in (out if isinstance(out, (tuple, list)) else [out]):
+                    if isinstance(leaf, np.ndarray) and not isinstance(leaf, Array):
+                        plain.add(name)
+        return 0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tracejit.jit(probe)(np.ones(1))
+    assert not plain, sorted(plain)
+    v = tracejit.jit(lambda _: jnp.positive(jnp.asarray(np.array([0.0, 1.0]))).at[1].max(np.nan))(np.ones(1))
+    np.testing.assert_array_equal(np.asarray(v), [0.0, np.nan])

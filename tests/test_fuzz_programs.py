@@ -76,6 +76,7 @@ FIXED_CAMPAIGN_SEEDS = {
     20004509: "argmax(axis=0) of a 0-d scan carry: NumPy takes axis 0 of a 0-d array as its element",
     20004319: "1e30 * (complex dot): the oracle bounded x * literal as x * x (now a 'scale' bound)",
     20028106: "fmin(a, a) == True then ** 2 on int8: the oracle's tie fix-up left the array oracle's 0-d arrays",
+    30109552: "jnp.positive of a constant under jit handed back a plain ndarray (no .at): AttributeError",
 }
 
 

@@ -236,7 +236,11 @@ def real(val):
         return _python_part(unary_prims["real"].bind(x) if dtypes.is_complex(aval(x).dtype) else x)
     if dtypes.is_complex(aval(x).dtype):
         return unary_prims["real"].bind(x)
-    return jax_value(x)      # a JAX array even when ``val`` is a NumPy array under jit
+    # A JAX array even when ``val`` is a NumPy array under jit (a tracer of it, or a constant).
+    x = jax_value(x)
+    if type(x) is np.ndarray:        # (a copy of a writable one: a JAX array does not change after)
+        return as_array_result(x.copy() if x.flags.writeable else x)
+    return x
 
 
 def imag(val):

@@ -77,8 +77,12 @@ class Ufunc:
         if where is not None or kwargs:
             raise NotImplementedError(f"{self.__name__}: arguments {sorted(kwargs) + (['where'] if where is not None else [])} "
                                       "are not supported on traced arrays")
-        # ``positive(x)`` hands back a NumPy array under jit: the call's result is a JAX array.
-        return jax_value(self._apply(args, dtype, weak_result=False))
+        # ``positive(x)`` hands back its operand: under jit the call's result is a JAX array all the
+        # same, from a tracer of a NumPy array or from a concrete NumPy array (a constant).
+        out = jax_value(self._apply(args, dtype, weak_result=False))
+        if type(out) is np.ndarray:      # (a copy of a writable one: a JAX array does not change after)
+            return arrays_in(out.copy() if out.flags.writeable else out)
+        return out
 
     def _operator(self, *args):
         """The ufunc as a Python operator on a tracer (``t + 1``, ``-t``): Python scalars
