@@ -213,3 +213,33 @@ def test_arg_extremum_of_a_0d_array_along_axis_0_is_its_element(name):
                 assert np.asarray(got).shape == np.shape(want) and int(got) == int(want)
     with pytest.raises(np.exceptions.AxisError):
         tracejit.jit(lambda x: getattr(np, name)(x, axis=1))(np.array(3.0))
+
+
+def test_cumulative_sum_and_prod_as_numpy_2():
+    # include_initial raised TypeError (cumulative_sum was cumsum's alias), and a 2-D array
+    # without axis was flattened where NumPy 2 raises.
+    x = np.arange(1.0, 7.0).reshape(2, 3)
+    cases = [(lambda xp, a: xp.cumulative_sum(a, axis=1, include_initial=True)),
+             (lambda xp, a: xp.cumulative_prod(a, axis=0, include_initial=True, dtype=np.float32)),
+             (lambda xp, a: xp.cumulative_sum(a[0].astype(np.int32))),
+             (lambda xp, a: xp.cumulative_prod(a[:, :0], axis=1, include_initial=True)),
+             (lambda xp, a: xp.cumulative_sum(a[0, 0]))]
+    for case in cases:
+        want = case(np, x)
+        for got in (case(jnp, x), tracejit.jit(lambda a, case=case: case(jnp, a))(x)):
+            assert np.asarray(got).dtype == want.dtype and np.asarray(got).shape == want.shape
+            np.testing.assert_array_equal(np.asarray(got), want)
+    with pytest.raises(ValueError, match="axis"):
+        tracejit.jit(jnp.cumulative_sum)(x)
+
+
+def test_cummax_flattens_without_axis_eagerly_as_under_jit_and_empty_is_zeros():
+    x = np.array([[1.0, 3.0, 2.0], [0.0, 5.0, 4.0]])
+    want = np.maximum.accumulate(x.ravel())
+    for f in (jnp.cummax, tracejit.jit(jnp.cummax)):
+        np.testing.assert_array_equal(np.asarray(f(x)), want)
+    np.testing.assert_array_equal(np.asarray(jnp.cummin(x, axis=0)), np.minimum.accumulate(x, axis=0))
+    # jnp.empty / empty_like are zeros, eagerly as under jit (JAX's values; no unwritten memory read)
+    for f in (lambda a: (jnp.empty((2, 3)), jnp.empty_like(a)), tracejit.jit(lambda a: (jnp.empty((2, 3)), jnp.empty_like(a)))):
+        for v in f(x):
+            np.testing.assert_array_equal(np.asarray(v), np.zeros((2, 3)))

@@ -55,9 +55,10 @@ def ones(shape, dtype=None, *, order="C"):
 
 
 def empty(shape, dtype=None, *, order="C"):
-    """Uninitialized array eagerly; zeros under tracing (values must not be relied on)."""
+    """An array whose values are unspecified: zeros, as JAX's (eagerly too, so that nothing reads
+    memory it has not written and eager and jit agree)."""
     if eager():
-        return np.empty(shape, dtype=dtype)
+        return np.zeros(shape, dtype=dtype)
     return _filled(0, shape, dtype)
 
 
@@ -78,7 +79,9 @@ def _like(np_fn, value):
 
 zeros_like = _like(np.zeros_like, 0)
 ones_like = _like(np.ones_like, 1)
-empty_like = _like(np.empty_like, 0)
+empty_like = _like(np.zeros_like, 0)      # zeros, as JAX's (and jnp.empty)
+empty_like.__name__ = "empty_like"
+empty_like.__doc__ = "``numpy.empty_like``: an array shaped like ``a``, of zeros (as JAX's ``jnp.empty_like``)."
 
 
 def full_like(a, fill_value, dtype=None, shape=None):

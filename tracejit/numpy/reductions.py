@@ -260,7 +260,7 @@ def _cumulative(name, np_name, a, axis, dtype):
         if np_name in ("cumsum", "cumprod"):
             return getattr(np, np_name)(a, axis=axis, dtype=dtype)
         fn = np.maximum if name == "cummax" else np.minimum
-        return fn.accumulate(a, axis=0 if axis is None else axis)
+        return fn.accumulate(np.ravel(a) if axis is None else a, axis=0 if axis is None else axis)  # None: flattened
     from tracejit.numpy.shape import ravel
     x = to_operand(a)
     if axis is None:
@@ -282,16 +282,62 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 
 def cummax(a, axis=None):
-    """Cumulative maximum along ``axis``."""
+    """Cumulative maximum along ``axis`` (flattened when None, as ``cumsum``)."""
     return _cumulative("cummax", "cummax", a, axis, None)
 
 
 def cummin(a, axis=None):
-    """Cumulative minimum along ``axis``."""
+    """Cumulative minimum along ``axis`` (flattened when None, as ``cumsum``)."""
     return _cumulative("cummin", "cummin", a, axis, None)
 
 
-cumulative_sum, cumulative_prod = cumsum, cumprod
+def _cumulative_with_initial(fn, identity, x, axis, dtype, include_initial):
+    if eager(x):
+        return getattr(np, f"cumulative_{fn.__name__[3:]}")(x, axis=axis, dtype=dtype, include_initial=include_initial)
+    from tracejit.numpy.creation import full
+    from tracejit.numpy.shape import concatenate, ravel
+    x = to_operand(x)
+    if aval(x).ndim == 0:
+        x = ravel(x)                # a 0-d array counts as one element, as NumPy's
+    nd = aval(x).ndim
+    if axis is None:
+        if nd > 1:
+            raise ValueError("For arrays which have more than one dimension ``axis`` argument is required.")
+        axis = 0
+    out = fn(x, axis=axis, dtype=dtype)
+    if not include_initial:
+        return out
+    ax = canonicalize_axis(axis, nd)
+    first = tuple(1 if i == ax else s for i, s in enumerate(aval(out).shape))
+    return concatenate([full(first, identity, dtype=aval(out).dtype), out], axis=ax)
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    """Cumulative sum (NumPy 2's ``cumulative_sum``): ``axis`` is required above one dimension;
+    ``include_initial`` starts with the sum of nothing, 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import tracejit.numpy as jnp
+    >>> jnp.cumulative_sum(np.arange(4), include_initial=True)
+    Array([0, 0, 1, 3, 6])
+    """
+    return _cumulative_with_initial(cumsum, 0, x, axis, dtype, include_initial)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+    """Cumulative product (NumPy 2's ``cumulative_prod``): ``axis`` is required above one
+    dimension; ``include_initial`` starts with the product of nothing, 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import tracejit.numpy as jnp
+    >>> jnp.cumulative_prod(np.arange(1, 4), include_initial=True)
+    Array([1, 1, 2, 6])
+    """
+    return _cumulative_with_initial(cumprod, 1, x, axis, dtype, include_initial)
 
 
 def _nan_variant(np_name, base, fill):
