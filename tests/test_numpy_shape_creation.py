@@ -264,3 +264,37 @@ def test_reshape_and_ravel_in_fortran_order_on_traced_arrays(shape):
     np.testing.assert_array_equal(np.asarray(g), np.reshape(w, x.shape, order="F"))
     with pytest.raises(NotImplementedError, match="order='A'"):
         tracejit.jit(lambda a: jnp.reshape(a, shape, order="A"))(x)
+
+
+@pytest.mark.parametrize("case", [
+    (np.float32(1), np.float32(1000), 4, {}), (-1.0, -1000.0, 5, {}),
+    (np.array([2.0, -1.0, 1.0], np.float32), np.array([-0.4, -8.0, 100.0], np.float32), 4, {}),
+    (1.0, 256.0, 9, {"endpoint": False}), (1 + 1j, 100.0 + 0j, 5, {}),
+    (np.array([1.0, 2.0]), np.array([10.0, 20.0]), 3, {"axis": 1}), (1.0, 8.0, 4, {"dtype": np.int32}),
+    (2.0, 3.0, 1, {}), (2.0, 3.0, 0, {}), (np.float32(3), 9.0, 3, {"dtype": np.float32})], ids=str)
+def test_geomspace_under_jit_matches_numpy(case):
+    # Under jit it was log10 + logspace: NaN for negative ends, float32 where NumPy gives float64,
+    # inexact end points; it now follows NumPy's algorithm (sign factored out, ends set exactly).
+    a, b, n, kw = case
+    with np.errstate(all="ignore"):
+        want = np.geomspace(a, b, n, **kw)
+    got = np.asarray(tracejit.jit(lambda a, b: jnp.geomspace(a, b, n, **kw))(a, b))
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    if n > 1 and kw.get("endpoint", True) and "dtype" not in kw and want.dtype.kind == "f":   # (complex: 1 ulp)
+        np.testing.assert_array_equal(np.take(got, [0, -1], axis=kw.get("axis", 0)),
+                                      np.take(want, [0, -1], axis=kw.get("axis", 0)))
+
+
+def test_complex_sign_on_traced_arrays_matches_numpy():
+    # NumPy 2's z / |z| with its special values; it raised NotImplementedError under jit.
+    z = np.array([0j, -0.0 + 0j, 3 + 4j, complex(np.inf, 1), complex(np.inf, np.inf), complex(1, np.nan),
+                  complex(-np.inf, 0), complex(0, -np.inf), complex(1e-320, 1e-320), complex(1e308, 1e308),
+                  complex(np.nan, np.inf), complex(-2, 0)])
+    for zz in (z, z.astype(np.complex64)):
+        with np.errstate(all="ignore"):
+            want = np.sign(zz)
+        got = np.asarray(tracejit.jit(jnp.sign)(zz))
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-15 if zz.dtype == np.complex128 else 1e-6)
+    assert float(tracejit.grad(lambda x: jnp.sign(x * (1 + 1j)).real)(2.0)) == 0.0    # as JAX: zero derivative

@@ -174,12 +174,38 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
 
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
-    """Numbers spaced evenly on a log scale, given by end points."""
+    """Numbers spaced evenly on a log scale, given by end points (``numpy.geomspace``).
+
+    As NumPy computes it: in ``result_type(start, stop, float, dtype or float64)``, on the
+    magnitudes relative to ``start``'s sign (so both ends may be negative, or complex), with the
+    end points exactly ``start`` and ``stop``. (NumPy raises for a zero end point; under jit the
+    values are not known, and a zero gives NaN or inf.)
+
+    Examples
+    --------
+    >>> import numpy as np, tracejit
+    >>> import tracejit.numpy as jnp
+    >>> tracejit.jit(lambda a: jnp.geomspace(a, 8.0 * a, 4))(np.float32(-1.0))
+    Array([-1., -2., -4., -8.])
+    """
     if eager(start, stop):
         return np.geomspace(start, stop, num, endpoint=endpoint, dtype=dtype, axis=axis)
     from tracejit.numpy import ufuncs as U
-    ls, le = U.log10(start), U.log10(stop)
-    return logspace(ls, le, num, endpoint=endpoint, dtype=dtype, axis=axis)
+    from tracejit.numpy.shape import moveaxis
+    s, e = to_operand(start), to_operand(stop)
+    dt = np.result_type(aval(s).dtype, aval(e).dtype, float(num), np.zeros((), dtype))
+    s, e = convert(s, dt), convert(e, dt)
+    sign = U.sign(s)
+    s, e = U.true_divide(s, sign), U.true_divide(e, sign)
+    out = logspace(U.log10(s), U.log10(e), num, endpoint=endpoint, dtype=dt)
+    if num > 0:
+        out = out.at[0].set(s)
+        if num > 1 and endpoint:
+            out = out.at[-1].set(e)
+    out = U.multiply(sign, out)
+    if axis != 0:
+        out = moveaxis(out, 0, axis)
+    return convert(out, dt if dtype is None else np.dtype(dtype))
 
 
 def eye(N, M=None, k=0, dtype=float, *, order="C"):

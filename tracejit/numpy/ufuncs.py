@@ -14,10 +14,11 @@ from tracejit.array import arrays_in
 from tracejit.core import dtypes
 from tracejit.core.trace import note_weak_int_cast
 from tracejit.core.tracer import jax_value
+from tracejit.ops.composites import complex_from_parts
 from tracejit.ops.elementwise import binary_prims, select_n_p, unary_prims
 from tracejit.numpy._util import (aval, broadcast_operands, broadcast_shapes, broadcast_to_shape, convert,
                                   eager, is_tracer, numpy_type_arg, shape_of, to_operand)
-from tracejit.transforms.api_ad import jvp as jvp_
+from tracejit.transforms.api_ad import jvp as jvp_, stop_gradient
 from tracejit.transforms.ad_custom import custom_jvp
 from tracejit.transforms.ad_rules_elementwise import BINARY_PARTIALS
 
@@ -379,8 +380,32 @@ def _complex_reciprocal():
 def _sign(x):
     d = aval(x).dtype
     if dtypes.is_complex(d):
-        raise NotImplementedError("sign of complex traced arrays is not supported")
+        return _complex_sign(x)
     return _prim("sign")(x)
+
+
+def _complex_sign(z):
+    """NumPy 2's complex sign ``z / |z|``, as its loop computes it: ``|z|`` by hypot; 0 at 0; an
+    infinite part gives its own unit direction (``inf + 1j`` is ``1``, ``1 - inf j`` is ``-1j``),
+    both infinite or any NaN gives NaN + NaN j."""
+    re, im = _prim("real")(z), _prim("imag")(z)
+    part = aval(re).dtype
+    zero, one, nan = (np.asarray(v, part)[()] for v in (0.0, 1.0, np.nan))
+
+    def pick(pred, a, b):
+        return select_n_p.bind(pred, b, a)
+    mag = _prim("hypot")(re, im)
+    unit = lambda v: pick(_prim("gt")(v, zero), one, _prim("neg")(one))   # noqa: E731
+    inf_re, inf_im = _prim("is_inf")(re), _prim("is_inf")(im)
+    finite = _prim("and")(_prim("is_finite")(mag), _prim("ne")(mag, zero))
+    safe = pick(finite, mag, one)
+    out_re = pick(finite, _prim("div")(re, safe), zero)
+    out_im = pick(finite, _prim("div")(im, safe), zero)
+    out_re = pick(inf_re, pick(inf_im, nan, unit(re)), out_re)
+    out_im = pick(inf_re, pick(inf_im, nan, zero), pick(inf_im, unit(im), out_im))
+    is_nan = _prim("ne")(mag, mag)
+    out_re, out_im = pick(is_nan, nan, out_re), pick(is_nan, nan, out_im)
+    return stop_gradient(complex_from_parts(out_re, out_im))     # sign's derivative is zero, as JAX's
 
 
 def _logaddexp_value(x, y):

@@ -191,17 +191,22 @@ def _gammainc64(a, x):
     bad, ok, a_, x_ = _igamma_domain(a, x)
     P = _igamma_parts(a_, x_)[0]
     out = _where(x == 0, 0.0, _where(jnp.isinf(x), 1.0, P))
-    # a = 0 (either sign) is the limit P = 1 for x > 0, a = inf the limit 0 for finite x (SciPy, JAX).
-    out = _where((a == 0) & (x > 0), 1.0, _where(bad, np.nan, out))
-    return _where((a == np.inf) & (x >= 0) & (x < np.inf), 0.0, out)
+    return _where(bad, np.nan, out)
 
 
 def _gammaincc64(a, x):
     bad, ok, a_, x_ = _igamma_domain(a, x)
     Q = _igamma_parts(a_, x_)[1]
     out = _where(x == 0, 1.0, _where(jnp.isinf(x), 0.0, Q))
-    out = _where((a == 0) & (x > 0), 0.0, _where(bad, np.nan, out))
-    return _where((a == np.inf) & (x >= 0) & (x < np.inf), 1.0, out)
+    return _where(bad, np.nan, out)
+
+
+def _scipy_limits(p, a, x, lower):
+    """SciPy's values where ``lax.igamma`` (XLA's, which tracejit's lax follows) says NaN: the
+    a -> 0 limit (P = 1 for x > 0) and the a -> inf limit (P = 0 for finite x)."""
+    one, zero = (1.0, 0.0) if lower else (0.0, 1.0)
+    p = _where((a == 0) & (x > 0), one, p)
+    return _where((a == np.inf) & (x >= 0) & (x < np.inf), zero, p)
 
 
 def _igamma_derivs(a, x):
@@ -287,7 +292,7 @@ def gammainc(a, x):
     """
     dt, (a, x) = promote_args_inexact(a, x)
     a, x = jnp.broadcast_arrays(a, x)
-    return finish(_gammainc_cj(a, x), dt)
+    return finish(_scipy_limits(_gammainc_cj(a, x), a, x, True), dt)
 
 
 def gammaincc(a, x):
@@ -301,7 +306,7 @@ def gammaincc(a, x):
     """
     dt, (a, x) = promote_args_inexact(a, x)
     a, x = jnp.broadcast_arrays(a, x)
-    return finish(_gammaincc_cj(a, x), dt)
+    return finish(_scipy_limits(_gammaincc_cj(a, x), a, x, False), dt)
 
 
 # ---------------------------------------------------------------------------- betainc
