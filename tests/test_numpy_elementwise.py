@@ -35,7 +35,7 @@ def _tol(name, dtype=None):
     return name in TRANSCENDENTAL
 
 
-KNOWN_UNSUPPORTED = {("sign", "c"), ("rint", "c")}
+KNOWN_UNSUPPORTED = {("rint", "c")}
 DTYPE_IDS = [np.dtype(d).name for d in ALL_DTYPES]
 
 
