@@ -266,6 +266,26 @@ def as_array_result(x):
     return a
 
 
+def operand_result(x):
+    """The result of a ``jnp`` function that may hand back its NumPy operand itself (``positive``,
+    ``real`` of a real constant under jit) as a JAX array: read-only, and a copy when the operand is
+    writable (the JAX array must not change when the NumPy array is written later); anything else
+    unchanged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.ones(2)
+    >>> r = operand_result(a)
+    >>> a[0] = 5.0
+    >>> r
+    Array([1., 1.])
+    """
+    if type(x) is np.ndarray:
+        return as_array_result(x.copy() if x.flags.writeable else x)
+    return x
+
+
 def arrays_in(out):
     """Every NumPy array or scalar leaf of the pytree ``out`` as a read-only :class:`Array`.
 

@@ -308,9 +308,10 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
         else [tuple(int(v) for v in p) for p in padding]
     init = init_value if hasattr(init_value, "aval") else np.asarray(init_value, aval(x).dtype)[()]
     geometry = (window, strides, pads, base, wdil)
+    computation = getattr(computation, "__wrapped__", computation)    # lax.max as the package exports it
     if _is_identity(computation, init_value, aval(x).dtype):
-        return _chooser_window(x, getattr(computation, "__wrapped__", computation) is lax_max, init, geometry)
-    return _fold_window(x, init, computation, geometry)
+        return _chooser_window(x, computation is lax_max, init, geometry)
+    return _fold(*_taps(x, init, geometry), init, computation)
 
 
 def _taps(x, fill, geometry):
@@ -322,10 +323,10 @@ def _taps(x, fill, geometry):
     return _window_taps(xp, axes, window, strides, wdil, out_sizes), out_sizes
 
 
-def _fold_window(x, init, computation, geometry):
-    taps, out_sizes = _taps(x, init, geometry)
-    if taps and _is_identity(computation, init, aval(x).dtype):
-        # max(-inf, t) is t (NaN and -0.0 included): max pooling starts from its first tap.
+def _fold(taps, out_sizes, init, computation, from_first_tap=False):
+    """``computation`` folded over the taps from ``init``; with ``from_first_tap`` (``init`` is its
+    identity: max(-inf, t) is t, NaN and -0.0 included) from the first tap instead."""
+    if taps and from_first_tap:
         acc, taps = taps[0], taps[1:]
     else:
         acc = broadcast_in_dim(init, out_sizes, ())
@@ -342,14 +343,15 @@ def _chooser_window(x, is_max, init, geometry):
     ``max`` derivatives would share them; padding is never chosen, base-dilation holes may be (with
     a zero tangent, as JAX's transpose drops them)."""
     computation = lax_max if is_max else lax_min
-    fold = custom_jvp(lambda v: _fold_window(v, init, computation, geometry))
+    fold = custom_jvp(lambda v: _fold(*_taps(v, init, geometry), init, computation, from_first_tap=True))
 
     def jvp(primals, tangents):
         (v,), (dv,) = primals, tangents
-        taps, _ = _taps(v, init, geometry)
-        dtaps, out_sizes = _taps(dv, np.zeros((), aval(dv).dtype)[()], geometry)
+        taps, out_sizes = _taps(v, init, geometry)
+        out = _fold(taps, out_sizes, init, computation, from_first_tap=True)    # the primal, from these taps
+        dtaps, _ = _taps(dv, np.zeros((), aval(dv).dtype)[()], geometry)
         if not taps:
-            return fold(v), broadcast_in_dim(np.zeros((), aval(dv).dtype)[()], out_sizes, ())
+            return out, broadcast_in_dim(np.zeros((), aval(dv).dtype)[()], out_sizes, ())
         real = _real_taps(aval(v).shape, geometry)
         keeps = "ge" if is_max else "le"
         acc, tan, chosen = taps[0], dtaps[0], real[0]      # chosen: None when certainly True
@@ -361,7 +363,7 @@ def _chooser_window(x, is_max, init, geometry):
                 take = binary("and", r, take)
             chosen = None if chosen is None or r is None else binary("or", chosen, r)
             acc, tan = select(take, t, acc), select(take, dt, tan)
-        return fold(v), tan
+        return out, tan
 
     fold.defjvp(jvp)
     return fold(x)
@@ -384,5 +386,4 @@ def _is_identity(computation, init_value, dtype) -> bool:
     if hasattr(init_value, "aval") or dtypes.kind(np.dtype(dtype)) != "f" or np.ndim(init_value) != 0:
         return False
     v = float(np.asarray(init_value))
-    computation = getattr(computation, "__wrapped__", computation)    # lax.max as the package exports it
     return (computation is lax_max and v == -np.inf) or (computation is lax_min and v == np.inf)

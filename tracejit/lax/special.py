@@ -85,7 +85,6 @@ def _igamma_conventions(out, a, x):
     x < 0, a < 0, a == x == 0 and NaN operands (and, as tracejit.scipy gives, where JAX's own
     iterations give NaN: a == 0 with 0 < x < 1, a == inf with x >= 1)."""
     one = _full(out, 1.0)
-    out = _xla_edges(out, a)
     out = lax_ops.select(lax_ops.bitwise_and(lax_ops.eq(a, _zero(a)), lax_ops.ge(x, _full(x, 1.0))), one, out)
     out = lax_ops.select(lax_ops.bitwise_and(lax_ops.eq(a, _full(a, np.inf)), lax_ops.lt(x, _full(x, 1.0))), _zero(out), out)
     out = lax_ops.select(lax_ops.eq(x, _zero(x)), _zero(out), out)
@@ -93,17 +92,9 @@ def _igamma_conventions(out, a, x):
     return lax_ops.select(_igamma_domain(a, x), _full(out, np.nan), out)
 
 
-def _xla_edges(out, a):
-    """NaN at a == 0 and a == inf, where tracejit.scipy gives SciPy's limits: the conventions
-    below then set JAX's own values there."""
-    edge = lax_ops.bitwise_or(lax_ops.eq(a, _zero(a)), lax_ops.eq(a, _full(a, np.inf)))
-    return lax_ops.select(edge, _full(out, np.nan), out)
-
-
 def _igammac_conventions(out, a, x):
     """JAX's igammac: 0 at x == inf and at a == 0, 1 at (a == inf, x < 1); NaN on igamma's domain
     errors."""
-    out = _xla_edges(out, a)
     out = lax_ops.select(lax_ops.bitwise_and(lax_ops.eq(a, _full(a, np.inf)), lax_ops.lt(x, _full(x, 1.0))), _full(out, 1.0), out)
     out = lax_ops.select(lax_ops.bitwise_or(lax_ops.eq(x, _full(x, np.inf)), lax_ops.eq(a, _zero(a))), _zero(out), out)
     return lax_ops.select(_igamma_domain(a, x), _full(out, np.nan), out)
@@ -159,12 +150,12 @@ lgamma = _wrap("lgamma", "gammaln", "``log|Gamma(x)|``",
 digamma = _wrap("digamma", "digamma", "Digamma function ``d/dx log Gamma(x)``",
                 ">>> round(float(digamma(np.float64(1.0))), 12)  # -euler_gamma\n-0.577215664902",
                 conventions=_digamma_poles)
-igamma = _wrap("igamma", "gammainc", "Regularized lower incomplete gamma function ``P(a, x)``",
+igamma = _wrap("igamma", "igamma", "Regularized lower incomplete gamma function ``P(a, x)``",
                ">>> round(float(igamma(np.float64(1.0), np.float64(2.0))), 12)  # 1 - exp(-2)\n0.864664716763",
-               conventions=_igamma_conventions)
-igammac = _wrap("igammac", "gammaincc", "Regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``",
+               conventions=_igamma_conventions, module=scipy_incomplete)
+igammac = _wrap("igammac", "igammac", "Regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``",
                 ">>> round(float(igammac(np.float64(1.0), np.float64(2.0))), 12)  # exp(-2)\n0.135335283237",
-                conventions=_igammac_conventions)
+                conventions=_igammac_conventions, module=scipy_incomplete)
 polygamma = _wrap("polygamma", "polygamma", "``m``-th derivative of the digamma function (``m`` integral-valued)",
                   ">>> round(float(polygamma(np.float64(1.0), np.float64(1.0))), 12)  # pi**2/6\n"
                   "1.644934066848", conventions=_polygamma_poles)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracejit.core import dtypes
-from tracejit.array import as_array_result
+from tracejit.array import as_array_result, operand_result
 from tracejit.core.tracer import jax_value
 from tracejit.ops.composites import complex_from_parts
 from tracejit.ops.elementwise import select_n_p, unary_prims
@@ -237,10 +237,7 @@ def real(val):
     if dtypes.is_complex(aval(x).dtype):
         return unary_prims["real"].bind(x)
     # A JAX array even when ``val`` is a NumPy array under jit (a tracer of it, or a constant).
-    x = jax_value(x)
-    if type(x) is np.ndarray:        # (a copy of a writable one: a JAX array does not change after)
-        return as_array_result(x.copy() if x.flags.writeable else x)
-    return x
+    return operand_result(jax_value(x))
 
 
 def imag(val):

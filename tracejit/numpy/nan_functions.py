@@ -138,10 +138,9 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     axes = canonicalize_axes(axis, aval(x).ndim)
     if where is not None or mean is not None:
         # The masked variance over the non-NaN selected values; NaN where fewer than ddof + 1.
-        from tracejit.numpy.shape import broadcast_to
         keep = U.logical_not(U.isnan(x))
         if where is not None:
-            keep = U.logical_and(keep, broadcast_to(convert(to_operand(where), dtypes.bool_), aval(x).shape))
+            keep = U.logical_and(keep, R.reduction_mask(where, x))
         var = R.var(_where(keep, x, np.asarray(0, d)[()]), axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims,
                     where=keep, mean=mean)
         dof = U.subtract(R.sum(keep, axis=axes, dtype=dtypes.int64, keepdims=keepdims), np.int64(ddof))

@@ -49,24 +49,25 @@ def _reduce(prim_name, x, axes, keepdims):
     return out
 
 
+def reduction_mask(where, x):
+    """A reduction's ``where=`` mask as a bool array of ``x``'s shape (NumPy broadcasts it)."""
+    from tracejit.numpy.shape import broadcast_to
+    return broadcast_to(convert(to_operand(where), dtypes.bool_), aval(x).shape)
+
+
 def _masked(x, where, fill):
-    """``x`` with the elements ``where`` (broadcast to ``x``'s shape, as NumPy broadcasts a
-    reduction's mask) is False replaced by ``fill``, the reduction's identity."""
+    """``x`` with the elements ``where`` is False replaced by ``fill``, the reduction's identity."""
     if where is None:
         return x
     from tracejit.numpy.misc import where as select
-    from tracejit.numpy.shape import broadcast_to
-    mask = broadcast_to(convert(to_operand(where), dtypes.bool_), aval(x).shape)
-    return select(mask, x, np.asarray(fill, aval(x).dtype)[()])
+    return select(reduction_mask(where, x), x, np.asarray(fill, aval(x).dtype)[()])
 
 
 def _mask_count(x, where, axes, keepdims):
     """How many elements each result reduces: a Python int without a mask, else the mask's count."""
     if where is None:
         return _count(x, axes)
-    from tracejit.numpy.shape import broadcast_to
-    mask = broadcast_to(convert(to_operand(where), dtypes.int64), aval(x).shape)
-    return _reduce("reduce_sum", mask, axes, keepdims)
+    return _reduce("reduce_sum", convert(reduction_mask(where, x), dtypes.int64), axes, keepdims)
 
 
 def _eager_call(np_name, *args, **kwargs):
@@ -291,9 +292,9 @@ def cummin(a, axis=None):
     return _cumulative("cummin", "cummin", a, axis, None)
 
 
-def _cumulative_with_initial(fn, identity, x, axis, dtype, include_initial):
+def _cumulative_with_initial(fn, np_fn, identity, x, axis, dtype, include_initial):
     if eager(x):
-        return getattr(np, f"cumulative_{fn.__name__[3:]}")(x, axis=axis, dtype=dtype, include_initial=include_initial)
+        return np_fn(x, axis=axis, dtype=dtype, include_initial=include_initial)
     from tracejit.numpy.creation import full
     from tracejit.numpy.shape import concatenate, ravel
     x = to_operand(x)
@@ -323,7 +324,7 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     >>> jnp.cumulative_sum(np.arange(4), include_initial=True)
     Array([0, 0, 1, 3, 6])
     """
-    return _cumulative_with_initial(cumsum, 0, x, axis, dtype, include_initial)
+    return _cumulative_with_initial(cumsum, np.cumulative_sum, 0, x, axis, dtype, include_initial)
 
 
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
@@ -337,7 +338,7 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
     >>> jnp.cumulative_prod(np.arange(1, 4), include_initial=True)
     Array([1, 1, 2, 6])
     """
-    return _cumulative_with_initial(cumprod, 1, x, axis, dtype, include_initial)
+    return _cumulative_with_initial(cumprod, np.cumulative_prod, 1, x, axis, dtype, include_initial)
 
 
 def _nan_variant(np_name, base, fill):

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracejit.array import arrays_in
+from tracejit.array import arrays_in, operand_result
 
 from tracejit.core import dtypes
 from tracejit.core.trace import note_weak_int_cast
 from tracejit.core.tracer import jax_value
+from tracejit.ops.binders import select
 from tracejit.ops.composites import complex_from_parts
 from tracejit.ops.elementwise import binary_prims, select_n_p, unary_prims
 from tracejit.numpy._util import (aval, broadcast_operands, broadcast_shapes, broadcast_to_shape, convert,
@@ -80,10 +81,7 @@ class Ufunc:
                                       "are not supported on traced arrays")
         # ``positive(x)`` hands back its operand: under jit the call's result is a JAX array all the
         # same, from a tracer of a NumPy array or from a concrete NumPy array (a constant).
-        out = jax_value(self._apply(args, dtype, weak_result=False))
-        if type(out) is np.ndarray:      # (a copy of a writable one: a JAX array does not change after)
-            return arrays_in(out.copy() if out.flags.writeable else out)
-        return out
+        return operand_result(jax_value(self._apply(args, dtype, weak_result=False)))
 
     def _operator(self, *args):
         """The ufunc as a Python operator on a tracer (``t + 1``, ``-t``): Python scalars
@@ -390,21 +388,18 @@ def _complex_sign(z):
     both infinite or any NaN gives NaN + NaN j."""
     re, im = _prim("real")(z), _prim("imag")(z)
     part = aval(re).dtype
-    zero, one, nan = (np.asarray(v, part)[()] for v in (0.0, 1.0, np.nan))
-
-    def pick(pred, a, b):
-        return select_n_p.bind(pred, b, a)
+    zero, one, minus_one, nan = (np.asarray(v, part)[()] for v in (0.0, 1.0, -1.0, np.nan))
     mag = _prim("hypot")(re, im)
-    unit = lambda v: pick(_prim("gt")(v, zero), one, _prim("neg")(one))   # noqa: E731
+    unit = lambda v: select(_prim("gt")(v, zero), one, minus_one)   # noqa: E731
     inf_re, inf_im = _prim("is_inf")(re), _prim("is_inf")(im)
     finite = _prim("and")(_prim("is_finite")(mag), _prim("ne")(mag, zero))
-    safe = pick(finite, mag, one)
-    out_re = pick(finite, _prim("div")(re, safe), zero)
-    out_im = pick(finite, _prim("div")(im, safe), zero)
-    out_re = pick(inf_re, pick(inf_im, nan, unit(re)), out_re)
-    out_im = pick(inf_re, pick(inf_im, nan, zero), pick(inf_im, unit(im), out_im))
+    safe = select(finite, mag, one)
+    out_re = select(finite, _prim("div")(re, safe), zero)
+    out_im = select(finite, _prim("div")(im, safe), zero)
+    out_re = select(inf_re, select(inf_im, nan, unit(re)), out_re)
+    out_im = select(inf_re, select(inf_im, nan, zero), select(inf_im, unit(im), out_im))
     is_nan = _prim("ne")(mag, mag)
-    out_re, out_im = pick(is_nan, nan, out_re), pick(is_nan, nan, out_im)
+    out_re, out_im = select(is_nan, nan, out_re), select(is_nan, nan, out_im)
     return stop_gradient(complex_from_parts(out_re, out_im))     # sign's derivative is zero, as JAX's
 
 

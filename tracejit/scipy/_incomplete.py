@@ -290,9 +290,7 @@ def gammainc(a, x):
     >>> float(gammainc(1.0, 2.0))  # 1 - exp(-2)
     0.8646647167633873
     """
-    dt, (a, x) = promote_args_inexact(a, x)
-    a, x = jnp.broadcast_arrays(a, x)
-    return finish(_scipy_limits(_gammainc_cj(a, x), a, x, True), dt)
+    return _regularized_gamma(a, x, lower=True, scipy_limits=True)
 
 
 def gammaincc(a, x):
@@ -304,9 +302,38 @@ def gammaincc(a, x):
     >>> float(gammaincc(1.0, 2.0))  # exp(-2)
     0.1353352832366127
     """
+    return _regularized_gamma(a, x, lower=False, scipy_limits=True)
+
+
+def igamma(a, x):
+    """``P(a, x)`` without SciPy's limits at ``a = 0`` and ``a = inf`` (NaN there): what
+    ``lax.igamma`` builds on, setting XLA's values at those edges itself.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> float(igamma(0.0, 2.0)), float(gammainc(0.0, 2.0))
+    (nan, 1.0)
+    """
+    return _regularized_gamma(a, x, lower=True, scipy_limits=False)
+
+
+def igammac(a, x):
+    """``Q(a, x)`` without SciPy's limits at ``a = 0`` and ``a = inf``: ``lax.igammac``'s base.
+
+    Examples
+    --------
+    >>> float(igammac(np.inf, 2.0)), float(gammaincc(np.inf, 2.0))
+    (nan, 1.0)
+    """
+    return _regularized_gamma(a, x, lower=False, scipy_limits=False)
+
+
+def _regularized_gamma(a, x, lower, scipy_limits):
     dt, (a, x) = promote_args_inexact(a, x)
     a, x = jnp.broadcast_arrays(a, x)
-    return finish(_scipy_limits(_gammaincc_cj(a, x), a, x, False), dt)
+    p = _gammainc_cj(a, x) if lower else _gammaincc_cj(a, x)
+    return finish(_scipy_limits(p, a, x, lower) if scipy_limits else p, dt)
 
 
 # ---------------------------------------------------------------------------- betainc
