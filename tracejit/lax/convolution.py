@@ -120,15 +120,30 @@ def _conv_lhs_cotangent(g, lhs_aval, rhs, *, window_strides, padding, lhs_dilati
     return out
 
 
+def _col2im_smaller(x, w, g, params) -> bool:
+    """Whether the col2im input gradient moves less memory than JAX's rule (a convolution of
+    ``g`` whose im2col has a row of ``taps * out_features`` per input position): it stores
+    ``taps * in_features`` per output position instead."""
+    lhs_spec, rhs_spec, out_spec = params["dimension_numbers"]
+    x_shape, w_shape, g_shape = aval(x).shape, aval(w).shape, aval(g).shape
+    in_positions = math.prod(x_shape[a] for a in lhs_spec[2:])
+    out_positions = math.prod(g_shape[a] for a in out_spec[2:])
+    in_features = w_shape[rhs_spec[1]] * params["feature_group_count"]
+    return params["batch_group_count"] == 1 and out_positions * in_features < in_positions * w_shape[rhs_spec[0]]
+
+
 def _conv_bwd(g, needed, ins, outs, **params):
     x, w = ins
     dx = dw = None
     if needed[0]:
-        if all(s == 1 for s in params["window_strides"]):
+        if all(s == 1 for s in params["window_strides"]) and not _col2im_smaller(x, w, g, params):
             dx = _conv_lhs_cotangent(g, aval(x), w, **params)
         else:
-            # A strided convolution's rule would dilate g by the strides (a convolution over mostly
-            # zeros): the decomposition's own transpose is cheaper there.
+            # The decomposition's own transpose (col2im): g times the kernel's transpose gives
+            # each output position's contribution to every tap, and each tap's padded slice of
+            # it sums into dx. A strided convolution's rule would dilate g by the strides (a
+            # convolution over mostly zeros), and where the input has fewer features than the
+            # output the rule's im2col is the larger array.
             dx = vjp(lambda a: conv_with_params(a, w, **params), x)[1](g)[0]
     if needed[1]:
         # The kernel's cotangent by JAX's rule is a convolution whose window is the whole output;

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from tracejit.ops.binders import broadcast_in_dim, concatenate, pad, reshape, slice
 from tracejit.ops.structural import pad_p
+from tracejit.compiler.fusion import pad_as_load
 from tracejit.compiler.passes.retrace import retrace
 
 
 def _needs_rewrite(eqn) -> bool:
-    return eqn.primitive is pad_p and any(
+    return eqn.primitive is pad_p and not pad_as_load(eqn) and any(
         lo < 0 or hi < 0 or interior > 0 for lo, hi, interior in eqn.params["padding_config"])
 
 
