@@ -9,7 +9,8 @@ loops' drivers through the ``loops`` table of their addresses. A call then costs
 call instead of one per step with a pointer array built in Python each time (Collatz, a cond
 in a 1000-step fori_loop: most of its ~12 us per call was that dispatch).
 
-Anything else (BLAS products, host loops, NumPy steps, threaded kernels, donated arguments,
+BLAS products of at most ``ENTRY_GEMM_MACS`` multiply-adds are CBLAS calls from the entry
+(``native_blas``, as in loop bodies). Anything else (larger products, host loops, NumPy steps, threaded kernels, donated arguments,
 recycled large outputs, outputs that are inputs, literals or repeated) keeps the step-by-step
 executable; ``entry_or_reason`` says why (``executable.entry_reason``). Both run the same kernels
 on the same memory plan; ``TRACEJIT_NATIVE_ENTRY=0`` turns the entry off (to compare the two).
@@ -23,8 +24,9 @@ from llvmlite import ir
 
 from tracejit.config import env_flag
 from tracejit.compiler.kernel_ir import Kernel
-from tracejit.compiler.plan import NumpyStep, WindowStep, base_buffer
-from tracejit.backends.cpu.loops import NativeLoop, aligned_size, literal_constant
+from tracejit.compiler.plan import DotStep, NumpyStep, WindowStep, base_buffer
+from tracejit.backends.cpu import native_blas
+from tracejit.backends.cpu.loops import NativeLoop, aligned_size, literal_constant, memmove
 from tracejit.backends.cpu.runtime import PARALLEL_MIN_WORK, openmp_min_work
 
 I64 = ir.IntType(64)
@@ -33,6 +35,10 @@ PTR = ir.PointerType()
 VOID = ir.VoidType()
 ENTRY = "tracejit_entry"
 ENTRY_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+# A BLAS product of at most this many multiply-adds is called by the entry itself (CBLAS, the
+# provider the host would use): a small product's dispatch (a step from Python, ~6 us) was most of
+# its time. Larger ones keep the step-by-step executable, where a batch is one strided-batch call.
+ENTRY_GEMM_MACS = 1 << 21
 
 @dataclass
 class EntryLayout:
@@ -48,6 +54,7 @@ class EntryLayout:
     extra: dict = field(default_factory=dict)       # buffer id or (loop step index, scratch k) -> arena offset
     arena_bytes: int = 0
     loops: list = field(default_factory=list)       # (plan step index, NativeLoop)
+    gemms: dict = field(default_factory=dict)       # plan step index -> native_blas.GemmCall
 
 
 def _runs_on_caller(kernel: Kernel, emitter) -> bool:
@@ -89,6 +96,15 @@ def entry_or_reason(plan, offsets, arena_bytes, emitters, donated_outputs, pools
         if isinstance(step, (Kernel, WindowStep)):
             if isinstance(step, Kernel) and not _runs_on_caller(step, emitters[id(step)]):
                 return None, "a kernel is large enough to run threaded"
+            continue
+        if isinstance(step, DotStep):
+            try:
+                call = native_blas.gemm_call(step, bufs)
+            except NotImplementedError as e:
+                return None, f"step {i}: {e}"
+            if call.batch * call.m * call.n * call.k > ENTRY_GEMM_MACS:
+                return None, f"step {i} is a large BLAS product (the host's batched call serves it)"
+            layout.gemms[i] = call
             continue
         loop = getattr(step, "loop", None) if isinstance(step, NumpyStep) else None
         if not isinstance(loop, NativeLoop):
@@ -147,6 +163,13 @@ def emit_entry(module, plan, offsets, layout: EntryLayout, emitters, fn_names) -
     driver_type = ir.FunctionType(VOID, [PTR, I64]).as_pointer()
     loop_slot = {i: k for k, (i, _) in enumerate(layout.loops)}
     for i, step in enumerate(plan.steps):
+        if i in layout.gemms:
+            call = layout.gemms[i]
+            out = address(step.out)
+            if call.accumulate_from is not None:    # out = c + alpha * (a @ b): beta = 1 on a copy of c
+                memmove(b, out, address(call.accumulate_from), bufs[step.out].nbytes)
+            native_blas.emit_gemm(b, call, address(step.lhs), address(step.rhs), out)
+            continue
         if isinstance(step, (Kernel, WindowStep)):
             em = emitters[id(step)]
             n = 1 if isinstance(step, WindowStep) else em.layout.parallel_size

@@ -296,7 +296,7 @@ class _Frame:
                 step, call = what, how
                 out = self.address(step.out)
                 if call.accumulate_from is not None:      # out = c + alpha * (a @ b): BLAS's beta = 1 on a copy of c
-                    _memmove(builder, out, self.address(call.accumulate_from), self.sub.plan.buffers[step.out].nbytes)
+                    memmove(builder, out, self.address(call.accumulate_from), self.sub.plan.buffers[step.out].nbytes)
                 native_blas.emit_gemm(builder, call, self.address(step.lhs), self.address(step.rhs), out)
                 continue
             em, (name, granule) = what, how
@@ -329,13 +329,13 @@ class _Frame:
             if k in sub.pass_offsets:
                 scratch = drv.b.gep(drv.scratch(f"{sub.tag}_out", sub.out_bytes),
                                     [ir.Constant(I64, sub.pass_offsets[k])], source_etype=I8)
-                _memmove(drv.b, scratch, src, nbytes)
+                memmove(drv.b, scratch, src, nbytes)
                 src = scratch
             srcs.append(src)
         return srcs
 
 
-def _memmove(builder, dst, src, nbytes):
+def memmove(builder, dst, src, nbytes):
     if nbytes:
         copy_bytes(builder, dst, src, nbytes, overlap=True)
 
@@ -345,14 +345,14 @@ def _initial_carry(builder, carry, operand, nbytes):
     memory (a nested loop threading its enclosing loop's carry: ``_SubPlan._nested_loops_in_place``)."""
     if nbytes:
         with builder.if_then(builder.icmp_unsigned("!=", carry, operand)):
-            _memmove(builder, carry, operand, nbytes)
+            memmove(builder, carry, operand, nbytes)
 
 
 def _store_carries(b, sub, carries, srcs, avals):
     """The body's new carries into place; those written in place, or unchanged, already are."""
     for k, aval in enumerate(avals):
         if sub.plan.outputs[k] not in sub.in_place and k not in sub.unchanged:
-            _memmove(b, carries[k], srcs[k], aval.nbytes)
+            memmove(b, carries[k], srcs[k], aval.nbytes)
 
 
 # --------------------------------------------------------------------------- constructs
@@ -408,7 +408,7 @@ class _Scan:
             _store_carries(b, sub, carries, srcs, self.carry_avals)
             for j, y in enumerate(self.y_avals):
                 if sub.plan.outputs[ncarry + j] not in sub.direct_ys:
-                    _memmove(b, ys_row(j), srcs[ncarry + j], y.nbytes)
+                    memmove(b, ys_row(j), srcs[ncarry + j], y.nbytes)
         if self.length:
             counted_loop(b, length, step, "step")
 
@@ -490,7 +490,7 @@ class _Cond:
             direct = set(sub.direct_out.values()) if fresh_results else set()
             for k, (dst, src, a) in enumerate(zip(results, srcs, self.out_avals)):
                 if k not in direct:
-                    _memmove(b, dst, src, a.nbytes)
+                    memmove(b, dst, src, a.nbytes)
             b.branch(done)
         b.position_at_end(done)
 
@@ -532,7 +532,7 @@ class NativeLoop:
         c.emit(drv, operands, work + outs[carries:])
         if drv.local:
             for k in range(carries):
-                _memmove(drv.b, outs[k], work[k], out_avals[k].nbytes)
+                memmove(drv.b, outs[k], work[k], out_avals[k].nbytes)
         drv.b.ret_void()
         self.slot_names = list(drv.names)
         self._sources = list(drv.sources)
