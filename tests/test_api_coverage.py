@@ -373,3 +373,14 @@ if __name__ == "__main__":
         assert n == 1, f"no NOT_YET list for {m} in {__file__}"
         open(__file__, "w").write(new_src)
         print(f"NOT_YET[{m!r}]: {len(names)} names")
+
+
+@pytest.mark.parametrize("name", ["tracejit.scipy.special", "tracejit.scipy.linalg", "tracejit.scipy.signal",
+                                  "tracejit.numpy.linalg", "tracejit.numpy.fft"])
+def test_api_modules_list_only_their_public_names(name):
+    # dir() (tab completion) showed helpers such as promote_args_inexact, eager, aval, is_tracer
+    import importlib
+    module = importlib.import_module(name)
+    assert dir(module) == sorted(module.__all__)
+    assert all(callable(getattr(module, n)) or isinstance(getattr(module, n), type) for n in module.__all__)
+    assert not {"np", "math", "eager", "aval", "is_tracer", "promote_args_inexact"} & set(dir(module))

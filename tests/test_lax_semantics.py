@@ -426,3 +426,16 @@ def test_vmap_of_composed_functions():
         want = np.asarray(fn(*args))
         for got in (tracejit.vmap(fn)(*args), tracejit.jit(tracejit.vmap(fn))(*args)):
             same_bits(np.asarray(got), want)
+
+
+@pytest.mark.parametrize("run", ["eager", "jit"])
+def test_select_n_predicate_rules_are_the_same_eagerly_and_under_jit(run):
+    # JAX takes a bool or integer predicate only; eagerly a float one was accepted, and a Python
+    # bool predicate raised AttributeError.
+    f = lax.select_n if run == "eager" else tracejit.jit(lax.select_n)
+    cases = (np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+    with pytest.raises(TypeError, match="bool or integer"):
+        f(np.array([0.0, 1.0]), *cases)
+    np.testing.assert_array_equal(f(np.array([False, True]), *cases), [1.0, 4.0])
+    np.testing.assert_array_equal(f(np.array([1, 0], np.int32), *cases), [3.0, 2.0])
+    assert float(f(True, 1.0, 2.0)) == 2.0 and float(f(np.int8(0), 1.0, 2.0)) == 1.0

@@ -261,17 +261,24 @@ for _name, (_impl, _kinds, _cmp) in BINARY_SPECS.items():
 
 # ----------------------------------------------------------------------------- select / convert
 
-def _select_n_abstract_eval(which, *cases):
+def _check_select_n_predicate(which, cases):
     if not cases:
         raise TypeError("select_n needs at least one case")
     if which.dtype != dtypes.bool_ and not dtypes.is_integer(which.dtype):
         raise TypeError(f"select_n predicate must be bool or integer, got {which.dtype.name}")
+
+
+def _select_n_abstract_eval(which, *cases):
+    _check_select_n_predicate(which, cases)
     shape = _shape_of_operands("select_n", which, *cases)
     _check_same_dtype("select_n", *cases)
     return [ShapedArray(shape, cases[0].dtype, _weak(*cases))]
 
 
 def _select_n_impl(which, *cases):
+    # (eager calls reach the impl without the abstract rule: the same check, as under jit and in JAX)
+    which = np.asarray(which)
+    _check_select_n_predicate(which, cases)
     if len(cases) == 2 and which.dtype == np.bool_:
         return [np.asarray(np.where(which, cases[1], cases[0]))]
     idx = np.clip(np.asarray(which, dtype=np.int64), 0, len(cases) - 1)

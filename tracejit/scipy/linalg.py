@@ -540,3 +540,8 @@ from tracejit.scipy.linalg_special import (circulant, companion, convolution_mat
 
 # ``doctest.testmod`` on this module also runs the examples of the functions defined there.
 __test__ = {name: globals()[name] for name in __all__ if globals()[name].__module__ != __name__}
+
+
+def __dir__():
+    # The public names only (tab completion), as JAX's API modules list them; helpers stay importable.
+    return sorted(__all__)

@@ -153,3 +153,8 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=N
 
 
 from tracejit.scipy.signal_spectral import csd, detrend, fftconvolve, istft, stft, welch  # noqa: E402,F401
+
+
+def __dir__():
+    # The public names only (tab completion), as JAX's API modules list them; helpers stay importable.
+    return sorted(__all__)

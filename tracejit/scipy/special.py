@@ -1408,3 +1408,8 @@ from tracejit.scipy.special_more import (bessel_jn, boxcox, boxcox1p, dawsn, erf
 from tracejit.scipy import special_more as _special_more  # noqa: E402
 
 __all__ = sorted(__all__ + _special_more.__all__)
+
+
+def __dir__():
+    # The public names only (tab completion), as JAX's API modules list them; helpers stay importable.
+    return sorted(__all__)

@@ -218,3 +218,8 @@ def ifftshift(x, axes=None):
     Array([2, 3, 0, 1])
     """
     return _shift("ifftshift", x, axes, -1)
+
+
+def __dir__():
+    # The public names only (tab completion), as JAX's API modules list them; helpers stay importable.
+    return sorted(__all__)

@@ -725,3 +725,8 @@ def tensordot(x1, x2, /, *, axes=2):
     """
     from tracejit.numpy.contractions import tensordot as tensordot_
     return tensordot_(x1, x2, axes)
+
+
+def __dir__():
+    # The public names only (tab completion), as JAX's API modules list them; helpers stay importable.
+    return sorted(__all__)
