@@ -19,12 +19,20 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
-from tracejit.backends.cpu import blas
+from tracejit.config import env_flag
+from tracejit.backends.cpu import blas, llvm_engine, small_gemm
+from tracejit.backends.cpu.native import vector_bytes
 from tracejit.backends.cpu.window import counted_loop
 from tracejit.compiler.plan import DotStep, base_buffer
 
 I32, I64, PTR, VOID = ir.IntType(32), ir.IntType(64), ir.PointerType(), ir.VoidType()
 _FLOATS = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
+# Real products of at most this many multiply-adds per matrix (and a contraction of at most
+# OWN_GEMM_MAX_K) are generated code (small_gemm): on the 2-core Xeon/EPYC machines a 64x128 by
+# 128x128 float32 product took it 16.5 us on one core, MKL 11 us on two cores called back to back
+# but 46 us called between other kernels (its threads asleep); a 16x64x64 one 1.2 against 1.9 us.
+OWN_GEMM_MACS = 1 << 20
+OWN_GEMM_MAX_K = 1024
 _COMPLEX_PART = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
 
 
@@ -47,6 +55,7 @@ class GemmCall:
     batch: int = 1                  # matrices in the batch (one call each)
     stride_a: int = 0               # elements between consecutive matrices of each operand
     stride_b: int = 0
+    own: small_gemm.SmallGemm | None = None     # generated here instead of calling ``symbol``
 
 
 def _matrix(shape, perm, contracted):
@@ -90,24 +99,39 @@ def gemm_call(step: DotStep, bufs) -> GemmCall:
     tb = blas.TRANS if tb_t == blas.NO_TRANS else blas.NO_TRANS
     if k != k2 or 0 in (m, n, k, batch):
         raise NotImplementedError("body needs a BLAS product with an empty dimension")
-    found = blas.native_symbol(dtype, m, n, k)
-    if found is None:
-        raise NotImplementedError("body needs a BLAS product whose provider has no C entry point (NumPy)")
-    symbol, int64 = found
     alpha, beta, source = 1.0, 0.0, None
     if step.accumulate is not None:
         c, alpha = step.accumulate
         beta = 1.0
         if base_buffer(bufs, c) != base_buffer(bufs, step.out):
             source = c
+    own = _own_gemm(dtype, m, n, k, ta, lda, tb, ldb, float(alpha), beta, batch, stride_a, stride_b)
+    found = blas.native_symbol(dtype, m, n, k) if own is None else ("", False)
+    if found is None:
+        raise NotImplementedError("body needs a BLAS product whose provider has no C entry point (NumPy)")
+    symbol, int64 = found
     return GemmCall(symbol, int64, dtype, m, n, k, ta, lda, tb, ldb, float(alpha), beta, source,
-                    batch, stride_a, stride_b)
+                    batch, stride_a, stride_b, own)
+
+
+def _own_gemm(dtype, m, n, k, ta, lda, tb, ldb, alpha, beta, batch, stride_a, stride_b):
+    """The generated product (``small_gemm``) for a small real product whose right operand's rows
+    are contiguous, on a CPU with fused multiply-add; None where BLAS serves it."""
+    if (dtype not in _FLOATS or tb != blas.NO_TRANS or m * n * k > OWN_GEMM_MACS or k > OWN_GEMM_MAX_K
+            or not env_flag("TRACEJIT_OWN_GEMM", True) or "+fma" not in llvm_engine.host_cpu_features()):
+        return None
+    a_row, a_col = (lda, 1) if ta == blas.NO_TRANS else (1, lda)
+    return small_gemm.SmallGemm(np.dtype(dtype), m, n, k, a_row, a_col, ldb, alpha, beta == 1.0, batch,
+                                stride_a, stride_b)
 
 
 def emit_gemm(b: ir.IRBuilder, call: GemmCall, a, b_ptr, out) -> None:
     """Emit the call, one per matrix of a batch (``out`` already holds the accumulated value when
     ``beta`` is 1)."""
     module = b.module
+    if call.own is not None:
+        b.call(small_gemm.function(module, call.own, vector_bytes() // call.dtype.itemsize), [a, b_ptr, out])
+        return
     it = I64 if call.int64 else I32
     if call.dtype in _FLOATS:
         scalar_type = _FLOATS[call.dtype]

@@ -1,0 +1,122 @@
+"""Small products generated in LLVM (backends/cpu/small_gemm.py) instead of BLAS calls from native
+code: the kernel itself on random shapes, layouts, batches and accumulations against a float64
+NumPy product, IEEE special values, and jitted programs (the native entry, loop bodies) that use it."""
+import ctypes
+
+import numpy as np
+import pytest
+
+import tracejit
+import tracejit.numpy as jnp
+from tracejit import lax
+from tracejit.backends.cpu import llvm_engine, native_blas, small_gemm
+from tracejit.backends.cpu.native import vector_bytes
+from tracejit.compiler.plan import DotStep
+
+pytestmark = pytest.mark.skipif("+fma" not in llvm_engine.host_cpu_features(),
+                                reason="the generated product needs fused multiply-add (BLAS serves it otherwise)")
+
+
+def _compiled(g: small_gemm.SmallGemm):
+    module = llvm_engine.new_module("small_gemm_test")
+    fn = small_gemm.function(module, g, vector_bytes() // g.dtype.itemsize)
+    fn.linkage = "external"
+    compiled = llvm_engine.compile_ir(str(module), name="small_gemm_test")
+    call = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(compiled.address(g.name))
+    return compiled, call
+
+
+def _run(g, a, b, out):
+    compiled, call = _compiled(g)
+    call(a.ctypes.data, b.ctypes.data, out.ctypes.data)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_random_products_match_numpy(dtype):
+    rng = np.random.default_rng(0)
+    tol = 1e-5 if dtype == np.float32 else 1e-13
+    for _ in range(30):
+        m, n, k = (int(v) for v in rng.integers(1, 40, 3))
+        batch = int(rng.integers(1, 4))
+        transposed_a = bool(rng.integers(0, 2))
+        accumulate = bool(rng.integers(0, 2))
+        alpha = float(rng.choice([1.0, -0.01, 2.5])) if accumulate else 1.0
+        a = rng.standard_normal((batch, k, m) if transposed_a else (batch, m, k)).astype(dtype)
+        b = rng.standard_normal((batch, k, n + 3)).astype(dtype)[..., :n]      # rows longer than n
+        b_mem = np.ascontiguousarray(np.pad(b, ((0, 0), (0, 0), (0, 3))))
+        c = rng.standard_normal((batch, m, n)).astype(dtype)
+        a_row, a_col = (1, m) if transposed_a else (k, 1)
+        g = small_gemm.SmallGemm(np.dtype(dtype), m, n, k, a_row, a_col, n + 3, alpha, accumulate, batch,
+                                 a[0].size, b_mem[0].size)
+        out = c.copy() if accumulate else np.full((batch, m, n), np.nan, dtype)
+        _run(g, np.ascontiguousarray(a), b_mem, out)
+        a64 = np.swapaxes(a, 1, 2) if transposed_a else a
+        want = (c.astype(np.float64) if accumulate else 0) + alpha * (a64.astype(np.float64) @ b.astype(np.float64))
+        scale = np.abs(a64).astype(np.float64) @ np.abs(b).astype(np.float64) * abs(alpha) + np.abs(c) * accumulate
+        assert np.all(np.abs(out - want) <= tol * scale + tol), (m, n, k, batch, transposed_a, accumulate)
+
+
+def test_no_element_outside_the_product_is_written():
+    # the last column block's lanes past n and rows past m are masked: the guard cells keep their NaN
+    m, n, k = 7, 21, 5
+    a, b = np.ones((m, k)), np.ones((k, n))
+    out = np.full(m * n + 64, np.nan)
+    g = small_gemm.SmallGemm(np.dtype(np.float64), m, n, k, k, 1, n)
+    _run(g, a, b, out)
+    np.testing.assert_array_equal(out[:m * n], 5.0)
+    assert np.isnan(out[m * n:]).all()
+
+
+def test_ieee_special_values_as_numpy():
+    a = np.array([[np.inf, 1.0, 0.0], [np.nan, 2.0, -0.0], [1e308, 1e308, 1.0], [-0.0, -0.0, -0.0]])
+    b = np.array([[0.0, 1.0], [1.0, -np.inf], [2.0, 3.0]])
+    g = small_gemm.SmallGemm(np.dtype(np.float64), 4, 2, 3, 3, 1, 2)
+    got = _run(g, a, b, np.empty((4, 2)))
+    with np.errstate(all="ignore"):
+        want = np.array([[sum(a[i, p] * b[p, j] for p in range(3)) for j in range(2)] for i in range(4)])
+    np.testing.assert_array_equal(got, want)       # NaN where inf * 0, inf, overflow; -0.0 sums
+
+
+def _small_dot_steps(fn, *args):
+    plan = tracejit.jit(fn).lower(*args).compile().executable.plan
+    return [native_blas.gemm_call(s, plan.buffers) for s in plan.steps if isinstance(s, DotStep)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_jitted_small_products_use_it_and_match_numpy(dtype):
+    rng = np.random.default_rng(1)
+    a, b, c = (rng.standard_normal(s).astype(dtype) for s in ((24, 40), (40, 36), (24, 36)))
+
+    def f(a, b, c):
+        return jnp.maximum(a @ b + 1.0, 0.0), a.T @ c, c - 0.5 * (a @ b), jnp.einsum("ij,kj->ik", c, c)
+    calls = _small_dot_steps(f, a, b, c)
+    assert calls and any(call.own is not None for call in calls)
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    for got, want in zip(tracejit.jit(f)(a, b, c), f(a, b, c)):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=rtol, atol=rtol)
+
+
+def test_loop_body_products_use_it(monkeypatch):
+    rng = np.random.default_rng(2)
+    w = (rng.standard_normal((32, 32)) * 0.2).astype(np.float32)
+    xs = rng.standard_normal((20, 8, 32)).astype(np.float32)
+
+    def rnn(w, xs):
+        return lax.scan(lambda h, x: (jnp.tanh(h @ w + x), h.sum()), jnp.zeros((8, 32), np.float32), xs)
+    h, sums = tracejit.jit(rnn)(w, xs)
+    hh, want = np.zeros((8, 32), np.float32), []
+    for x in xs:
+        want.append(hh.sum())
+        hh = np.tanh(hh @ w + x)
+    np.testing.assert_allclose(h, hh, rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(sums, want, rtol=2e-4, atol=2e-5)
+    monkeypatch.setenv("TRACEJIT_OWN_GEMM", "0")      # BLAS again: the same values to rounding
+    h0, _ = tracejit.jit(lambda w, xs: rnn(w, xs))(w, xs)
+    np.testing.assert_allclose(h0, h, rtol=2e-5, atol=2e-6)
+
+
+def test_large_or_transposed_right_operands_keep_blas():
+    calls = _small_dot_steps(lambda a, b: (a @ b, a @ a.T), np.ones((8, 2048), np.float32), np.ones((2048, 8),
+                                                                                                   np.float32))
+    assert all(call.own is None for call in calls)
