@@ -93,7 +93,10 @@ class CPUBackend:
             components = {"program": persistent_cache.program_fingerprint(program, plan), "name": name,
                           "vector_bytes": vb, "openmp": team.kind if team is not None else None,
                           "modules": [modules.index(em.module) for _, em, _ in emitters],
-                          "entry": entry_layout is not None}
+                          "entry": entry_layout is not None,
+                          # the products the entry makes: a provider's symbol or generated code
+                          "blas": sorted(c.own.name if c.own is not None else c.symbol
+                                         for c in (entry_layout.gemms.values() if entry_layout else ()))}
             compiled, outcome = persistent_cache.compile_module(
                 build, name=name, vectorize=False, speed_level=llvm_engine.LIGHT, components=components,
                 extra_metadata=lambda: {"math": [spec for m in modules for spec in mathlib.specs_used(m)]},

@@ -576,7 +576,8 @@ def _compile_driver(module, step, name, team):
     components = {"loop": persistent_cache.program_fingerprint(holder), "vector_bytes": vector_bytes(),
                   "local_storage_bytes": LOCAL_STORAGE_BYTES, "bodies": _bodies_fingerprint(step),
                   "openmp": team.kind if team is not None else None,
-                  "blas": sorted(g.name for g in module.globals.values() if g.name.startswith("tracejit_blas_"))}
+                  "blas": sorted(g.name for g in module.globals.values()
+                                 if g.name.startswith(("tracejit_blas_", "tracejit_small_gemm_")))}
     return persistent_cache.compile_module(
         module, name=name, vectorize=False, components=components,
         extra_metadata=lambda: {"math": mathlib.specs_used(module)},
