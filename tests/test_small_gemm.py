@@ -159,3 +159,23 @@ def test_random_jitted_products_match_numpy(dtype):
         scale = program(*(np.abs(v).astype(np.float64) for v in (a, b, c)), np)
         assert got.dtype == dtype and got.shape == want.shape, seed
         assert np.all(np.abs(got - want) <= tol * (np.abs(scale) + 1)), seed
+
+
+def test_compile_cache_keeps_generated_and_blas_products_apart(tmp_path):
+    # Code that calls a BLAS symbol must not be loaded where generated code was compiled, nor the
+    # reverse: the cache key names the products a module makes.
+    import subprocess
+    import sys
+    script = ("import numpy as np, tracejit\n"
+              "a = np.arange(16 * 64, dtype=np.float32).reshape(16, 64) / 1e3\n"
+              "f = tracejit.jit(lambda a, b: a @ b)\n"
+              "c = f.lower(a, a.T.copy()).compile()\n"
+              "assert np.allclose(c(a, a.T.copy()), a @ a.T, rtol=1e-5)\n"
+              "print(c.timings['cache'])\n")
+    outcomes = []
+    for flag in ("1", "0", "1"):
+        env = {**__import__("os").environ, "TRACEJIT_CACHE_DIR": str(tmp_path), "TRACEJIT_OWN_GEMM": flag}
+        run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        outcomes.append(run.stdout.strip())
+    assert outcomes[0] == outcomes[1] == "compiled" and outcomes[2] == "persistent-hit", outcomes
