@@ -26,7 +26,7 @@ import numpy as np
 
 import tracejit
 
-from benchmarks.common import header, median_time, row
+from benchmarks.common import block, header, jax_cpu, median_time, row
 
 _UNSET = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
@@ -145,6 +145,49 @@ def main(argv=None):
     print("\n  best fraction of estimated peak per provider:")
     for (name, dtype), fr in sorted(summary.items()):
         print(f"    {name:<9} {dtype:<8} {100 * max(fr):5.1f}%  (median over shapes {100 * np.median(fr):5.1f}%)")
+    small_products_in_loops(quick)
+
+
+SMALL_LOOP_SHAPES = [(16, 64), (32, 128), (64, 128), (128, 256)]
+SMALL_LOOP_STEPS = 200
+
+
+def small_products_in_loops(quick: bool):
+    """``x = tanh(x @ w)`` for 200 steps of a ``fori_loop``: small products between other kernels,
+    as a recurrent cell makes them. tracejit's generated products (``small_gemm``) against the BLAS
+    call the same native loop makes with ``TRACEJIT_OWN_GEMM=0``, and JAX's loop when installed."""
+    header("Small products in a loop body: 200 steps of x = tanh(x @ w), float32")
+    jax = jax_cpu()
+    if jax is None:
+        print("  (JAX not installed: its column is skipped)")
+    rng = np.random.default_rng(1)
+    repeat = 3 if quick else 9
+
+    def program(lax, jnp, w, x0):
+        return lax.fori_loop(0, SMALL_LOOP_STEPS, lambda i, x: jnp.tanh(x @ w), x0)
+    for m, n in SMALL_LOOP_SHAPES[:2] if quick else SMALL_LOOP_SHAPES:
+        w = (rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32)
+        x0 = rng.standard_normal((m, n)).astype(np.float32)
+        times = {}
+        for flag in ("1", "0"):
+            os.environ["TRACEJIT_OWN_GEMM"] = flag       # read when the loop is compiled
+            f = tracejit.jit(lambda w, x0: program(tracejit.lax, tracejit.numpy, w, x0))
+            f(w, x0)
+            times[flag] = median_time(lambda: f(w, x0), repeat=repeat) / SMALL_LOOP_STEPS
+        os.environ.pop("TRACEJIT_OWN_GEMM")
+        flops = 2.0 * m * n * n
+        print(f"\n  ({m}x{n}) @ ({n}x{n}) per step")
+        print(row("tracejit, BLAS call", times["0"], None, f"{times['0'] * 1e6:6.2f} us  "
+                                                            f"{flops / times['0'] / 1e9:7.1f} GFLOP/s"))
+        print(row("tracejit, generated", times["1"], times["0"], f"{times['1'] * 1e6:6.2f} us  "
+                                                                 f"{flops / times['1'] / 1e9:7.1f} GFLOP/s"))
+        if jax is not None:
+            jf = jax.jit(lambda w, x0: program(jax.lax, jax.numpy, w, x0))
+            jw, jx = jax.device_put(w), jax.device_put(x0)
+            block(jf(jw, jx))
+            t = median_time(lambda: block(jf(jw, jx)), repeat=repeat) / SMALL_LOOP_STEPS
+            print(row("jax jit", t, times["0"], f"{t * 1e6:6.2f} us  => tracejit (generated) "
+                                                f"{t / times['1']:.2f}x JAX's speed"))
 
 
 if __name__ == "__main__":
