@@ -28,12 +28,14 @@ from tracejit.core.primitive import ELEMENTWISE, NATIVE_CALL
 from tracejit.compiler.plan import (CONTROL_FLOW, Buffer, DotStep, NumpyStep, Plan, WindowStep,  # noqa: F401
                                     base_buffer, step_reads, step_writes)
 from tracejit.compiler.kernel_ir import GatherSpec, IndexMap, Kernel, Node, Phase, is_gather, walk
+from tracejit.compiler.index_maps import STRUCTURAL as _STRUCTURAL, native_storage as _native_storage, structural_terms
+from tracejit.compiler.fused_pads import pad_as_load, pad_expr, pad_view_root
 from tracejit.ops.dot import dot_general_p
-from tracejit.ops.elementwise import binary_prims, iota_p, select_n_p
+from tracejit.ops.elementwise import iota_p
 from tracejit.ops.indexing import dynamic_slice_p, dynamic_update_slice_p, gather_p, scatter_p
-from tracejit.ops.reductions import argmax_p, argmin_p, cumulative_prims, reduce_prims
+from tracejit.ops.reductions import argmax_p, argmin_p, cumulative_prims
 from tracejit.ops.sorting import sort_p
-from tracejit.ops.structural import (broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, rev_p, slice_p, squeeze_p,
+from tracejit.ops.structural import (broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, slice_p, squeeze_p,
                                      transpose_p)
 
 _REDUCE_OPS = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min", "reduce_prod": "prod",
@@ -45,9 +47,6 @@ _EXPENSIVE = {"exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sin", "c
 _COSTLY = _EXPENSIVE | {"sqrt", "rsqrt", "div"}
 
 
-def _native_storage(d) -> bool:
-    """Whether kernels load and store elements of dtype ``d`` (not float16)."""
-    return (d.kind in "biufc" and d != dtypes.float16) or d == dtypes.bfloat16
 # Scatters compiled as native loops (complex and float16 updates run NumPy's ufunc.at).
 _NATIVE_SCATTER_DTYPES = {dtypes.bool_, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8,
                           dtypes.uint16, dtypes.uint32, dtypes.uint64, dtypes.float32, dtypes.float64}
@@ -71,49 +70,6 @@ EXPENSIVE_BROADCAST_MATERIALIZE_FACTOR = 2
 TAP_MATERIALIZE_READS = 4
 TAP_MATERIALIZE_OPS = 4
 OP_COUNT_CAP = 1 << 10
-
-
-# --------------------------------------------------------------------------- structural maps
-
-def structural_terms(eqn) -> tuple | None:
-    """For an affine structural eqn: input index as a function of output index."""
-    p, prm = eqn.primitive, eqn.params
-    in_aval, out_aval = eqn.inputs[0].aval, eqn.outputs[0].aval
-    if p is broadcast_in_dim_p:
-        return tuple((d, 1, 0) if s != 1 or out_aval.shape[d] == 1 else (-1, 0, 0)
-                     for s, d in zip(in_aval.shape, prm["broadcast_dimensions"]))
-    if p is transpose_p:
-        terms = [None] * in_aval.ndim
-        for out_dim, in_dim in enumerate(prm["permutation"]):
-            terms[in_dim] = (out_dim, 1, 0)
-        return tuple(terms)
-    if p is slice_p:
-        return tuple((j, st, lo) for j, (lo, st) in enumerate(zip(prm["start_indices"], prm["strides"])))
-    if p is rev_p:
-        dims = set(prm["dimensions"])
-        return tuple((j, -1, n - 1) if j in dims else (j, 1, 0) for j, n in enumerate(in_aval.shape))
-    if p is squeeze_p:
-        dims = set(prm["dimensions"])
-        out_j = 0
-        terms = []
-        for j in range(in_aval.ndim):
-            if j in dims:
-                terms.append((-1, 0, 0))
-            else:
-                terms.append((out_j, 1, 0))
-                out_j += 1
-        return tuple(terms)
-    if p is reshape_p:
-        # Affine only when it just inserts/removes size-1 axes.
-        src = [i for i, s in enumerate(out_aval.shape) if s != 1]
-        if [s for s in in_aval.shape if s != 1] != [out_aval.shape[i] for i in src]:
-            return None
-        it = iter(src)
-        return tuple((-1, 0, 0) if s == 1 else (next(it), 1, 0) for s in in_aval.shape)
-    return None
-
-
-_STRUCTURAL = {broadcast_in_dim_p, transpose_p, slice_p, rev_p, squeeze_p, reshape_p}
 
 
 # --------------------------------------------------------------------------- planner
@@ -285,7 +241,7 @@ class Planner:
             if k == "reshape":
                 m.add(id(e.inputs[0]))
             if k == "gather":
-                m.add(id(self._pad_view_root(e)[0] if e.primitive is pad_p else e.inputs[0]))
+                m.add(id(pad_view_root(self, e)[0] if e.primitive is pad_p else e.inputs[0]))
         # A scatter's updates computed by an expression used nowhere else are evaluated inside the
         # scatter loop (a CSR mat-vec's ``vals * x[cols]``): not written to memory and read back.
         for e in prog.eqns:
@@ -401,7 +357,7 @@ class Planner:
         if k == "gather" and eqn.primitive is dynamic_slice_p:
             return self._dynamic_slice_expr(eqn, imap)
         if k == "gather" and eqn.primitive is pad_p:
-            return self._pad_expr(eqn, imap)
+            return pad_expr(self, eqn, imap)
         if k == "gather":
             return self._gather_expr(eqn, imap)
         assert k == "ew", (eqn.primitive, k)
@@ -446,97 +402,6 @@ class Planner:
         bid = self.buffer_of[id(operand)]
         key = ("gather", bid, omap, spec, b"", tuple(id(a) for a in args))
         return self._node(key, lambda: Node("load", d, args=args, buffer=bid, map=omap, value=spec))
-
-    def _pad_view_root(self, eqn, stop=()):
-        """The stored array a fused pad reads, and the view (an :class:`IndexMap` from the pad's
-        operand index to that array's index) through which it reads it: the operand's chain of
-        slices, transposes and unit reshapes is looked through (col2im pads slices of one product)
-        as long as every padded dim still selects elements (a broadcast along one would not)."""
-        config = eqn.params["padding_config"]
-        padded = {j for j, c in enumerate(config) if tuple(c) != (0, 0, 0)}
-        var, view = eqn.inputs[0], IndexMap.identity(eqn.inputs[0].aval.ndim)
-        while id(var) not in stop:
-            prod = self.producer.get(id(var))
-            if prod is None or self.kinds[id(prod)] != "struct" or not isinstance(prod.inputs[0], Var):
-                break
-            inner = view.then(structural_terms(prod))
-            if not padded <= {src for src, _, _ in inner.terms}:
-                break
-            var, view = prod.inputs[0], inner
-        return var, view
-
-    def _pad_expr(self, eqn, imap: IndexMap) -> Node:
-        """A padded array read in place: output index ``i`` of a padded dim reads the operand at
-        ``(i - lo) / (interior + 1)`` when that divides exactly and lands inside the operand, and is
-        the padding value otherwise: a gather in ``fill`` mode on the stored array under the
-        operand's views, over its dims up to the last one a padded dim selects (negative edges are
-        crops, the same formula). No padded copy is stored: a SAME convolution's im2col, a pool
-        gradient's sum of interior-padded taps and a col2im's sum of padded taps read their
-        operands directly."""
-        operand, value = eqn.inputs
-        config = eqn.params["padding_config"]
-        d = operand.aval.dtype
-        fill = np.asarray(value.val, d)
-        if operand.aval.size == 0:
-            return self._const(d, fill.item())
-        padded = {j for j, c in enumerate(config) if tuple(c) != (0, 0, 0)}
-        if not padded:
-            return self.expr(operand, imap)
-        root, view = self._pad_view_root(eqn, stop=self.materialized)
-        through = imap.then(view.terms)        # iteration index -> root index (unpadded dims)
-        k = 1 + max(r for r, (src, _, _) in enumerate(view.terms) if src in padded)
-        args = []
-        for r, (src, scale, off) in enumerate(view.terms[:k]):
-            if src not in padded:
-                args.append(self._index(through.terms[r]))
-                continue
-            q = self._padded_index(imap.terms[src], *config[src])
-            n = operand.aval.shape[src]
-            if (scale, off) == (1, 0) and root.aval.shape[r] == n:
-                args.append(q)          # the gather's own range check is the operand's
-                continue
-            i64 = dtypes.int64
-            inside = self._op(binary_prims["and"], dtypes.bool_,
-                              self._op(binary_prims["ge"], dtypes.bool_, q, self._const(i64, 0)),
-                              self._op(binary_prims["lt"], dtypes.bool_, q, self._const(i64, n)))
-            at = self._op(binary_prims["add"], i64, self._op(binary_prims["mul"], i64, q, self._const(i64, scale)),
-                          self._const(i64, off))
-            args.append(self._op(select_n_p, i64, inside, self._const(i64, -1), at))
-        omap = IndexMap(((-1, 0, 0),) * k + tuple(through.terms[k:]))
-        spec = GatherSpec("fill", fill.item(), tuple(root.aval.shape[:k]))
-        bid = self.buffer_of[id(root)]
-        key = ("gather", bid, omap, spec, fill.tobytes(), tuple(id(a) for a in args))
-        return self._node(key, lambda: Node("load", d, args=tuple(args), buffer=bid, map=omap, value=spec))
-
-    def _index(self, term) -> Node:
-        i64 = dtypes.int64
-        if term[0] < 0:
-            return self._const(i64, term[2])
-        return self._node(("iota", i64, term), lambda: Node("iota", i64, map=IndexMap((term,))))
-
-    def _padded_index(self, term, lo, hi, interior) -> Node:
-        """The operand index an output index ``term`` of a padded dim reads, -1 where it reads padding."""
-        i64 = dtypes.int64
-        src, scale, off = term
-        step = interior + 1
-        if src < 0:         # a constant output index: resolved here
-            q, r = divmod(off - lo, step)
-            return self._const(i64, q if r == 0 and q >= 0 else -1)
-        shifted = self._index((src, scale, off - lo))
-        if step == 1:
-            return shifted
-        divisor = self._const(i64, step)
-        on_element = self._op(binary_prims["eq"], dtypes.bool_,
-                              self._op(binary_prims["rem"], i64, shifted, divisor), self._const(i64, 0))
-        return self._op(select_n_p, i64, on_element, self._const(i64, -1),
-                        self._op(binary_prims["floordiv"], i64, shifted, divisor))
-
-    def _const(self, d, value) -> Node:
-        return self._node(("const", d, np.asarray(value, d).tobytes()), lambda: Node("const", d, value=value))
-
-    def _op(self, prim, d, *args) -> Node:
-        return self._node(("op", prim, (), tuple(id(a) for a in args)),
-                          lambda: Node("op", d, args=args, prim=prim))
 
     def _node(self, key, make):
         n = self._memo.get(key)
@@ -724,18 +589,6 @@ class Planner:
                         [eqn.primitive.name] + _op_names([e]),
                         reduced_shape=tuple(xshape), perm=perm)
         self.plan.steps.append(kernel)
-
-
-def pad_as_load(eqn) -> bool:
-    """Whether the users of ``pad`` read its operand through guarded loads (``_pad_expr``): a
-    constant padding value on a stored operand whose last dim is not padded, so the loads of a
-    row stay contiguous vectors. Other pads are copies (``native_pads`` rewrites the interior
-    and negative ones first)."""
-    operand, value = eqn.inputs
-    config = eqn.params["padding_config"]
-    return (isinstance(operand, Var) and isinstance(value, Literal) and operand.aval.ndim >= 2
-            and _native_storage(operand.aval.dtype)
-            and tuple(config[-1]) == (0, 0, 0))
 
 
 def _indexed_prefix(eqn) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from tracejit.ops.binders import broadcast_in_dim, concatenate, pad, reshape, slice
 from tracejit.ops.structural import pad_p
-from tracejit.compiler.fusion import pad_as_load
+from tracejit.compiler.fused_pads import pad_as_load
 from tracejit.compiler.passes.retrace import retrace
 
 
