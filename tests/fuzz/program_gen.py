@@ -545,6 +545,8 @@ def error_bound(model, out, dep_vals, dep_errs):
                 err = max(err, float(np.finfo(out.dtype).smallest_subnormal))
     elif kind == "add":
         err = 0.0 if exact_in else sum(dep_errs) + 2 * eps * M
+    elif kind == "at_mul":                   # x.at[i].multiply(u): the product where updated, x elsewhere
+        err = max(dep_errs[0] if dep_errs else 0.0, error_bound(("mul",), out, dep_vals, dep_errs))
     elif kind == "mul":
         if exact_in and out.dtype.kind != "c":
             err = 0.0
@@ -1213,12 +1215,14 @@ class Gen:
             upd, deps = self.lit_for(v), [v.name]
             if v.kind in "iu" and "." in upd:
                 upd = "3"
-        m = {"set": ("pass",), "min": ("pass",), "max": ("pass",), "add": ("add",), "mul": ("mul",)}[how]
+        # (a multiplied element's bound is the product's; the others keep x's own error: seed 30117164,
+        # x * 0.0 at four indices was given the bound of 0 * x everywhere)
+        m = {"set": ("pass",), "min": ("pass",), "max": ("pass",), "add": ("add",), "mul": ("at_mul",)}[how]
         if how == "mul" and u is None:
             # One dependency: not x * x (the "mul" model's reading) but x times a literal (seed 7031022).
             with np.errstate(all="ignore"):
                 scale = float(np.max(np.abs(self._value_of(upd))))
-                m = ("scale", math.inf if math.isnan(scale) else scale)
+                m = ("scale", math.inf if math.isnan(scale) else max(scale, 1.0))
         return self.emit(f"_at(xp, {v.name}, ({key},), {how!r}, {upd})", deps, m, f"at_{how}")
 
     # -- control flow around sub-graphs
