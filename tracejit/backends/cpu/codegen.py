@@ -272,27 +272,12 @@ class KernelEmitter:
         self.b.call(fn, [ahead, ir.Constant(ir.IntType(32), 0), ir.Constant(ir.IntType(32), 3),
                          ir.Constant(ir.IntType(32), 1)])
 
-    def _masked_intrinsic(self, kind, vt):
-        """llvm.masked.load / llvm.masked.store for vector type ``vt``."""
-        el = vt.element
-        suffix = f"v{vt.count}{'f32' if isinstance(el, ir.FloatType) else 'f64' if isinstance(el, ir.DoubleType) else 'i' + str(el.width)}"
-        name = f"llvm.masked.{kind}.{suffix}.p0"
-        fn = self.module.globals.get(name)
-        if fn is None:
-            mask_t = ir.VectorType(ir.IntType(1), vt.count)
-            if kind == "load":
-                fnty = ir.FunctionType(vt, [PTR, ir.IntType(32), mask_t, vt])
-            else:
-                fnty = ir.FunctionType(VOID, [vt, PTR, ir.IntType(32), mask_t])
-            fn = ir.Function(self.module, fnty, name=name)
-        return fn
-
     def _masked_load(self, bid, offset, lanes):
         d = self.buffers[bid].dtype
         if LC.is_complex(d):
             return LC.deinterleave(self.b, self._masked_parts_load(bid, offset, 2 * lanes))
         vt = ir.VectorType(L.memory_type(d), lanes)
-        fn = self._masked_intrinsic("load", vt)
+        fn = L.masked_intrinsic(self.module, "load", vt)
         zero = ir.Constant(vt, None)
         v = self.b.call(fn, [self._ptr(bid, offset), ir.Constant(ir.IntType(32), d.itemsize), self.mask, zero])
         if d == dtypes.bool_:
@@ -311,7 +296,7 @@ class KernelEmitter:
             value = self.b.zext(value, ir.VectorType(L.memory_type(d), lanes))
         elif d == dtypes.bfloat16:
             value = L.bfloat16_to_memory(self.b, value)
-        fn = self._masked_intrinsic("store", value.type)
+        fn = L.masked_intrinsic(self.module, "store", value.type)
         self.b.call(fn, [value, self._ptr(bid, offset), ir.Constant(ir.IntType(32), d.itemsize), self.mask])
 
     # A complex element is two parts in memory: the lane mask covers both.
@@ -319,26 +304,15 @@ class KernelEmitter:
         part = LC.part_dtype(self.buffers[bid].dtype)
         vt = ir.VectorType(L.scalar_type(part), n_parts)
         zero = ir.Constant(vt, None)
-        return self.b.call(self._masked_intrinsic("load", vt), [
+        return self.b.call(L.masked_intrinsic(self.module, "load", vt), [
             self._ptr(bid, offset), ir.Constant(ir.IntType(32), part.itemsize),
             LC.duplicate_lanes(self.b, self.mask), zero])
 
     def _masked_parts_store(self, bid, offset, parts):
         part = LC.part_dtype(self.buffers[bid].dtype)
-        self.b.call(self._masked_intrinsic("store", parts.type), [
+        self.b.call(L.masked_intrinsic(self.module, "store", parts.type), [
             parts, self._ptr(bid, offset), ir.Constant(ir.IntType(32), part.itemsize),
             LC.duplicate_lanes(self.b, self.mask)])
-
-    def _tail_mask(self, j, stop, lanes):
-        # The bound goes through an empty inline asm so the mask never becomes a constant, not
-        # even in a loop driver that inlines this kernel with known sizes: LLVM 22's x86 code
-        # generator turns a one-lane constant-mask load -> trunc -> masked store into a scalar
-        # store of the *wide* value (8 bytes for an int32 element: an out-of-bounds write;
-        # program fuzzer seed 6036976, a scan stacking uint64 -> int32 rows of 9 elements).
-        stop = self.b.asm(ir.FunctionType(I64, [I64]), "", "=r,0", [stop], side_effect=False)
-        ramp = ir.Constant(ir.VectorType(I64, lanes), [ir.Constant(I64, k) for k in range(lanes)])
-        idx = self.b.add(L.splat(self.b, j, lanes), ramp)
-        return self.b.icmp_signed("<", idx, L.splat(self.b, stop, lanes))
 
     def _store(self, bid, offset, value):
         d = self.buffers[bid].dtype
@@ -510,7 +484,7 @@ class KernelEmitter:
             # The remainder runs as one masked vector step: the same code, no scalar copy of the math.
             j = b.load(self.last_counter)
             with b.if_then(b.icmp_signed("<", j, inner_stop)):
-                self.mask = self._tail_mask(j, inner_stop, lanes)
+                self.mask = L.tail_mask(self.b, j, inner_stop, lanes)
                 cache = dict(hoisted)
                 for e, bid, base in zip(phase.exprs, phase.outputs, bases):
                     self._masked_store(bid, b.add(base, j), self._eval(e, lanes, j, cache))
@@ -604,7 +578,7 @@ class KernelEmitter:
                     self._set_acc(vacc, self._combine(op, self._get_acc(vacc), v, d))
                 j = b.load(self.last_counter)
                 with b.if_then(b.icmp_signed("<", j, stop)):
-                    self.mask = self._tail_mask(j, stop, lanes)
+                    self.mask = L.tail_mask(self.b, j, stop, lanes)
                     v = self._eval(phase.exprs[0], lanes, j, dict(hoisted))
                     v = L.select_value(b, self.mask, v, self._identity(op, d, lanes))
                     self._set_acc(vacc, self._combine(op, self._get_acc(vacc), v, d))
@@ -718,7 +692,7 @@ class KernelEmitter:
             self._emit_outer_block(o, phase_stores)
         o = b.load(self.last_counter)
         with b.if_then(b.icmp_signed("<", o, end)):
-            self.mask = self._tail_mask(o, end, self.lanes)
+            self.mask = L.tail_mask(self.b, o, end, self.lanes)
             self._emit_outer_block(o, phase_stores)
             self.mask = None
         self.lane_dim = -1
@@ -818,7 +792,7 @@ class KernelEmitter:
             step(j)
         if n % lanes:
             j = b.load(self.last_counter)
-            self.mask = self._tail_mask(j, stop, lanes)
+            self.mask = L.tail_mask(self.b, j, stop, lanes)
             step(j)
             self.mask = None
         results = []

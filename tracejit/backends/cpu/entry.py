@@ -9,10 +9,10 @@ loops' drivers through the ``loops`` table of their addresses. A call then costs
 call instead of one per step with a pointer array built in Python each time (Collatz, a cond
 in a 1000-step fori_loop: most of its ~12 us per call was that dispatch).
 
-BLAS products of at most ``ENTRY_GEMM_MACS`` multiply-adds are CBLAS calls from the entry
-(``native_blas``, as in loop bodies). Anything else (larger products, host loops, NumPy steps, threaded kernels, donated arguments,
-recycled large outputs, outputs that are inputs, literals or repeated) keeps the step-by-step
-executable; ``entry_or_reason`` says why (``executable.entry_reason``). Both run the same kernels
+Matrix products of at most ``ENTRY_GEMM_MACS`` multiply-adds are made by the entry itself, as loop
+bodies make them (``native_blas``: generated code or a CBLAS call). Anything else (larger products,
+host loops, NumPy steps, threaded kernels, donated arguments, recycled large outputs, outputs that
+are inputs, literals or repeated) keeps the step-by-step executable; ``entry_or_reason`` says why (``executable.entry_reason``). Both run the same kernels
 on the same memory plan; ``TRACEJIT_NATIVE_ENTRY=0`` turns the entry off (to compare the two).
 """
 from __future__ import annotations
@@ -35,9 +35,9 @@ PTR = ir.PointerType()
 VOID = ir.VoidType()
 ENTRY = "tracejit_entry"
 ENTRY_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
-# A BLAS product of at most this many multiply-adds is called by the entry itself (CBLAS, the
-# provider the host would use): a small product's dispatch (a step from Python, ~6 us) was most of
-# its time. Larger ones keep the step-by-step executable, where a batch is one strided-batch call.
+# A product of at most this many multiply-adds is made by the entry itself: a small product's
+# dispatch (a step from Python, ~6 us) was most of its time. Larger ones keep the step-by-step
+# executable, where a batch is one strided-batch call.
 ENTRY_GEMM_MACS = 1 << 21
 
 @dataclass

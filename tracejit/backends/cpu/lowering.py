@@ -109,6 +109,34 @@ def intrinsic(builder, name, args, type_=None):
     return builder.call(fn, args)
 
 
+def masked_intrinsic(module, kind, vt):
+    """``llvm.masked.load`` / ``llvm.masked.store`` (``kind``) for vector type ``vt`` in ``module``."""
+    name = f"llvm.masked.{kind}.{_type_suffix(vt)}.p0"
+    fn = module.globals.get(name)
+    if fn is None:
+        mask_t = ir.VectorType(ir.IntType(1), vt.count)
+        if kind == "load":
+            fnty = ir.FunctionType(vt, [ir.PointerType(), ir.IntType(32), mask_t, vt])
+        else:
+            fnty = ir.FunctionType(ir.VoidType(), [vt, ir.PointerType(), ir.IntType(32), mask_t])
+        fn = ir.Function(module, fnty, name=name)
+    return fn
+
+
+def tail_mask(b, j, stop, lanes: int):
+    """The lanes ``j + l < stop`` of a vector step (i64 ``j``, ``stop``).
+
+    The bound goes through an empty inline asm so the mask never becomes a constant, not even in a
+    loop driver that inlines the kernel with known sizes: LLVM 22's x86 code generator turns a
+    one-lane constant-mask load -> trunc -> masked store into a scalar store of the *wide* value
+    (8 bytes for an int32 element: an out-of-bounds write; program fuzzer seed 6036976, a scan
+    stacking uint64 -> int32 rows of 9 elements)."""
+    i64 = ir.IntType(64)
+    stop = b.asm(ir.FunctionType(i64, [i64]), "", "=r,0", [stop], side_effect=False)
+    ramp = ir.Constant(ir.VectorType(i64, lanes), [ir.Constant(i64, k) for k in range(lanes)])
+    return b.icmp_signed("<", b.add(splat(b, j, lanes), ramp), splat(b, stop, lanes))
+
+
 def _is_float(d):
     return d.kind == "f"
 

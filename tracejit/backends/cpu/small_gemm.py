@@ -22,7 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
-I1, I32, I64, PTR = ir.IntType(1), ir.IntType(32), ir.IntType(64), ir.PointerType()
+from tracejit.backends.cpu import lowering as L
+from tracejit.backends.cpu.window import counted_loop
+
+I32, I64, PTR = ir.IntType(32), ir.IntType(64), ir.PointerType()
 _FLOATS = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
 # Rows of ``out`` per register block: from 4 (8 accumulators hide the fused multiply-add's latency
 # on two ports) to 8 (16 accumulators, 2 loads and 1 broadcast of 32 vector registers).
@@ -91,61 +94,20 @@ class _Emitter:
     def _const(self, v):
         return ir.Constant(I64, v)
 
-    def _intrinsic(self, name, ret, args):
-        m = self.fn.module
-        fn = m.globals.get(name)
-        if fn is None:
-            fn = ir.Function(m, ir.FunctionType(ret, args), name=name)
-        return fn
-
-    def _suffix(self):
-        return f"v{self.lanes}{'f32' if self.g.dtype == np.float32 else 'f64'}"
-
     def _fma(self, x, y, z):
-        return self.b.call(self._intrinsic(f"llvm.fma.{self._suffix()}", self.vt, [self.vt] * 3), [x, y, z])
+        return L.intrinsic(self.b, "llvm.fma", [x, y, z])
 
     def _masked_load(self, ptr, mask):
-        vt = self.vt
-        fn = self._intrinsic(f"llvm.masked.load.{self._suffix()}.p0", vt, [PTR, I32, ir.VectorType(I1, self.lanes), vt])
-        return self.b.call(fn, [ptr, ir.Constant(I32, self.g.dtype.itemsize), mask, ir.Constant(vt, None)])
+        fn = L.masked_intrinsic(self.fn.module, "load", self.vt)
+        return self.b.call(fn, [ptr, ir.Constant(I32, self.g.dtype.itemsize), mask, ir.Constant(self.vt, None)])
 
     def _masked_store(self, value, ptr, mask):
-        fn = self._intrinsic(f"llvm.masked.store.{self._suffix()}.p0", ir.VoidType(),
-                             [self.vt, PTR, I32, ir.VectorType(I1, self.lanes)])
+        fn = L.masked_intrinsic(self.fn.module, "store", self.vt)
         self.b.call(fn, [value, ptr, ir.Constant(I32, self.g.dtype.itemsize), mask])
 
     def _mask(self, j0):
-        """Lanes ``j0 + l < n`` (``n`` through an empty inline asm: LLVM must not see a constant
-        mask, whose one-lane forms it has miscompiled; see codegen._tail_mask)."""
-        b = self.b
-        n = b.asm(ir.FunctionType(I64, [I64]), "", "=r,0", [self._const(self.g.n)], side_effect=False)
-        ramp = ir.Constant(ir.VectorType(I64, self.lanes), [ir.Constant(I64, lane) for lane in range(self.lanes)])
-        return b.icmp_signed("<", b.add(self._splat(j0, I64), ramp), self._splat(n, I64))
-
-    def _splat(self, x, t=None):
-        b = self.b
-        vt = self.vt if t is None else ir.VectorType(t, self.lanes)
-        v = b.insert_element(ir.Constant(vt, None), x, ir.Constant(I32, 0))
-        return b.shuffle_vector(v, ir.Constant(vt, None), ir.Constant(ir.VectorType(I32, self.lanes), [0] * self.lanes))
-
-    def _loop(self, count, body, name):
-        """``for i in range(count): body(i)`` (i64), with a constant trip count."""
-        b = self.b
-        pre = b.block
-        head = self.fn.append_basic_block(f"{name}.head")
-        loop = self.fn.append_basic_block(f"{name}.body")
-        done = self.fn.append_basic_block(f"{name}.done")
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(I64, name=name)
-        i.add_incoming(self._const(0), pre)
-        b.cbranch(b.icmp_signed("<", i, self._const(count)), loop, done)
-        b.position_at_end(loop)
-        body(i)
-        nxt = b.add(i, self._const(1))
-        i.add_incoming(nxt, b.block)
-        b.branch(head)
-        b.position_at_end(done)
+        """Lanes ``j0 + l < n``."""
+        return L.tail_mask(self.b, j0, self._const(self.g.n), self.lanes)
 
     # ------------------------------------------------------------------ the product
     def emit(self):
@@ -154,30 +116,30 @@ class _Emitter:
         if g.batch == 1:
             self._matrix(a, bm, out)
         else:
-            self._loop(g.batch, lambda q: self._matrix(self._at(a, b.mul(q, self._const(g.stride_a))),
-                                                       self._at(bm, b.mul(q, self._const(g.stride_b))),
-                                                       self._at(out, b.mul(q, self._const(g.m * g.n)))), "batch")
+            counted_loop(b, g.batch, lambda q: self._matrix(self._at(a, b.mul(q, self._const(g.stride_a))),
+                                                            self._at(bm, b.mul(q, self._const(g.stride_b))),
+                                                            self._at(out, b.mul(q, self._const(g.m * g.n)))), "batch")
         self.b.ret_void()
 
     def _matrix(self, a, bm, out):
-        g, b, L = self.g, self.b, self.lanes
-        width = 2 * L
+        g, b, lanes = self.g, self.b, self.lanes
+        width = 2 * lanes
         mr = row_block(g.m)
         full_rows, tail_rows = divmod(g.m, mr)
 
         def column_block(jb):
             j0 = b.mul(jb, self._const(width))
-            masks = [self._mask(j0), self._mask(b.add(j0, self._const(L)))]
+            masks = [self._mask(j0), self._mask(b.add(j0, self._const(lanes)))]
             if full_rows:
-                self._loop(full_rows, lambda ib: self._block(a, bm, out, b.mul(ib, self._const(mr)), j0, mr, masks),
-                           "rows")
+                counted_loop(b, full_rows, lambda ib: self._block(a, bm, out, b.mul(ib, self._const(mr)), j0, mr,
+                                                                   masks), "rows")
             if tail_rows:
                 self._block(a, bm, out, self._const(full_rows * mr), j0, tail_rows, masks)
-        self._loop(-(-g.n // width), column_block, "cols")
+        counted_loop(b, -(-g.n // width), column_block, "cols")
 
     def _block(self, a, bm, out, i0, j0, rows, masks):
         """``rows`` rows from ``i0`` by two vectors of columns from ``j0``, accumulated in registers."""
-        g, b, L = self.g, self.b, self.lanes
+        g, b, lanes = self.g, self.b, self.lanes
         zero = ir.Constant(self.vt, None)
         pre = b.block
         head = self.fn.append_basic_block("k.head")
@@ -194,12 +156,12 @@ class _Emitter:
         b.cbranch(b.icmp_signed("<", p, self._const(g.k)), body, done)
         b.position_at_end(body)
         b_row = b.add(b.mul(p, self._const(g.ldb)), j0)
-        bv = [self._masked_load(self._at(bm, b.add(b_row, self._const(v * L))), masks[v]) for v in range(2)]
+        bv = [self._masked_load(self._at(bm, b.add(b_row, self._const(v * lanes))), masks[v]) for v in range(2)]
         a_col = b.mul(p, self._const(g.a_col))
         new = []
         for r in range(rows):
             a_at = b.add(b.mul(b.add(i0, self._const(r)), self._const(g.a_row)), a_col)
-            x = self._splat(b.load(self._at(a, a_at), typ=self.t))
+            x = L.splat(b, b.load(self._at(a, a_at), typ=self.t), self.lanes)
             new.append([self._fma(x, bv[v], accs[r][v]) for v in range(2)])
         end = b.block
         for r in range(rows):
@@ -208,11 +170,11 @@ class _Emitter:
         p.add_incoming(b.add(p, self._const(1)), end)
         b.branch(head)
         b.position_at_end(done)
-        alpha = self._splat(ir.Constant(self.t, g.alpha))
+        alpha = L.splat(b, ir.Constant(self.t, g.alpha), self.lanes)
         for r in range(rows):
             row_at = b.add(b.mul(b.add(i0, self._const(r)), self._const(g.n)), j0)
             for v in range(2):
-                ptr = self._at(out, b.add(row_at, self._const(v * L)))
+                ptr = self._at(out, b.add(row_at, self._const(v * lanes)))
                 value = accs[r][v]
                 if g.accumulate:
                     value = self._fma(alpha, value, self._masked_load(ptr, masks[v]))
