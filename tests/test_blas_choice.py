@@ -166,7 +166,9 @@ def test_auto_picks_the_fastest_per_class_and_excludes_bad_providers(fakes):
     auto = blas.provider()
     assert auto.name == "auto" and auto.source == "measured"
     for dtype in ("float32", "float64"):
-        assert auto.table["choice"][dtype] == {"skinny": "skinny", "square": "square", "batched": "numpy"}
+        # (no fake is faster on rank_k or panel products: the tie goes to the first provider, numpy)
+        assert auto.table["choice"][dtype] == {"skinny": "skinny", "square": "square", "batched": "numpy",
+                                               "rank_k": "numpy", "panel": "numpy"}
     assert set(auto.table["excluded"]) == {"wrong", "raises"}
     assert "error" in auto.table["excluded"]["wrong"] and "boom" in auto.table["excluded"]["raises"]
     assert "wrong" not in calls and "raises" not in calls     # excluded before any timing
@@ -175,7 +177,7 @@ def test_auto_picks_the_fastest_per_class_and_excludes_bad_providers(fakes):
     assert auto.provider_for(np.complex128, "skinny").name == "skinny"
     assert auto.provider_for(np.int32, "square").name == "numpy"
     before = {n: p.calls for n, p in providers.items() if isinstance(p, Fake)}
-    for (m, k, n), name in [((8, 100, 100), "skinny"), ((100, 100, 100), "square")]:
+    for (m, k, n), name in [((8, 100, 100), "skinny"), ((300, 300, 300), "square")]:
         out = np.empty((m, n), np.float32)
         blas.gemm(np.ones((m, k), np.float32), np.ones((k, n), np.float32), out)
         assert providers[name].calls == before[name] + 1
@@ -310,10 +312,24 @@ def test_unknown_and_unavailable_providers(fakes, monkeypatch):
 
 def test_shape_classes():
     assert blas.shape_class(16, 3072, 768) == "skinny"
-    assert blas.shape_class(768, 768, 16) == "skinny"          # a rank-16 update (x.T @ g)
-    assert blas.shape_class(65, 65, 65) == "square"
-    assert blas.shape_class(1000, 1000, 1000, batch=2) == "batched"
+    assert blas.shape_class(3072, 16, 768) == "skinny"
     assert blas.shape_class(8, 8, 8, batch=1) == "skinny"
+    assert blas.shape_class(64, 4096, 4096) == "skinny"
+    assert blas.shape_class(768, 768, 16) == "rank_k"          # a rank-16 update (x.T @ g)
+    assert blas.shape_class(65, 65, 64) == "rank_k"
+    assert blas.shape_class(65, 65, 65) == "panel"
+    assert blas.shape_class(128, 3072, 768) == "panel"
+    assert blas.shape_class(3072, 256, 768) == "panel"
+    assert blas.shape_class(257, 257, 65) == "square"
+    assert blas.shape_class(1000, 1000, 1000, batch=2) == "batched"
+
+
+def test_every_class_is_timed_on_shapes_of_that_class():
+    for cls, shapes in blas.SHAPES.items():
+        assert cls in blas.CLASSES and shapes
+        for nb, m, k, n in shapes:
+            assert blas.shape_class(m, n, k, nb) == cls, (cls, (nb, m, k, n))
+    assert set(blas.SHAPES) == set(blas.CLASSES)
 
 
 def test_host_key_names_cpu_threads_and_libraries():

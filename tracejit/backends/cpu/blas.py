@@ -15,9 +15,10 @@ views are never copied. Providers, by name (``PROVIDERS``):
 ``auto`` (the default) picks by **measurement**, not by availability: at first
 use every provider that loads computes a tiny check product per dtype (one that
 raises or is wrong is excluded), then is timed on a few representative shapes
-per dtype and shape class -- ``skinny`` (M, N or K at most 64), ``square``,
-``batched`` -- and the fastest (geometric mean of GFLOP/s over the class's
-shapes, each the median of 2-6 calls over two passes) serves that (dtype, class). complex64 and
+per dtype and shape class -- ``skinny`` (M or N at most 64), ``rank_k`` (else K
+at most 64), ``panel`` (else M or N at most 256), ``square``, ``batched`` -- and the fastest (geometric mean of GFLOP/s over the class's
+shapes, each the median of 4-10 calls over two passes, each provider first computing
+for ``WARM_S`` so its threads are awake) serves that (dtype, class). complex64 and
 complex128 follow float32's and float64's choices. The measurement takes a few
 hundred milliseconds and runs once per CPU model: the table is stored as JSON in
 the compile cache directory (``object_cache.cache_dir()``), keyed by the CPU
@@ -68,30 +69,46 @@ _PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
 # complex dtypes use the provider measured for the real dtype of their precision
 _MEASURED_AS = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
                 np.dtype(np.complex64): "float32", np.dtype(np.complex128): "float64"}
-CLASSES = ("skinny", "square", "batched")
-SKINNY = 64          # a product with M, N or K at most this is "skinny"
-FORMAT = 1           # version of the measurement and of its JSON file
-# (batch, m, k, n) timed per class; m = 1 is absent: small_dots turns those into kernels
+CLASSES = ("skinny", "rank_k", "panel", "square", "batched")
+SKINNY = 64          # M or N at most this: a product of a few rows or columns ("skinny")
+RANK_K = 64          # else K at most this: a rank-k update such as x.T @ g ("rank_k")
+PANEL = 256          # else M or N at most this: a panel such as (128, 768) @ (768, 3072) ("panel")
+FORMAT = 2           # version of the measurement and of its JSON file
+# (batch, m, k, n) timed per class; m = 1 is absent: small_dots turns those into kernels. The classes
+# are where providers' strengths part: on a Zen 4 EPYC, NumPy's OpenBLAS ran (16, 768) @ (768, 3072)
+# 1.5x faster than MKL and (128, 768) @ (768, 3072) 1.1x faster, MKL (768, 16) @ (16, 768) 2.1x faster
+# and small batches 1.5x faster -- one "skinny" class holding the first and third let MKL's lead on
+# one shape outvote its losses on the others.
 SHAPES = {
-    "skinny": [(1, 16, 768, 3072), (1, 4, 1024, 1024), (1, 768, 16, 768)],
+    "skinny": [(1, 16, 768, 3072), (1, 4, 1024, 1024), (1, 1024, 1024, 16)],
+    "rank_k": [(1, 768, 16, 768), (1, 1024, 64, 1024)],
+    "panel": [(1, 128, 768, 3072), (1, 1024, 512, 256)],
     "square": [(1, 512, 512, 512), (1, 1024, 1024, 1024)],
-    "batched": [(12, 128, 64, 128)],
+    "batched": [(12, 128, 64, 128), (8, 256, 256, 256)],
 }
 _FLOAT32_ONLY = {(1, 1024, 1024, 1024)}   # 2 GFLOP: float64 learns as much from 512
-PASS_BUDGET_S = 2.0  # no second timing pass once the first took longer than this
+PASS_BUDGET_S = 3.0  # no second timing pass once the first took longer than this
+WARM_S = 0.03        # each provider computes this long before its first timing (threads, clocks)
 
 
 def shape_class(m: int, n: int, k: int, batch: int = 1) -> str:
-    """The shape class a product is dispatched by: ``batched``, ``skinny`` or ``square``.
+    """The shape class a product is dispatched by: ``batched``, ``skinny``, ``rank_k``, ``panel``
+    or ``square`` (see ``SKINNY``, ``RANK_K``, ``PANEL``).
 
     Examples
     --------
-    >>> shape_class(16, 3072, 768), shape_class(512, 512, 512), shape_class(128, 128, 64, batch=12)
-    ('skinny', 'square', 'batched')
+    >>> shape_class(16, 3072, 768), shape_class(768, 768, 16), shape_class(128, 3072, 768)
+    ('skinny', 'rank_k', 'panel')
+    >>> shape_class(512, 512, 512), shape_class(128, 128, 64, batch=12)
+    ('square', 'batched')
     """
     if batch > 1:
         return "batched"
-    return "skinny" if min(m, n, k) <= SKINNY else "square"
+    if min(m, n) <= SKINNY:
+        return "skinny"
+    if k <= RANK_K:
+        return "rank_k"
+    return "panel" if min(m, n) <= PANEL else "square"
 
 
 def _operand(a: np.ndarray):
@@ -435,6 +452,27 @@ def _time_gemm(p, a, b, out, repeats: int) -> list:
     return times
 
 
+def _operands(cache: dict, dtype: str, shape, rng):
+    """``(a, b, out)`` for a ``(batch, m, k, n)`` product of ``dtype``, made once per measurement."""
+    if (dtype, shape) not in cache:
+        nb, m, k, n = shape
+        lead = (nb,) if nb > 1 else ()
+        cache[dtype, shape] = (_rand(lead + (m, k), dtype, rng), _rand(lead + (k, n), dtype, rng),
+                               np.empty(lead + (m, n), dtype))
+    return cache[dtype, shape]
+
+
+def _warm_up(p, cache: dict, rng) -> None:
+    """Products on ``p`` for ``WARM_S`` seconds (at most 30 calls): its thread pool wakes and the
+    cores reach their clock before anything is timed (unwarmed, OpenBLAS's 512^3 float32 product
+    measured 144 GFLOP/s in this table and 197 in ``bench_blas`` on the same EPYC)."""
+    spent = 0.0
+    for _ in range(30):
+        spent += sum(_time_gemm(p, *_operands(cache, "float32", (1, 256, 256, 256), rng), 1))
+        if spent >= WARM_S:
+            return
+
+
 def _time_all(usable: dict) -> dict:
     """Seconds samples ``{name: {dtype: {shape: [s, ...]}}}`` of every provider on every shape.
 
@@ -456,18 +494,14 @@ def _time_all(usable: dict) -> dict:
             if previous is not None and previous.pool != p.pool and previous.settle_s:
                 time.sleep(previous.settle_s)
             previous = p
+            _warm_up(p, operands, rng)
             for dtype in ("float32", "float64"):
                 for shape in (s for cls_shapes in SHAPES.values() for s in cls_shapes):
                     if dtype != "float32" and shape in _FLOAT32_ONLY:
                         continue
-                    if (dtype, shape) not in operands:
-                        nb, m, k, n = shape
-                        lead = (nb,) if nb > 1 else ()
-                        operands[dtype, shape] = (_rand(lead + (m, k), dtype, rng), _rand(lead + (k, n), dtype, rng),
-                                                  np.empty(lead + (m, n), dtype))
                     flops = 2.0 * shape[0] * shape[1] * shape[2] * shape[3]
-                    repeats = 1 if flops > 1e9 else 2 if flops > 1e8 else 3
-                    got = _time_gemm(p, *operands[dtype, shape], repeats)
+                    repeats = 2 if flops > 1e9 else 3 if flops > 1e8 else 5
+                    got = _time_gemm(p, *_operands(operands, dtype, shape, rng), repeats)
                     samples[name].setdefault(dtype, {}).setdefault(shape, []).extend(got)
     return samples
 
