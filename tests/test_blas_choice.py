@@ -343,3 +343,31 @@ def test_host_key_names_cpu_threads_and_libraries():
 def test_doctests(fakes):
     import doctest
     assert doctest.testmod(blas).failed == 0
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="reads /proc/stat (Linux)")
+def test_other_processes_cpu_time_during_a_measurement_is_seen():
+    import subprocess
+    import sys
+    import time
+    spin = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 1.5: pass"])
+    try:
+        time.sleep(0.3)                     # (the child is running its loop by now)
+        before, t0 = blas._cpu_seconds(), time.perf_counter()
+        time.sleep(0.6)
+        assert blas._others_were_busy(before, time.perf_counter() - t0)
+    finally:
+        spin.wait()
+    # our own CPU time is not "others'": a busy loop here counts for nothing
+    before, t0 = blas._cpu_seconds(), time.perf_counter()
+    mine = blas._cpu_seconds()[1]
+    while blas._cpu_seconds()[1] - mine < 0.3:
+        pass
+    others = (blas._cpu_seconds()[0] - before[0]) - (blas._cpu_seconds()[1] - before[1])
+    assert others < 0.15 + 0.25 * (time.perf_counter() - t0)       # (uncounted, ours alone would be >= 0.3)
+
+
+def test_a_measurement_disturbed_by_other_processes_is_marked_busy(fakes, monkeypatch):
+    monkeypatch.setattr(blas, "_others_were_busy", lambda before, wall_s: True)
+    auto = blas.provider("auto")
+    assert auto.source == "measured" and auto.table["busy"] is True
