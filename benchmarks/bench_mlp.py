@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 import tracejit
+from tracejit.backends.cpu import blas
 from benchmarks.common import block, header, jax_cpu, median_time, row
 
 
@@ -25,6 +26,12 @@ def main():
     rng = np.random.default_rng(0)
     jax = jax_cpu()
     jnp_ = __import__("jax.numpy", fromlist=["x"]) if jax is not None else None
+    # The BLAS choice is measured once per machine (and stored), not per program: done here, so the
+    # compile times below are the programs' own.
+    t0 = time.perf_counter()
+    auto = blas.provider()
+    print(f"  BLAS choice ({getattr(auto, 'source', auto.name)}): {time.perf_counter() - t0:.2f} s, "
+          "once per machine, not counted in the compile times below")
     for rows, d in [(128, 768), (1024, 768), (128, 3072)]:
         header(f"MLP x[{rows},{d}] -> {4 * d} -> {d}, f32")
         args = [rng.standard_normal(s).astype(np.float32) * 0.05 for s in
