@@ -26,6 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CI_START, CI_COUNT = 0, 4000
 CLOSURE_COUNT = 300
 PAD_CONV_COUNT = 200
+WIDE_CONV_COUNT = 120
 
 # seed -> class of a known open bug it hits (none open now; the issue 12 note lists the fixed ones). A change to
 # the generator or to its error models changes the programs of the seeds: list them again then
@@ -94,6 +95,17 @@ def test_fuzz_programs_with_loop_bodies_reading_outer_values(tmp_path):
     bad = {r["seed"]: [m["key"] for m in r["mismatches"]] for r in records if r.get("mismatches")}
     assert len(records) == CLOSURE_COUNT and not bad, (
         f"{bad}; reproduce with: python -m tests.fuzz.program_check --seed SEED")
+
+
+def test_fuzz_programs_with_wide_convolutions(tmp_path):
+    # Seeds from WIDE_CONV_SEEDS on: convolutions of 8-17 input features, which the compiler turns
+    # into conv_windows steps reading the input's windows in place (an implicit GEMM), against the
+    # prelude's float64 _conv_ref.
+    records, _ = _campaign(tmp_path, pg.WIDE_CONV_SEEDS, WIDE_CONV_COUNT, minimize_budget=0)
+    bad = {r["seed"]: [m["key"] for m in r["mismatches"]] for r in records if r.get("mismatches")}
+    assert len(records) == WIDE_CONV_COUNT and not bad, (
+        f"{bad}; reproduce with: python -m tests.fuzz.program_check --seed SEED")
+    assert [op for r in records for op in r["ops"]].count("conv") > 20
 
 
 def test_fuzz_programs_with_pads_and_convolutions(tmp_path):

@@ -24,8 +24,9 @@ the padding value a literal or a value of the program), ``lax.conv_general_dilat
 dims, layouts, strides, string or explicit pads, dilations, groups, under ``vmap``) and
 ``xp.convolve``; their oracles are the prelude's ``_pad`` (each output index mapped back to its
 input) and ``_conv_ref`` (a direct float64 sum per output position), and a convolution's bound is
-per element, from the same convolution of the operands' magnitudes (``_conv_bound``). Seeds below
-generate exactly the programs they did.
+per element, from the same convolution of the operands' magnitudes (``_conv_bound``). Seeds from
+:data:`WIDE_CONV_SEEDS` on give some of those convolutions 8 to 17 input features (the compiler's
+implicit GEMM). Seeds below each threshold generate exactly the programs they did.
 
 Exclusions for known open bugs (delete when fixed) are named in :data:`EXCLUSIONS`; each is off
 unless listed there.
@@ -711,10 +712,12 @@ def _lit_float(x: float) -> str:
 class Gen:
     """Builds one (sub-)program. ``exact_only``: no ops that add rounding error (loop/vmap bodies)."""
 
-    def __init__(self, rng, prefix="v", exact_only=False, depth=0, counter=None, closures=False, pad_conv=False):
+    def __init__(self, rng, prefix="v", exact_only=False, depth=0, counter=None, closures=False, pad_conv=False,
+                 wide_conv=False):
         self.rng = rng
         self.closures = closures    # loop bodies may read values of the enclosing program (CLOSURE_SEEDS)
         self.pad_conv = pad_conv    # lax.pad, convolutions (PAD_CONV_SEEDS)
+        self.wide_conv = wide_conv  # convolutions with 8+ input features too (WIDE_CONV_SEEDS)
         self.prefix = prefix
         self.exact_only = exact_only
         self.depth = depth
@@ -1229,7 +1232,7 @@ class Gen:
     def _subgraph(self, params, exact_only, n_ops, out_like=None):
         """A nested generator over ``params`` [(name, value)]; returns (gen, output var)."""
         g = Gen(self.rng, prefix=self.prefix, exact_only=exact_only, depth=self.depth + 1, counter=self.counter,
-                closures=self.closures, pad_conv=self.pad_conv)
+                closures=self.closures, pad_conv=self.pad_conv, wide_conv=self.wide_conv)
         for name, val, *err in params:
             g.vars.append(_Var(name, val, err[0] if err else 0.0))
         for _ in range(n_ops):
@@ -1478,6 +1481,9 @@ class Gen:
         B = self.choice([1, 1, 1, 1, 2]) if G == 1 else 1
         I = self.choice([1, 1, 2, 3])
         O = G * B * self.choice([1, 2])
+        if self.wide_conv and G == 1 and B == 1 and self.r() < 0.8:
+            # (what the compiler reads in place, ops/conv_windows.py: 8+ features; O across vector widths)
+            I, O = self.choice([8, 9, 16, 17]), self.choice([1, 3, 16, 17, 33])
         N = B * self.choice([1, 1, 2])
         small = nsp == 3
         ins = [self.choice([0, 1, 2, 3, 4] if small else [1, 2, 3, 4, 5, 6, 7]) if self.r() > 0.03 else 0
@@ -1568,7 +1574,7 @@ class Gen:
                (self.op_index, 1.2), (self.op_control, 1.2 if self.depth == 0 else 0.3)]
         if self.pad_conv:
             # Appended (seeds below PAD_CONV_SEEDS draw from the list above, as they always did).
-            ops += [(self.op_pad, 1.5), (self.op_conv, 0.3 if self.exact_only else 1.2)]
+            ops += [(self.op_pad, 1.5), (self.op_conv, (0.3 if self.exact_only else 1.2) * (4 if self.wide_conv else 1))]
         w = np.array([x[1] for x in ops])
         for _ in range(6):
             f = ops[int(self.rng.choice(len(ops), p=w / w.sum()))][0]
@@ -1720,6 +1726,9 @@ CLOSURE_SEEDS = 20_000_000
 # Seeds from here on (closures too) also generate lax.pad (crops, interior padding: the native_pads
 # pass), lax.conv_general_dilated (oracle: _conv_ref, a direct float64 reference) and xp.convolve.
 PAD_CONV_SEEDS = 30_000_000
+# Seeds from here on (pads and convolutions too) also give convolutions of one group 8 to 17 input
+# and 1 to 33 output features: the compiler reads their input's windows in place (ops/conv_windows.py).
+WIDE_CONV_SEEDS = 40_000_000
 
 
 def generate(seed: int, max_stmts: int | None = None) -> Program:
@@ -1727,7 +1736,8 @@ def generate(seed: int, max_stmts: int | None = None) -> Program:
     rng = np.random.default_rng([12, seed])
     n_in = int(rng.choice([1, 1, 2, 2, 3]))
     shape0 = _random_shape(rng)
-    inputs, gen = [], Gen(rng, closures=seed >= CLOSURE_SEEDS, pad_conv=seed >= PAD_CONV_SEEDS)
+    inputs, gen = [], Gen(rng, closures=seed >= CLOSURE_SEEDS, pad_conv=seed >= PAD_CONV_SEEDS,
+                          wide_conv=seed >= WIDE_CONV_SEEDS)
     for i in range(n_in):
         shape = shape0 if i == 0 else _related_shape(rng, shape0)
         dt = str(rng.choice(DTYPES)) if i == 0 or rng.random() < 0.6 else inputs[0][2]

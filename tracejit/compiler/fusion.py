@@ -30,6 +30,7 @@ from tracejit.compiler.plan import (CONTROL_FLOW, Buffer, DotStep, NumpyStep, Pl
 from tracejit.compiler.kernel_ir import GatherSpec, IndexMap, Kernel, Node, Phase, is_gather, walk
 from tracejit.compiler.index_maps import STRUCTURAL as _STRUCTURAL, native_storage as _native_storage, structural_terms
 from tracejit.compiler.fused_pads import pad_as_load, pad_expr, pad_view_root
+from tracejit.ops.conv_windows import conv_windows_p, conv_windows_wgrad_p
 from tracejit.ops.dot import dot_general_p
 from tracejit.ops.elementwise import iota_p
 from tracejit.ops.indexing import dynamic_slice_p, dynamic_update_slice_p, gather_p, scatter_p
@@ -134,6 +135,8 @@ class Planner:
         if p in (dynamic_slice_p, dynamic_update_slice_p):
             arrays = eqn.inputs[:1] if p is dynamic_slice_p else eqn.inputs[:2]
             return "window" if all(isinstance(a, Var) for a in arrays) else "numpy"
+        if p in (conv_windows_p, conv_windows_wgrad_p) and all(isinstance(a, Var) for a in eqn.inputs):
+            return "window"     # a convolution (or its kernel's cotangent) reading the input's windows in place
         return "numpy"
 
     def _fusible_dtype(self, eqn):
@@ -510,6 +513,9 @@ class Planner:
                 step = WindowStep("axis", out, ins[0], None, [], (), (eqn.primitive.name, axis, reverse))
             elif eqn.primitive is dynamic_slice_p:
                 step = WindowStep("slice", out, ins[0], None, ins[1:], tuple(eqn.params["slice_sizes"]))
+            elif eqn.primitive in (conv_windows_p, conv_windows_wgrad_p):
+                step = WindowStep("conv" if eqn.primitive is conv_windows_p else "conv_wgrad", out, ins[0], ins[1],
+                                  [], (), tuple(sorted(eqn.params.items())))
             else:
                 step = WindowStep("update", out, ins[0], ins[1], ins[2:], eqn.inputs[1].aval.shape)
             self.plan.steps.append(step)

@@ -61,7 +61,8 @@ class WindowStep:
     only the window; otherwise it copies the operand first.
     """
 
-    kind: str                  # "slice" | "update" | "pad" | "scatter" | "concat" | "axis" | "call"
+    kind: str                  # "slice" | "update" | "pad" | "scatter" | "concat" | "axis" | "call" | "conv"
+                               # | "conv_wgrad"
     out: int
     operand: int               # pad: the padding value (buffer id or ("lit", value))
     update: int | None         # pad: the array placed inside; scatter: the updates; concat: all operands
@@ -70,7 +71,9 @@ class WindowStep:
     window: tuple              # window shape (slice_sizes, or the update's shape); scatter: ()
     combine: tuple = ()        # scatter: (kind, mode), e.g. ("add", "drop"); concat: (axis,);
                                # axis: (cumsum|cumprod|cummax|cummin|argmax|argmin|sort, axis, reverse);
-                               # call: (primitive name, sorted params) of a library call (core.NATIVE_CALL)
+                               # call: (primitive name, sorted params) of a library call (core.NATIVE_CALL);
+                               # conv: conv_windows's sorted params (operand: the input, update: the kernel);
+                               # conv_wgrad: conv_windows_wgrad's (operand: the input, update: the cotangent)
     fused: object = None       # scatter: a one-phase Kernel over the updates' shape computing each update
                                # inside the scatter loop (``update`` is then None: nothing materialized)
 
@@ -94,6 +97,10 @@ class WindowStep:
             name, params = self.combine
             args = ", ".join(f"{k}={v!r}" for k, v in params)
             return f"call {name}[{args}] {operand} -> b{self.out}"
+        if self.kind in ("conv", "conv_wgrad"):
+            args = ", ".join(f"{k}={v!r}" for k, v in self.combine)
+            what = "conv_windows" if self.kind == "conv" else "conv_windows_wgrad"
+            return f"window {what}[{args}] {operand}, b{self.update} -> b{self.out}"
         if self.kind == "scatter":
             update = f"b{self.update}" if self.fused is None else f"({self.fused.phases[0].exprs[0]!r})"
             return (f"window scatter[{self.combine[0]} mode={self.combine[1]}] {update} into "

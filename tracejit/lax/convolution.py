@@ -22,7 +22,9 @@ from tracejit.numpy._util import aval, to_operand
 from tracejit.ops.binders import add, binary, reshape, select, transpose, un
 from tracejit.ops.convolution import (ConvDimensionNumbers, _dilated, _out_sizes, _positive_ints, _spatial_prepare,
                                       _window_taps, conv_dimension_numbers, conv_output_shape, conv_params,
-                                      conv_with_params, padtype_to_pads)
+                                      conv_product, conv_with_params, padtype_to_pads)
+from tracejit.ops.conv_windows import (conv_windows_wgrad_p, convolution_for_compiler, reads_windows_in_place,
+                                      windows_kernel_cotangent)
 from tracejit.ops.operands import concrete_operand, convert, widen_to_preferred
 from tracejit.transforms.ad import def_jvp, def_simple_vjp
 from tracejit.transforms.ad_custom import custom_jvp
@@ -57,7 +59,8 @@ def _conv_cost(ins, outs, *, dimension_numbers, feature_group_count, **_):
 
 conv_general_dilated_p = def_rules(Primitive("conv_general_dilated"), abstract_eval=_conv_abstract_eval,
                                    impl=_conv_impl, cost=_conv_cost)
-decomposition_rules[conv_general_dilated_p] = lambda lhs, rhs, **params: [conv_with_params(lhs, rhs, **params)]
+# (the compiler's form reads the input's windows in place where it can: ops/conv_windows.py)
+decomposition_rules[conv_general_dilated_p] = lambda lhs, rhs, **params: [convolution_for_compiler(lhs, rhs, **params)]
 
 
 def _conv_jvp(primals, tangents, **params):
@@ -147,8 +150,13 @@ def _conv_bwd(g, needed, ins, outs, **params):
             dx = vjp(lambda a: conv_with_params(a, w, **params), x)[1](g)[0]
     if needed[1]:
         # The kernel's cotangent by JAX's rule is a convolution whose window is the whole output;
-        # the decomposition's transpose (one product of the im2col with g) is the fast form.
-        dw = vjp(lambda b: conv_with_params(x, b, **params), w)[1](g)[0]
+        # the fast forms are a product of the input's windows with g: read in place (an implicit
+        # GEMM, ops/conv_windows.py) where the compiler's form of the convolution does so, else the
+        # decomposition's transpose (one product of the im2col with g).
+        if reads_windows_in_place(x, w, **params):
+            dw = windows_kernel_cotangent(x, g, aval(w).shape, **params)
+        else:
+            dw = vjp(lambda b: conv_with_params(x, b, **params), w)[1](g)[0]
     return [dx, dw]
 
 
@@ -161,6 +169,51 @@ def _conv_batching(args, dims, size, **params):
 def_jvp(conv_general_dilated_p, _conv_jvp)
 def_simple_vjp(conv_general_dilated_p, _conv_bwd)
 batching_rules[conv_general_dilated_p] = _conv_batching
+
+
+# --------------------------------------------------------------------------- conv_windows_wgrad's rules
+#
+# The kernel's cotangent read from the input's windows (ops/conv_windows.py) is bilinear in the
+# input and the output cotangent; its own derivatives and batches go through the im2col form.
+
+def _channels_last_conv(x, w, strides, dilation):
+    """``conv_windows(x, w)`` as the im2col form (channels last, padded already)."""
+    nsp = aval(x).ndim - 2
+    sp = "HWDEFGJKLMPQRSTUVXYZ"[:nsp]       # (spatial letters: any but N, C, I, O)
+    dn = conv_dimension_numbers(aval(x).shape, aval(w).shape, ("N" + sp + "C", sp + "IO", "N" + sp + "C"))
+    return conv_product(x, w, window_strides=strides, padding=((0, 0),) * nsp, lhs_dilation=(1,) * nsp,
+                        rhs_dilation=dilation, dimension_numbers=dn, feature_group_count=1, batch_group_count=1)
+
+
+def _channels_last_wgrad(x, g, window, strides, dilation):
+    w0 = np.zeros((*window, aval(x).shape[-1], aval(g).shape[-1]), aval(x).dtype)
+    return vjp(lambda b: _channels_last_conv(x, b, strides, dilation), w0)[1](g)[0]
+
+
+def _wgrad_jvp(primals, tangents, **params):
+    (x, g), (tx, tg) = primals, tangents
+    out = conv_windows_wgrad_p.bind(x, g, **params)
+    terms = [conv_windows_wgrad_p.bind(tx, g, **params)] if tx is not None else []
+    if tg is not None:
+        terms.append(conv_windows_wgrad_p.bind(x, tg, **params))
+    return [out], [None if not terms else terms[0] if len(terms) == 1 else add(*terms)]
+
+
+def _wgrad_bwd(ct, needed, ins, outs, *, window, strides, dilation):
+    x, g = ins
+    dx = vjp(lambda a: _channels_last_conv(a, ct, strides, dilation), x)[1](g)[0] if needed[0] else None
+    dg = _channels_last_conv(x, ct, strides, dilation) if needed[1] else None
+    return [dx, dg]
+
+
+def _wgrad_batching(args, dims, size, *, window, strides, dilation):
+    batched = vmap(lambda a, b: _channels_last_wgrad(a, b, window, strides, dilation), in_axes=tuple(dims))(*args)
+    return [batched], [0]
+
+
+def_jvp(conv_windows_wgrad_p, _wgrad_jvp)
+def_simple_vjp(conv_windows_wgrad_p, _wgrad_bwd)
+batching_rules[conv_windows_wgrad_p] = _wgrad_batching
 
 
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,

@@ -309,9 +309,10 @@ def conv_product(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilatio
 
 # --------------------------------------------------------------- kernels with inf or NaN taps
 
-def exact_zero_padded_product(product, x, w, padded=True):
+def exact_zero_padded_product(product, x, w, padded=True, rare_product=None):
     """``product(x, w)`` for a bilinear ``product`` that pads ``x`` with zeros (an im2col), with the
-    IEEE result of summing only the terms on real elements of ``x`` when ``w`` is not finite.
+    IEEE result of summing only the terms on real elements of ``x`` when ``w`` is not finite
+    (computed with ``rare_product``, the same product in another form, when given).
 
     ``product(x, w)`` itself is exact while ``w`` is finite (a finite tap on a zero adds ``+0``, which
     leaves any sum unchanged). Otherwise a staged ``cond`` takes the exact path: the finite parts
@@ -323,7 +324,8 @@ def exact_zero_padded_product(product, x, w, padded=True):
     if not padded or not dtypes.is_float(dtype):
         return product(x, w)
     nonfinite_taps = reduce_sum(convert(un("not", un("is_finite", w)), dtype), range(aval(w).ndim))
-    return cond(binary("eq", nonfinite_taps, c(0, dtype)), product, lambda a, b: _nonfinite_terms(product, a, b), x, w)
+    rare = rare_product or product
+    return cond(binary("eq", nonfinite_taps, c(0, dtype)), product, lambda a, b: _nonfinite_terms(rare, a, b), x, w)
 
 
 def _nonfinite_terms(product, x, w):

@@ -16,7 +16,7 @@ from tracejit.config import env_flag
 from tracejit.backends.cpu import entry, llvm_engine, loops, mathlib, parallel, warmup
 from tracejit.backends.cpu import object_cache as persistent_cache
 from tracejit.backends.cpu.host_loops import HostLoop
-from tracejit.backends.cpu.native import (can_lower, can_reduce, native_emitter, native_steps,  # noqa: F401
+from tracejit.backends.cpu.native import (can_lower, can_reduce, native_emitter, native_steps, splits_over_threads,  # noqa: F401
                                           vector_bytes)
 from tracejit.backends.cpu.runtime import (CPUExecutable, KernelLaunch, WindowLaunch, output_pools,
                                            prime_in_background)
@@ -74,7 +74,7 @@ class CPUBackend:
             if entry_layout is not None:
                 entry.emit_entry(module, plan, optimized.offsets or {}, entry_layout,
                                  emitter_of, {id(k): n for k, _, n in emitters})
-            if team is not None and any(isinstance(k, Kernel) for k, _, _ in emitters):
+            if team is not None and any(splits_over_threads(k) for k, _, _ in emitters):
                 parallel.emit_trampoline(module, team)
             for m in modules:
                 mathlib.finish_module(m)
@@ -107,7 +107,7 @@ class CPUBackend:
             trampoline = _address_or_none(compiled, parallel.TRAMPOLINE) if team is not None else None
             parts = [compiled] + compiled.parts
             for kernel, em, fn_name in emitters:
-                launch_type = WindowLaunch if isinstance(kernel, WindowStep) else KernelLaunch
+                launch_type = KernelLaunch if splits_over_threads(kernel) else WindowLaunch
                 address = parts[modules.index(em.module)].address(fn_name)
                 launch = launch_type(kernel, em.layout, em.slots, address, em)
                 launch.module = compiled  # the code lives as long as a launch refers to it

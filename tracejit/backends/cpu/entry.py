@@ -26,6 +26,7 @@ from tracejit.config import env_flag
 from tracejit.compiler.kernel_ir import Kernel
 from tracejit.compiler.plan import DotStep, NumpyStep, WindowStep, base_buffer
 from tracejit.backends.cpu import native_blas
+from tracejit.backends.cpu.native import splits_over_threads, step_work
 from tracejit.backends.cpu.loops import NativeLoop, aligned_size, literal_constant, memmove
 from tracejit.backends.cpu.runtime import PARALLEL_MIN_WORK, openmp_min_work
 
@@ -57,12 +58,13 @@ class EntryLayout:
     gemms: dict = field(default_factory=dict)       # plan step index -> native_blas.GemmCall
 
 
-def _runs_on_caller(kernel: Kernel, emitter) -> bool:
-    """The step-by-step executable would call this kernel on the calling thread, whatever the
-    thread count (KernelLaunch's rule)."""
+def _runs_on_caller(step, emitter) -> bool:
+    """The step-by-step executable would call this kernel (or convolution) on the calling thread,
+    whatever the thread count (KernelLaunch's rule)."""
     if emitter.layout.parallel_size < 2:
         return True
-    return kernel.size < openmp_min_work(emitter) and kernel.size < PARALLEL_MIN_WORK
+    work = step_work(step, emitter)
+    return work < openmp_min_work(emitter) and work < PARALLEL_MIN_WORK
 
 
 def entry_or_reason(plan, offsets, arena_bytes, emitters, donated_outputs, pools, n_modules):
@@ -94,7 +96,7 @@ def entry_or_reason(plan, offsets, arena_bytes, emitters, donated_outputs, pools
     top = aligned_size(arena_bytes)
     for i, step in enumerate(plan.steps):
         if isinstance(step, (Kernel, WindowStep)):
-            if isinstance(step, Kernel) and not _runs_on_caller(step, emitters[id(step)]):
+            if splits_over_threads(step) and not _runs_on_caller(step, emitters[id(step)]):
                 return None, "a kernel is large enough to run threaded"
             continue
         if isinstance(step, DotStep):
@@ -172,7 +174,7 @@ def emit_entry(module, plan, offsets, layout: EntryLayout, emitters, fn_names) -
             continue
         if isinstance(step, (Kernel, WindowStep)):
             em = emitters[id(step)]
-            n = 1 if isinstance(step, WindowStep) else em.layout.parallel_size
+            n = em.layout.parallel_size     # (a window copy is one unit; a convolution's are lines)
             if n == 0 or (isinstance(step, Kernel) and step.size == 0 and not step.is_row_kernel):
                 continue        # (a reduction over an empty axis still writes its identity per row)
             kfn = module.globals[fn_names[id(step)]]

@@ -9,6 +9,7 @@ from tracejit.compiler.plan import WindowStep
 from tracejit.compiler.kernel_ir import Kernel
 from tracejit.backends.cpu import llvm_engine, lowering
 from tracejit.backends.cpu.codegen import KernelEmitter
+from tracejit.backends.cpu.conv_gemm import ConvEmitter
 from tracejit.backends.cpu.window import WindowEmitter
 
 _NATIVE_REDUCE = {dtypes.bool_, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8,
@@ -36,10 +37,26 @@ def vector_bytes() -> int:
     return 64 if "+avx512f" in features else (32 if "+avx" in features else 16)
 
 
+CONV_KINDS = ("conv", "conv_wgrad")      # window steps that are generated products (conv_gemm.py)
+
+
 def native_emitter(module, step, buffers, vector_bytes):
+    if isinstance(step, WindowStep) and step.kind in CONV_KINDS:
+        return ConvEmitter(module, step, buffers, vector_bytes)
     if isinstance(step, WindowStep):
         return WindowEmitter(module, step, buffers)
     return KernelEmitter(module, step, buffers, vector_bytes)
+
+
+def splits_over_threads(step) -> bool:
+    """The step's function runs a range of units that may be split over threads (fused kernels and
+    convolutions: ``emitter.layout.parallel_size`` units); other window steps are one unit."""
+    return isinstance(step, Kernel) or (isinstance(step, WindowStep) and step.kind in CONV_KINDS)
+
+
+def step_work(step, emitter) -> int:
+    """The work (elements, or a convolution's multiply-adds) that decides whether a step is threaded."""
+    return step.size if isinstance(step, Kernel) else getattr(emitter, "work", 0)
 
 
 def native_steps(plan) -> list:

@@ -17,6 +17,7 @@ loop: results may differ from a BLAS's in the last bits, as two BLAS libraries d
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,7 +44,11 @@ class SmallGemm:
 
     ``a[i, p]`` is at ``a + i * a_row + p * a_col``, ``b[p, j]`` at ``b + p * ldb + j`` and ``out[i, j]``
     at ``out + i * n + j`` (elements); consecutive matrices of a batch are ``stride_a``, ``stride_b``
-    and ``m * n`` elements apart. ``accumulate``: add ``alpha`` times the product to ``out``."""
+    and ``m * n`` elements apart. ``accumulate``: add ``alpha`` times the product to ``out``.
+
+    ``taps``: the contraction is the sum over taps ``(a_offset, b_row)`` of ``k`` terms each, ``a``
+    read from ``a + a_offset`` and ``b`` from its row ``b_row`` on: a convolution's taps, whose
+    windows of its input overlap, so no im2col matrix is stored (``conv_gemm``)."""
 
     dtype: np.dtype
     m: int
@@ -57,12 +62,14 @@ class SmallGemm:
     batch: int = 1
     stride_a: int = 0
     stride_b: int = 0
+    taps: tuple = ((0, 0),)
 
     @property
     def name(self) -> str:
         d = self
+        taps = "" if d.taps == ((0, 0),) else "_taps" + hashlib.sha1(repr(d.taps).encode()).hexdigest()[:12]
         return (f"tracejit_small_gemm_{d.dtype.name}_{d.m}x{d.n}x{d.k}_{d.a_row}_{d.a_col}_{d.ldb}_"
-                f"{'acc' if d.accumulate else 'set'}{float(d.alpha)!r}_{d.batch}_{d.stride_a}_{d.stride_b}"
+                f"{'acc' if d.accumulate else 'set'}{float(d.alpha)!r}_{d.batch}_{d.stride_a}_{d.stride_b}{taps}"
                 ).replace(".", "p").replace("-", "m")
 
 
@@ -74,6 +81,10 @@ def function(module: ir.Module, g: SmallGemm, lanes: int) -> ir.Function:
         return fn
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR]), name=g.name)
     fn.linkage = "internal"
+    if g.taps != ((0, 0),):
+        # (a convolution's product is called per output line from every step of its geometry:
+        # one body per module, not one inlined copy per step)
+        fn.attributes.add("noinline")
     for arg in fn.args:
         arg.add_attribute("noalias")
     _Emitter(fn, g, lanes).emit()
@@ -138,9 +149,70 @@ class _Emitter:
         counted_loop(b, -(-g.n // width), column_block, "cols")
 
     def _block(self, a, bm, out, i0, j0, rows, masks):
-        """``rows`` rows from ``i0`` by two vectors of columns from ``j0``, accumulated in registers."""
-        g, b, lanes = self.g, self.b, self.lanes
+        """``rows`` rows from ``i0`` by two vectors of columns from ``j0``, accumulated in registers
+        over each tap's contraction in turn."""
+        g, b = self.g, self.b
         zero = ir.Constant(self.vt, None)
+        accs = [[zero, zero] for _ in range(rows)]
+        if len(g.taps) == 1:
+            accs = self._tap(a, bm, i0, j0, rows, masks, accs, *(self._const(v) for v in g.taps[0]))
+        else:
+            accs = self._tap_loop(a, bm, i0, j0, rows, masks, accs)
+        alpha = L.splat(b, ir.Constant(self.t, g.alpha), self.lanes)
+        for r in range(rows):
+            row_at = b.add(b.mul(b.add(i0, self._const(r)), self._const(g.n)), j0)
+            for v in range(2):
+                ptr = self._at(out, b.add(row_at, self._const(v * self.lanes)))
+                value = accs[r][v]
+                if g.accumulate:
+                    value = self._fma(alpha, value, self._masked_load(ptr, masks[v]))
+                elif g.alpha != 1.0:
+                    value = b.fmul(alpha, value)
+                self._masked_store(value, ptr, masks[v])
+
+    def _tap_loop(self, a, bm, i0, j0, rows, masks, accs):
+        """``accs`` plus every tap's terms: a loop over the taps (their offsets from a constant table,
+        so the code is one tap's whatever their number) around :meth:`_tap`."""
+        g, b = self.g, self.b
+        table_type = ir.ArrayType(I64, 2 * len(g.taps))
+        name = f"{g.name}_taps"
+        table = self.fn.module.globals.get(name)
+        if table is None:
+            table = ir.GlobalVariable(self.fn.module, table_type, name=name)
+            table.initializer = ir.Constant(table_type, [v for tap in g.taps for v in tap])
+            table.global_constant = True
+            table.linkage = "private"
+        pre = b.block
+        head = self.fn.append_basic_block("taps.head")
+        body = self.fn.append_basic_block("taps.body")
+        done = self.fn.append_basic_block("taps.done")
+        b.branch(head)
+        b.position_at_end(head)
+        t = b.phi(I64, name="tap")
+        t.add_incoming(self._const(0), pre)
+        phis = [[b.phi(self.vt) for _ in range(2)] for _ in range(rows)]
+        for row, start in zip(phis, accs):
+            for acc, value in zip(row, start):
+                acc.add_incoming(value, pre)
+        b.cbranch(b.icmp_signed("<", t, self._const(len(g.taps))), body, done)
+        b.position_at_end(body)
+        at = b.mul(t, self._const(2))
+        a_offset = b.load(b.gep(table, [self._const(0), at], source_etype=table_type), typ=I64)
+        b_row = b.load(b.gep(table, [self._const(0), b.add(at, self._const(1))], source_etype=table_type), typ=I64)
+        new = self._tap(a, bm, i0, j0, rows, masks, phis, a_offset, b_row)
+        end = b.block
+        for r in range(rows):
+            for v in range(2):
+                phis[r][v].add_incoming(new[r][v], end)
+        t.add_incoming(b.add(t, self._const(1)), end)
+        b.branch(head)
+        b.position_at_end(done)
+        return phis
+
+    def _tap(self, a, bm, i0, j0, rows, masks, accs, a_offset, b_row):
+        """``accs`` plus one tap's ``k`` terms (``a_offset``, ``b_row``: i64 values): a loop whose
+        accumulators are phis."""
+        g, b, lanes = self.g, self.b, self.lanes
         pre = b.block
         head = self.fn.append_basic_block("k.head")
         body = self.fn.append_basic_block("k.body")
@@ -149,35 +221,25 @@ class _Emitter:
         b.position_at_end(head)
         p = b.phi(I64, name="p")
         p.add_incoming(self._const(0), pre)
-        accs = [[b.phi(self.vt) for _ in range(2)] for _ in range(rows)]
-        for row in accs:
-            for acc in row:
-                acc.add_incoming(zero, pre)
+        phis = [[b.phi(self.vt) for _ in range(2)] for _ in range(rows)]
+        for row, start in zip(phis, accs):
+            for acc, value in zip(row, start):
+                acc.add_incoming(value, pre)
         b.cbranch(b.icmp_signed("<", p, self._const(g.k)), body, done)
         b.position_at_end(body)
-        b_row = b.add(b.mul(p, self._const(g.ldb)), j0)
-        bv = [self._masked_load(self._at(bm, b.add(b_row, self._const(v * lanes))), masks[v]) for v in range(2)]
-        a_col = b.mul(p, self._const(g.a_col))
+        b_row_at = b.add(b.mul(b.add(p, b_row), self._const(g.ldb)), j0)
+        bv = [self._masked_load(self._at(bm, b.add(b_row_at, self._const(v * lanes))), masks[v]) for v in range(2)]
+        a_col = b.add(b.mul(p, self._const(g.a_col)), a_offset)
         new = []
         for r in range(rows):
             a_at = b.add(b.mul(b.add(i0, self._const(r)), self._const(g.a_row)), a_col)
             x = L.splat(b, b.load(self._at(a, a_at), typ=self.t), self.lanes)
-            new.append([self._fma(x, bv[v], accs[r][v]) for v in range(2)])
+            new.append([self._fma(x, bv[v], phis[r][v]) for v in range(2)])
         end = b.block
         for r in range(rows):
             for v in range(2):
-                accs[r][v].add_incoming(new[r][v], end)
+                phis[r][v].add_incoming(new[r][v], end)
         p.add_incoming(b.add(p, self._const(1)), end)
         b.branch(head)
         b.position_at_end(done)
-        alpha = L.splat(b, ir.Constant(self.t, g.alpha), self.lanes)
-        for r in range(rows):
-            row_at = b.add(b.mul(b.add(i0, self._const(r)), self._const(g.n)), j0)
-            for v in range(2):
-                ptr = self._at(out, b.add(row_at, self._const(v * lanes)))
-                value = accs[r][v]
-                if g.accumulate:
-                    value = self._fma(alpha, value, self._masked_load(ptr, masks[v]))
-                elif g.alpha != 1.0:
-                    value = b.fmul(alpha, value)
-                self._masked_store(value, ptr, masks[v])
+        return phis

@@ -1,0 +1,256 @@
+"""Convolutions whose input windows are read in place (ops/conv_windows.py, backends/cpu/conv_gemm.py):
+the compiled step against a float64 NumPy convolution on random geometries (1-3 spatial dims,
+strides, dilations, padding and crops, layouts, feature counts across vector widths), with
+non-finite values, on one and two threads (bit-identical: lines are independent), inside a loop
+body and the native entry, and the gradients that go through it."""
+import numpy as np
+import pytest
+
+import tracejit
+from tracejit import lax
+from tracejit.compiler.plan import NumpyStep, WindowStep
+from tracejit.ops import conv_windows
+
+
+def conv_ref(x, w, strides, padding, lhs_dil, rhs_dil):
+    """Channels-last (N, spatial..., C) by (spatial..., I, O) in float64: each output position's sum
+    over the taps on real (not padding, not hole) input elements (an infinite tap over padding adds
+    nothing, as in XLA)."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    n, *in_sizes, c = x.shape
+    *window, _, o = w.shape
+    shape = [n] + [(s - 1) * d + 1 if s else 0 for s, d in zip(in_sizes, lhs_dil)] + [c]
+    xd, real = np.zeros(shape), np.zeros(shape, bool)
+    holes = (slice(None),) + tuple(slice(None, None, d) for d in lhs_dil)
+    xd[holes], real[holes] = x, True
+    pads = [(0, 0)] + list(padding) + [(0, 0)]
+    crop = tuple(slice(max(-lo, 0), xd.shape[a] - max(-hi, 0)) for a, (lo, hi) in enumerate(pads))
+    grow = [(max(lo, 0), max(hi, 0)) for lo, hi in pads]
+    xp, real = np.pad(xd[crop], grow), np.pad(real[crop], grow)
+    out_sizes = [max(0, (xp.shape[1 + a] - ((k - 1) * d + 1)) // s + 1) for a, (k, s, d) in
+                 enumerate(zip(window, strides, rhs_dil))]
+    out = np.zeros([n] + out_sizes + [o])
+    for tap in np.ndindex(*window):
+        index = (slice(None),) + tuple(slice(k * d, k * d + (m - 1) * s + 1, s) if m else slice(0, 0)
+                                       for k, d, s, m in zip(tap, rhs_dil, strides, out_sizes))
+        with np.errstate(invalid="ignore"):
+            terms = np.where(real[index][..., None], xp[index][..., None] * w[tap], 0.0)
+        out += terms.sum(axis=-2)
+    return out
+
+
+def _plan_has_step(compiled, kind="conv"):
+    """The compiled plan (loop and branch bodies included) holds a window step of ``kind``."""
+    def steps(plan):
+        for s in plan.steps:
+            yield s
+            if isinstance(s, NumpyStep):
+                for body in getattr(s, "bodies", None) or ():
+                    yield from steps(body.plan)
+    return any(isinstance(s, WindowStep) and s.kind == kind for s in steps(compiled.executable.plan))
+
+
+def _random_case(rng, dtype):
+    nsp = int(rng.choice([1, 2, 2, 3]))
+    n = int(rng.integers(1, 3))
+    c = int(rng.choice([8, 9, 16, 19]))
+    o = int(rng.choice([1, 5, 16, 17, 40]))
+    in_sizes = [int(rng.integers(3, 9 if nsp < 3 else 5)) for _ in range(nsp)]
+    window = [int(rng.integers(1, 4)) for _ in range(nsp)]
+    strides = tuple(int(rng.choice([1, 1, 2, 3])) for _ in range(nsp))
+    rhs_dil = tuple(int(rng.choice([1, 1, 2])) for _ in range(nsp))
+    lhs_dil = tuple(int(rng.choice([1, 1, 1, 2])) for _ in range(nsp))
+    padding = tuple((int(rng.integers(-1, 3)), int(rng.integers(-1, 3))) for _ in range(nsp))
+    x = rng.standard_normal((n, *in_sizes, c)).astype(dtype)
+    w = rng.standard_normal((*window, c, o)).astype(dtype)
+    return x, w, strides, padding, lhs_dil, rhs_dil
+
+
+def _spec(nsp):
+    sp = "HWD"[:nsp]
+    return ("N" + sp + "C", sp + "IO", "N" + sp + "C")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_random_geometries_match_a_float64_convolution(dtype):
+    rng = np.random.default_rng(5)
+    tol = 2e-5 if dtype == np.float32 else 1e-13
+    taken = 0
+    for _ in range(25):
+        x, w, strides, padding, lhs_dil, rhs_dil = _random_case(rng, dtype)
+        want = conv_ref(x, w, strides, padding, lhs_dil, rhs_dil)
+        if want.size == 0:
+            continue
+        f = tracejit.jit(lambda a, b, s=strides, p=padding, ld=lhs_dil, rd=rhs_dil: lax.conv_general_dilated(
+            a, b, s, p, ld, rd, dimension_numbers=_spec(x.ndim - 2)))
+        got = np.asarray(f(x, w))
+        assert got.dtype == dtype and got.shape == want.shape
+        scale = conv_ref(np.abs(x), np.abs(w), strides, padding, lhs_dil, rhs_dil)
+        assert np.all(np.abs(got - want) <= tol * (scale + 1)), (x.shape, w.shape, strides, padding, lhs_dil, rhs_dil)
+        taken += _plan_has_step(f.lower(x, w).compile())
+    assert taken >= 15          # (the rest had an empty result: no product at all)
+
+
+def test_layouts_other_than_channels_last():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 12, 7, 6)).astype(np.float32)          # NCHW
+    w = rng.standard_normal((10, 12, 3, 2)).astype(np.float32)         # OIHW
+    f = tracejit.jit(lambda a, b: lax.conv_general_dilated(a, b, (2, 1), "SAME", (1, 1), (1, 2),
+                                                           dimension_numbers=("NCHW", "OIHW", "NCHW")))
+    assert _plan_has_step(f.lower(x, w).compile())
+    got = np.asarray(f(x, w))
+    eager = np.asarray(lax.conv_general_dilated(x, w, (2, 1), "SAME", (1, 1), (1, 2),
+                                                dimension_numbers=("NCHW", "OIHW", "NCHW")))
+    assert got.shape == eager.shape
+    np.testing.assert_allclose(got, eager, rtol=1e-5, atol=1e-5)
+
+
+def test_non_finite_values():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 6, 6, 8))
+    w = rng.standard_normal((3, 3, 8, 4))
+    x[0, 2, 3, 1] = np.nan
+    x[0, 4, 0, 5] = np.inf
+    w_bad = w.copy()
+    w_bad[0, 0, 2, 1] = np.inf          # over the padding: adds nothing there (the exact path)
+    f = tracejit.jit(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "SAME",
+                                                           dimension_numbers=("NHWC", "HWIO", "NHWC")))
+    for xx, ww in ((x, w), (np.nan_to_num(x, nan=0.0, posinf=0.0), w_bad)):
+        want = conv_ref(xx, ww, (1, 1), ((1, 1), (1, 1)), (1, 1), (1, 1))
+        got = np.asarray(f(xx, ww))
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        finite = np.isfinite(want)
+        np.testing.assert_array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+        np.testing.assert_allclose(got[finite], want[finite], rtol=1e-12, atol=1e-12)
+
+
+def test_one_and_two_threads_give_identical_bits():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 30, 30, 16)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 16, 24)).astype(np.float32)
+    results = []
+    saved = tracejit.config.num_threads
+    try:
+        for threads in (1, 2):
+            tracejit.config.update("num_threads", threads)
+            f = tracejit.jit(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "SAME",
+                                                                   dimension_numbers=("NHWC", "HWIO", "NHWC")))
+            results.append(np.asarray(f(x, w)))
+    finally:
+        tracejit.config.update("num_threads", saved)
+    np.testing.assert_array_equal(results[0], results[1])
+    want = conv_ref(x, w, (1, 1), ((1, 1), (1, 1)), (1, 1), (1, 1))
+    np.testing.assert_allclose(results[0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_in_a_loop_body_and_in_the_native_entry():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 5, 5, 8)).astype(np.float32)
+    w = (rng.standard_normal((3, 3, 8, 8)) / 8).astype(np.float32)
+
+    def conv(a):
+        return lax.conv_general_dilated(a, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    small = tracejit.jit(conv)
+    compiled = small.lower(x).compile()
+    assert _plan_has_step(compiled) and compiled.executable.native_entry is not None
+    looped = tracejit.jit(lambda a: lax.fori_loop(0, 3, lambda i, v: np.float32(0.5) * conv(v), a))
+    want, v = conv_ref(x, w, (1, 1), ((1, 1), (1, 1)), (1, 1), (1, 1)), x.astype(np.float64)
+    np.testing.assert_allclose(np.asarray(small(x)), want, rtol=1e-5, atol=1e-5)
+    for _ in range(3):
+        v = 0.5 * conv_ref(v, w, (1, 1), ((1, 1), (1, 1)), (1, 1), (1, 1))
+    np.testing.assert_allclose(np.asarray(looped(x)), v, rtol=1e-4, atol=1e-5)
+
+
+def test_gradients_through_the_windows_match_eager_ones():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 7, 6, 9))
+    w = rng.standard_normal((3, 2, 9, 5))
+
+    def loss(a, b):
+        y = lax.conv_general_dilated(a, b, (1, 1), ((1, 1), (0, 1)), dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return (np.float64(0.5) * y * y).sum()
+    g_eager = tracejit.grad(loss, argnums=(0, 1))(x, w)
+    g_jit = tracejit.jit(tracejit.grad(loss, argnums=(0, 1)))(x, w)
+    for a, b in zip(g_jit, g_eager):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-11, atol=1e-11)
+
+
+def test_small_feature_counts_keep_the_im2col():
+    x = np.ones((1, 5, 5, conv_windows.MIN_FEATURES - 1), np.float32)
+    w = np.ones((3, 3, conv_windows.MIN_FEATURES - 1, 4), np.float32)
+    f = tracejit.jit(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "VALID",
+                                                           dimension_numbers=("NHWC", "HWIO", "NHWC")))
+    assert not _plan_has_step(f.lower(x, w).compile())
+    np.testing.assert_array_equal(np.asarray(f(x, w)), np.full((1, 3, 3, 4), 9 * 7, np.float32))
+
+
+def test_the_primitive_eagerly_and_its_doctest():
+    import doctest
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 9, 8, 10))
+    w = rng.standard_normal((2, 3, 10, 3))
+    got = np.asarray(conv_windows.conv_windows(x, w, (2, 1), (1, 2)))
+    want = conv_ref(x, w, (2, 1), ((0, 0), (0, 0)), (1, 1), (1, 2))
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert doctest.testmod(conv_windows).failed == 0
+
+
+# --------------------------------------------------------------------------- the kernel's cotangent
+
+def wgrad_ref(x, g, w_shape, strides, padding, lhs_dil, rhs_dil):
+    """The kernel's cotangent of conv_ref for output cotangent ``g``, in float64: conv_ref is linear
+    in the kernel, so each kernel element's cotangent is <g, conv_ref(x, unit kernel)>."""
+    out = np.zeros(w_shape)
+    for idx in np.ndindex(*w_shape):
+        unit = np.zeros(w_shape)
+        unit[idx] = 1.0
+        out[idx] = np.sum(g.astype(np.float64) * conv_ref(x, unit, strides, padding, lhs_dil, rhs_dil))
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kernel_cotangent_on_random_geometries(dtype):
+    rng = np.random.default_rng(11)
+    tol = 3e-5 if dtype == np.float32 else 1e-12
+    taken = 0
+    for _ in range(8):
+        x, w, strides, padding, lhs_dil, rhs_dil = _random_case(rng, dtype)
+        w = w[..., :3]                    # (the float64 reference walks every kernel element)
+        y = conv_ref(x, w, strides, padding, lhs_dil, rhs_dil)
+        if y.size == 0:
+            continue
+        g = rng.standard_normal(y.shape).astype(dtype)
+        spec = _spec(x.ndim - 2)
+        f = tracejit.jit(lambda a, b, gg, s=strides, p=padding, ld=lhs_dil, rd=rhs_dil: tracejit.vjp(
+            lambda k: lax.conv_general_dilated(a, k, s, p, ld, rd, dimension_numbers=spec), b)[1](gg)[0])
+        got = np.asarray(f(x, w, g))
+        want = wgrad_ref(x, g, w.shape, strides, padding, lhs_dil, rhs_dil)
+        scale = wgrad_ref(np.abs(x), np.abs(g), w.shape, strides, padding, lhs_dil, rhs_dil)
+        assert got.dtype == dtype and got.shape == w.shape
+        assert np.all(np.abs(got - want) <= tol * (scale + 1)), (x.shape, w.shape, strides, padding)
+        taken += _plan_has_step(f.lower(x, w, g).compile(), "conv_wgrad")
+    assert taken >= 4
+
+
+def test_kernel_cotangent_derivatives_and_batches_match_the_im2col_form(monkeypatch):
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((2, 7, 6, 9))
+    w = rng.standard_normal((3, 2, 9, 5))
+
+    def loss(a, b):
+        y = lax.conv_general_dilated(a, b, (2, 1), ((1, 1), (0, 1)), (1, 1), (1, 2),
+                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return (np.float64(0.5) * y * y).sum()
+
+    def derivatives():
+        grad_w = tracejit.grad(loss, argnums=1)
+        return [tracejit.grad(lambda b: grad_w(x, b).sum())(w),                 # through dw, in w
+                tracejit.grad(lambda a: grad_w(a, w).sum())(x),                 # through dw, in x
+                tracejit.jvp(lambda b: grad_w(x, b), (w,), (np.ones_like(w),))[1],
+                tracejit.vmap(lambda a: grad_w(a, w))(np.stack([x, 2 * x])),
+                tracejit.jit(tracejit.grad(lambda b: grad_w(x, b).sum()))(w)]
+    windows = derivatives()
+    monkeypatch.setattr(conv_windows, "MIN_FEATURES", 10 ** 9)            # the im2col form throughout
+    im2col = derivatives()
+    for a, b in zip(windows, im2col):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-11, atol=1e-11)

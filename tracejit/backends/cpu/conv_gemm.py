@@ -1,0 +1,225 @@
+"""Convolutions as implicit GEMMs: the product of the kernel with the input's windows, read in place.
+
+The im2col route stores every output position's window of the input (``taps * C`` values per
+position; a 3x3 convolution of 4x56x56x64 float32 writes and rereads 29 MB) before one BLAS
+product. Here the windows are never stored: an output *line* (one row of output positions along
+the last spatial axis) is a generated product (``small_gemm``) whose rows are the line's
+positions, each reading ``C`` input features per tap at ``a_offset(tap) + position * stride * C``
+of the padded input, against the kernel's rows for that tap. Lines are the units a kernel's range
+splits over threads, so the step runs like a fused kernel (``KernelLaunch``).
+
+The operand is the channels-last input already padded (and dilated by ``lhs_dilation``), the
+kernel ``(taps, C, O)``; the result is ``(N, out..., O)``. The sum runs over taps, then features,
+in order (results may differ from a BLAS product's in the last bits, as two BLAS libraries do).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from llvmlite import ir
+
+from tracejit.backends.cpu import small_gemm
+from tracejit.backends.cpu.window import counted_loop
+
+I64, PTR, VOID = ir.IntType(64), ir.PointerType(), ir.VoidType()
+
+
+@dataclass(frozen=True)
+class ConvGemm:
+    """``out[n, o..., f] = sum over taps t and features c of x[n, o * strides + t * dilation..., c]
+    * w[t, c, f]`` for a channels-last ``x`` of shape ``(batch, *in_sizes, features)`` (padded
+    already), ``w`` of shape ``(*window, features, out_features)`` and ``out`` of shape
+    ``(batch, *out_sizes, out_features)``."""
+
+    dtype: np.dtype
+    batch: int
+    in_sizes: tuple
+    features: int
+    window: tuple
+    strides: tuple
+    dilation: tuple
+    out_sizes: tuple
+    out_features: int
+
+    @property
+    def lines(self) -> int:
+        """Output lines: the units of work (``batch * prod(out_sizes[:-1])``)."""
+        return self.batch * math.prod(self.out_sizes[:-1])
+
+    def _in_strides(self) -> list:
+        """Elements between neighbours along each spatial axis of ``x``."""
+        strides, step = [], self.features
+        for size in reversed(self.in_sizes):
+            strides.append(step)
+            step *= size
+        return strides[::-1]
+
+    def line_product(self) -> small_gemm.SmallGemm:
+        """One line's product: rows are the line's positions, each tap one run of the contraction."""
+        c, in_strides = self.features, self._in_strides()
+        taps = []
+        for t, offsets in enumerate(np.ndindex(*self.window)):
+            a_offset = sum(k * d * s for k, d, s in zip(offsets, self.dilation, in_strides))
+            taps.append((int(a_offset), t * c))
+        return small_gemm.SmallGemm(np.dtype(self.dtype), self.out_sizes[-1], self.out_features, c,
+                                    self.strides[-1] * c, 1, self.out_features, taps=tuple(taps))
+
+    @property
+    def name(self) -> str:
+        return "tracejit_conv_" + self.line_product().name.removeprefix("tracejit_small_gemm_") + \
+            "_" + "x".join(map(str, (self.batch, *self.in_sizes, *self.out_sizes)))
+
+
+def emit(module: ir.Module, conv: ConvGemm, lanes: int, name: str) -> ir.Function:
+    """``void name(slots, begin, end)``: output lines ``[begin, end)`` of ``conv``; ``slots`` holds
+    the addresses of ``out``, ``x`` and ``w``."""
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, I64, I64]), name=name)
+    fn.args[0].add_attribute("noalias")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    slots, begin, end = fn.args
+    out, x, w = (b.load(b.gep(slots, [ir.Constant(I64, k)], source_etype=PTR), typ=PTR) for k in range(3))
+    line_fn = small_gemm.function(module, conv.line_product(), lanes)
+    elem = small_gemm._FLOATS[np.dtype(conv.dtype)]
+    in_strides = conv._in_strides()
+    batch_stride = in_strides[0] * conv.in_sizes[0]
+    line_len = conv.out_sizes[-1] * conv.out_features
+    outer = conv.out_sizes[:-1]
+
+    def line(i):
+        # i -> (n, o_0 .. o_{nsp-2}) in mixed radix; the line's first input position
+        rest, in_at = i, ir.Constant(I64, 0)
+        for size, axis_stride, step in reversed(list(zip(outer, in_strides[:-1], conv.strides[:-1]))):
+            o = b.urem(rest, ir.Constant(I64, size))
+            rest = b.udiv(rest, ir.Constant(I64, size))
+            in_at = b.add(in_at, b.mul(o, ir.Constant(I64, axis_stride * step)))
+        in_at = b.add(in_at, b.mul(rest, ir.Constant(I64, batch_stride)))
+        b.call(line_fn, [b.gep(x, [in_at], source_etype=elem), w,
+                         b.gep(out, [b.mul(i, ir.Constant(I64, line_len))], source_etype=elem)])
+
+    span = b.sub(end, begin)
+    counted_loop(b, span, lambda k: line(b.add(begin, k)), "lines")
+    b.ret_void()
+    return fn
+
+
+@dataclass(frozen=True)
+class ConvWeightGrad(ConvGemm):
+    """The kernel's cotangent of a :class:`ConvGemm` (``ops.conv_windows.conv_windows_wgrad``):
+    ``dw[t, c, f] = sum over output positions p of x[window of p at tap t, c] * g[p, f]``.
+
+    Units are (tap, block of input features): each is a generated product whose rows are the block's
+    features (``a_row = 1``), its contraction the positions of every output line in turn (a *tap*
+    of ``small_gemm`` per line: the line's first input position and its row of ``g``), so ``g`` and
+    the input are read where they lie and the sum over positions runs in order."""
+
+    @property
+    def rows(self) -> int:
+        return small_gemm.row_block(self.features)
+
+    @property
+    def feature_blocks(self) -> int:
+        return -(-self.features // self.rows)
+
+    @property
+    def units(self) -> int:
+        return math.prod(self.window) * self.feature_blocks
+
+    def block_product(self, rows: int) -> small_gemm.SmallGemm:
+        in_strides = self._in_strides()
+        outer, width = self.out_sizes[:-1], self.out_sizes[-1]
+        lines = []
+        for line, index in enumerate(np.ndindex(self.batch, *outer)):
+            n, *pos = index
+            at = n * in_strides[0] * self.in_sizes[0] + sum(
+                p * s * st for p, s, st in zip(pos, self.strides[:-1], in_strides[:-1]))
+            lines.append((int(at), line * width))
+        return small_gemm.SmallGemm(np.dtype(self.dtype), rows, self.out_features, width, 1,
+                                    self.strides[-1] * self.features, self.out_features, taps=tuple(lines))
+
+    def tap_offsets(self) -> list:
+        """Where each tap's window starts in the input (elements), taps in C order."""
+        in_strides = self._in_strides()
+        return [int(sum(k * d * s for k, d, s in zip(tap, self.dilation, in_strides)))
+                for tap in np.ndindex(*self.window)]
+
+
+def emit_weight_grad(module: ir.Module, conv: ConvWeightGrad, lanes: int, name: str) -> ir.Function:
+    """``void name(slots, begin, end)``: units ``[begin, end)`` of ``conv`` (tap, feature block);
+    ``slots`` holds the addresses of ``dw``, ``x`` and ``g``."""
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, I64, I64]), name=name)
+    fn.args[0].add_attribute("noalias")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    slots, begin, end = fn.args
+    out, x, g = (b.load(b.gep(slots, [ir.Constant(I64, k)], source_etype=PTR), typ=PTR) for k in range(3))
+    elem = small_gemm._FLOATS[np.dtype(conv.dtype)]
+    rows, blocks, c = conv.rows, conv.feature_blocks, conv.features
+    tail = c - (blocks - 1) * rows
+    full_fn = small_gemm.function(module, conv.block_product(rows), lanes)
+    tail_fn = small_gemm.function(module, conv.block_product(tail), lanes) if tail != rows else full_fn
+    offsets_type = ir.ArrayType(I64, len(conv.tap_offsets()))
+    offsets = ir.GlobalVariable(module, offsets_type, name=f"{name}_tap_offsets")
+    offsets.initializer = ir.Constant(offsets_type, conv.tap_offsets())
+    offsets.global_constant = True
+    offsets.linkage = "private"
+
+    def unit(u):
+        tap = b.udiv(u, ir.Constant(I64, blocks))
+        block = b.urem(u, ir.Constant(I64, blocks))
+        first = b.mul(block, ir.Constant(I64, rows))
+        at = b.add(b.load(b.gep(offsets, [ir.Constant(I64, 0), tap], source_etype=offsets_type), typ=I64), first)
+        out_at = b.mul(b.add(b.mul(tap, ir.Constant(I64, c)), first), ir.Constant(I64, conv.out_features))
+        args = [b.gep(x, [at], source_etype=elem), g, b.gep(out, [out_at], source_etype=elem)]
+        if tail_fn is full_fn:
+            b.call(full_fn, args)
+            return
+        with b.if_else(b.icmp_unsigned("<", block, ir.Constant(I64, blocks - 1))) as (is_full, is_tail):
+            with is_full:
+                b.call(full_fn, args)
+            with is_tail:
+                b.call(tail_fn, args)
+
+    counted_loop(b, b.sub(end, begin), lambda k: unit(b.add(begin, k)), "units")
+    b.ret_void()
+    return fn
+
+
+class ConvLayout:
+    """What a launcher needs: output lines are the units split over threads."""
+
+    elementwise_1d = False
+
+    def __init__(self, lines: int):
+        self.parallel_size = lines
+
+
+class ConvEmitter:
+    """Emits a ``conv`` window step (``ops/conv_windows.py``) as a kernel over output lines, a
+    ``conv_wgrad`` step over (tap, feature block) units."""
+
+    math_calls = False
+    outer_vector = False
+
+    def __init__(self, module: ir.Module, step, buffers, vector_bytes: int):
+        self.module, self.kernel, self.buffers = module, step, buffers
+        x, other, out = buffers[step.operand], buffers[step.update], buffers[step.out]
+        params = dict(step.combine)
+        if step.kind == "conv":           # other: the kernel (*window, C, O); out: (N, *out_sizes, O)
+            self.conv = ConvGemm(np.dtype(x.dtype), x.shape[0], tuple(x.shape[1:-1]), x.shape[-1],
+                                 tuple(other.shape[:-2]), tuple(params["strides"]), tuple(params["dilation"]),
+                                 tuple(out.shape[1:-1]), out.shape[-1])
+            units, macs = self.conv.lines, math.prod(out.shape) * math.prod(other.shape[:-1])
+        else:                             # other: the output's cotangent g; out: the kernel's cotangent
+            self.conv = ConvWeightGrad(np.dtype(x.dtype), x.shape[0], tuple(x.shape[1:-1]), x.shape[-1],
+                                       tuple(params["window"]), tuple(params["strides"]),
+                                       tuple(params["dilation"]), tuple(other.shape[1:-1]), other.shape[-1])
+            units, macs = self.conv.units, math.prod(other.shape) * math.prod(out.shape[:-1])
+        self.layout = ConvLayout(units)
+        self.slots = [step.out, step.operand, step.update]
+        self.lanes = max(vector_bytes // np.dtype(x.dtype).itemsize, 1)
+        self.work = macs                  # multiply-adds: what decides threading
+
+    def emit(self, name: str) -> str:
+        (emit if self.kernel.kind == "conv" else emit_weight_grad)(self.module, self.conv, self.lanes, name)
+        return name

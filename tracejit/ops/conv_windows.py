@@ -1,0 +1,174 @@
+"""``conv_windows``: a convolution's product with the input's windows read in place (implicit GEMM).
+
+The compiler's form of ``conv_general_dilated`` (its decomposition rule, ``convolution_for_compiler``)
+where the im2col would be large: the channels-last input, padded and dilated already, and the
+kernel as ``(*window, C, O)`` go to one ``conv_windows`` equation, which the CPU backend compiles to
+generated code reading each tap's window of the input where it lies (``backends/cpu/conv_gemm.py``)
+instead of storing ``taps * C`` values per output position and calling BLAS. It appears only after
+differentiation and batching (the compiler inlines it), so it carries no derivative or batching
+rules; its NumPy implementation serves the reference backend and any backend without the kernel.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tracejit.core import dtypes
+from tracejit.core.avals import ShapedArray
+from tracejit.core.primitive import Primitive, def_rules
+from tracejit.core.values import get_aval as aval
+from tracejit.ops.binders import transpose
+from tracejit.ops.convolution import (_out_sizes, _spatial_prepare, conv_output_shape, conv_product,
+                                      conv_with_params, exact_zero_padded_product)
+
+# Input features from which the windows are read in place: with fewer, each tap's run of the
+# contraction is too short for the generated product and the im2col (taps * C per row) is small.
+MIN_FEATURES = 8
+_DTYPES = (dtypes.float32, dtypes.float64)
+
+
+def _out_shape(x_shape, w_shape, strides, dilation):
+    n, *in_sizes, _ = x_shape
+    *window, _, o = w_shape
+    return (n, *_out_sizes(in_sizes, window, strides, dilation), o)
+
+
+def _abstract_eval(x, w, *, strides, dilation):
+    return [ShapedArray(_out_shape(x.shape, w.shape, strides, dilation), x.dtype)]
+
+
+def _impl(x, w, *, strides, dilation):
+    x, w = np.asarray(x), np.asarray(w)
+    out_shape = _out_shape(x.shape, w.shape, strides, dilation)
+    out = np.zeros(out_shape, x.dtype)
+    *window, _, _ = w.shape
+    for tap in np.ndindex(*window):
+        index = (slice(None),) + tuple(slice(k * d, k * d + (n - 1) * s + 1, s)
+                                       for k, d, s, n in zip(tap, dilation, strides, out_shape[1:-1]))
+        out += x[index] @ w[tap]
+    return [out]
+
+
+def _cost(ins, outs, **_):
+    x, w = ins
+    return {"flops": 2 * outs[0].size * math.prod(w.shape[:-1]), "transcendentals": 0}
+
+
+conv_windows_p = def_rules(Primitive("conv_windows"), abstract_eval=_abstract_eval, impl=_impl, cost=_cost)
+
+
+def conv_windows(x, w, strides, dilation):
+    """``out[n, o..., f] = sum over taps t and features c of x[n, o * strides + t * dilation..., c]
+    * w[t..., c, f]`` for a channels-last ``x`` (padded already) and a kernel ``w`` of shape
+    ``(*window, C, O)``.
+
+    Examples
+    --------
+    >>> x = np.arange(6.0).reshape(1, 6, 1)
+    >>> w = np.array([1.0, -1.0]).reshape(2, 1, 1)
+    >>> np.asarray(conv_windows(x, w, (1,), (1,))).ravel().tolist()
+    [-1.0, -1.0, -1.0, -1.0, -1.0]
+    """
+    return conv_windows_p.bind(x, w, strides=tuple(int(s) for s in strides),
+                               dilation=tuple(int(d) for d in dilation))
+
+
+def reads_windows_in_place(lhs, rhs, **params) -> bool:
+    """Whether :func:`convolution_for_compiler` makes ``conv_windows`` of this convolution: one
+    group, float32/float64, at least ``MIN_FEATURES`` input features and a non-empty result."""
+    dn = params["dimension_numbers"]
+    la, ra = aval(lhs), aval(rhs)
+    return (params["feature_group_count"] == 1 and params["batch_group_count"] == 1 and la.dtype in _DTYPES
+            and la.shape[dn.lhs_spec[1]] >= MIN_FEATURES and la.size > 0 and ra.size > 0
+            and math.prod(conv_output_shape(la.shape, ra.shape, **params)) > 0)
+
+
+def _windows_product(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers, **_):
+    """The convolution of finite kernels as ``conv_windows`` (padding and holes are zeros of the
+    padded input), in the layout ``dimension_numbers`` asks for."""
+    dn = dimension_numbers
+    nsp = aval(lhs).ndim - 2
+    x = transpose(lhs, (dn.lhs_spec[0], *dn.lhs_spec[2:], dn.lhs_spec[1]))
+    w = transpose(rhs, (*dn.rhs_spec[2:], dn.rhs_spec[1], dn.rhs_spec[0]))
+    x = _spatial_prepare(x, list(range(1, 1 + nsp)), padding, lhs_dilation, 0)
+    return transpose(conv_windows(x, w, window_strides, rhs_dilation), _from_channels_last(dn, nsp))
+
+
+def _from_channels_last(dn, nsp):
+    """The permutation taking ``(N, out..., O)`` to the output layout of ``dn``."""
+    return tuple(0 if q == 0 else 1 + nsp if q == 1 else q - 1 for q in np.argsort(dn.out_spec))
+
+
+def convolution_for_compiler(lhs, rhs, **params):
+    """``conv_general_dilated``'s decomposition: ``conv_windows`` where :func:`reads_windows_in_place`
+    allows (inside the same exact handling of non-finite kernels as the im2col form), else the
+    im2col form (``conv_with_params``)."""
+    if not reads_windows_in_place(lhs, rhs, **params):
+        return conv_with_params(lhs, rhs, **params)
+    padded = any(p != (0, 0) for p in params["padding"]) or any(d > 1 for d in params["lhs_dilation"])
+    # (the exact path for non-finite kernels, rare, keeps the im2col form: one generated product
+    # per indicator count would multiply the code to compile, not the speed of the common case)
+    return exact_zero_padded_product(lambda x, w: _windows_product(x, w, **params), lhs, rhs, padded,
+                                     rare_product=lambda x, w: conv_product(x, w, **params))
+
+
+# --------------------------------------------------------------------------- the kernel's cotangent
+
+def _wgrad_abstract_eval(x, g, *, window, strides, dilation):
+    return [ShapedArray((*window, x.shape[-1], g.shape[-1]), x.dtype)]
+
+
+def _wgrad_impl(x, g, *, window, strides, dilation):
+    x, g = np.asarray(x), np.asarray(g)
+    c, o, out_sizes = x.shape[-1], g.shape[-1], g.shape[1:-1]
+    out = np.zeros((*window, c, o), x.dtype)
+    rows = g.reshape(-1, o)
+    for tap in np.ndindex(*window):
+        index = (slice(None),) + tuple(slice(k * d, k * d + (n - 1) * s + 1, s)
+                                       for k, d, s, n in zip(tap, dilation, strides, out_sizes))
+        out[tap] = x[index].reshape(-1, c).T @ rows
+    return [out]
+
+
+def _wgrad_cost(ins, outs, **_):
+    return {"flops": 2 * ins[1].size * math.prod(outs[0].shape[:-1]), "transcendentals": 0}
+
+
+conv_windows_wgrad_p = def_rules(Primitive("conv_windows_wgrad"), abstract_eval=_wgrad_abstract_eval,
+                                 impl=_wgrad_impl, cost=_wgrad_cost)
+
+
+def conv_windows_wgrad(x, g, window, strides, dilation):
+    """The cotangent of :func:`conv_windows`' kernel: ``dw[t..., c, f] = sum over n and output
+    positions o of x[n, o * strides + t * dilation..., c] * g[n, o..., f]`` for a channels-last
+    ``x`` (padded already) and ``g`` of the convolution's output shape.
+
+    Examples
+    --------
+    >>> x = np.arange(6.0).reshape(1, 6, 1)
+    >>> g = np.ones((1, 5, 1))
+    >>> np.asarray(conv_windows_wgrad(x, g, (2,), (1,), (1,))).ravel().tolist()
+    [10.0, 15.0]
+    """
+    return conv_windows_wgrad_p.bind(x, g, window=tuple(int(k) for k in window),
+                                     strides=tuple(int(s) for s in strides),
+                                     dilation=tuple(int(d) for d in dilation))
+
+
+def windows_kernel_cotangent(x, g, rhs_shape, **params):
+    """The kernel's cotangent of ``conv_general_dilated(x, w, **params)`` (``w`` of ``rhs_shape``)
+    for the output cotangent ``g``, as ``conv_windows_wgrad`` of the padded channels-last input (no
+    im2col), in the kernel's layout; for convolutions :func:`reads_windows_in_place` allows."""
+    dn = params["dimension_numbers"]
+    nsp = aval(x).ndim - 2
+    window = [rhs_shape[a] for a in dn.rhs_spec[2:]]
+    xc = transpose(x, (dn.lhs_spec[0], *dn.lhs_spec[2:], dn.lhs_spec[1]))
+    xc = _spatial_prepare(xc, list(range(1, 1 + nsp)), params["padding"], params["lhs_dilation"], 0)
+    gc = transpose(g, (dn.out_spec[0], *dn.out_spec[2:], dn.out_spec[1]))
+    dw = conv_windows_wgrad(xc, gc, window, params["window_strides"], params["rhs_dilation"])
+    # (*window, I, O) -> the kernel's layout
+    from_channels_last = [0] * (nsp + 2)
+    for pos, axis in enumerate((*dn.rhs_spec[2:], dn.rhs_spec[1], dn.rhs_spec[0])):
+        from_channels_last[axis] = pos
+    return transpose(dw, tuple(from_channels_last))
