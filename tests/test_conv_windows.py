@@ -12,13 +12,11 @@ from tracejit.compiler.plan import NumpyStep, WindowStep
 from tracejit.ops import conv_windows
 
 
-def conv_ref(x, w, strides, padding, lhs_dil, rhs_dil):
-    """Channels-last (N, spatial..., C) by (spatial..., I, O) in float64: each output position's sum
-    over the taps on real (not padding, not hole) input elements (an infinite tap over padding adds
-    nothing, as in XLA)."""
-    x, w = x.astype(np.float64), w.astype(np.float64)
+def _padded(x, padding, lhs_dil):
+    """``x`` (N, spatial..., C) in float64, dilated by ``lhs_dil`` and padded (negative: cropped),
+    with a mask of its real (not padding, not hole) elements."""
+    x = x.astype(np.float64)
     n, *in_sizes, c = x.shape
-    *window, _, o = w.shape
     shape = [n] + [(s - 1) * d + 1 if s else 0 for s, d in zip(in_sizes, lhs_dil)] + [c]
     xd, real = np.zeros(shape), np.zeros(shape, bool)
     holes = (slice(None),) + tuple(slice(None, None, d) for d in lhs_dil)
@@ -26,16 +24,42 @@ def conv_ref(x, w, strides, padding, lhs_dil, rhs_dil):
     pads = [(0, 0)] + list(padding) + [(0, 0)]
     crop = tuple(slice(max(-lo, 0), xd.shape[a] - max(-hi, 0)) for a, (lo, hi) in enumerate(pads))
     grow = [(max(lo, 0), max(hi, 0)) for lo, hi in pads]
-    xp, real = np.pad(xd[crop], grow), np.pad(real[crop], grow)
+    return np.pad(xd[crop], grow), np.pad(real[crop], grow)
+
+
+def _taps(xp, window, strides, rhs_dil):
+    """``(tap, index of its window)`` for each tap, and the output's spatial sizes."""
     out_sizes = [max(0, (xp.shape[1 + a] - ((k - 1) * d + 1)) // s + 1) for a, (k, s, d) in
                  enumerate(zip(window, strides, rhs_dil))]
-    out = np.zeros([n] + out_sizes + [o])
-    for tap in np.ndindex(*window):
-        index = (slice(None),) + tuple(slice(k * d, k * d + (m - 1) * s + 1, s) if m else slice(0, 0)
-                                       for k, d, s, m in zip(tap, rhs_dil, strides, out_sizes))
+    taps = [(tap, (slice(None),) + tuple(slice(k * d, k * d + (m - 1) * s + 1, s) if m else slice(0, 0)
+                                         for k, d, s, m in zip(tap, rhs_dil, strides, out_sizes)))
+            for tap in np.ndindex(*window)]
+    return taps, out_sizes
+
+
+def conv_ref(x, w, strides, padding, lhs_dil, rhs_dil):
+    """Channels-last (N, spatial..., C) by (spatial..., I, O) in float64: each output position's sum
+    over the taps on real (not padding, not hole) input elements (an infinite tap over padding adds
+    nothing, as in XLA)."""
+    xp, real = _padded(x, padding, lhs_dil)
+    w = w.astype(np.float64)
+    taps, out_sizes = _taps(xp, w.shape[:-2], strides, rhs_dil)
+    out = np.zeros([x.shape[0]] + out_sizes + [w.shape[-1]])
+    for tap, index in taps:
         with np.errstate(invalid="ignore"):
             terms = np.where(real[index][..., None], xp[index][..., None] * w[tap], 0.0)
         out += terms.sum(axis=-2)
+    return out
+
+
+def wgrad_ref(x, g, w_shape, strides, padding, lhs_dil, rhs_dil):
+    """The kernel's cotangent of conv_ref for output cotangent ``g`` (finite operands), in float64:
+    per tap, its windows of the padded input times ``g``, summed over positions."""
+    xp, _ = _padded(x, padding, lhs_dil)
+    taps, _ = _taps(xp, w_shape[:-2], strides, rhs_dil)
+    out = np.zeros(w_shape)
+    for tap, index in taps:
+        out[tap] = xp[index].reshape(-1, w_shape[-2]).T @ g.astype(np.float64).reshape(-1, w_shape[-1])
     return out
 
 
@@ -197,17 +221,6 @@ def test_the_primitive_eagerly_and_its_doctest():
 
 # --------------------------------------------------------------------------- the kernel's cotangent
 
-def wgrad_ref(x, g, w_shape, strides, padding, lhs_dil, rhs_dil):
-    """The kernel's cotangent of conv_ref for output cotangent ``g``, in float64: conv_ref is linear
-    in the kernel, so each kernel element's cotangent is <g, conv_ref(x, unit kernel)>."""
-    out = np.zeros(w_shape)
-    for idx in np.ndindex(*w_shape):
-        unit = np.zeros(w_shape)
-        unit[idx] = 1.0
-        out[idx] = np.sum(g.astype(np.float64) * conv_ref(x, unit, strides, padding, lhs_dil, rhs_dil))
-    return out
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_kernel_cotangent_on_random_geometries(dtype):
     rng = np.random.default_rng(11)
@@ -215,7 +228,6 @@ def test_kernel_cotangent_on_random_geometries(dtype):
     taken = 0
     for _ in range(8):
         x, w, strides, padding, lhs_dil, rhs_dil = _random_case(rng, dtype)
-        w = w[..., :3]                    # (the float64 reference walks every kernel element)
         y = conv_ref(x, w, strides, padding, lhs_dil, rhs_dil)
         if y.size == 0:
             continue
@@ -254,3 +266,67 @@ def test_kernel_cotangent_derivatives_and_batches_match_the_im2col_form(monkeypa
     im2col = derivatives()
     for a, b in zip(windows, im2col):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-11, atol=1e-11)
+
+
+# --------------------------------------------------------------------------- class fuzzer
+
+def _random_layout(rng, nsp):
+    """Random dimension-number strings for ``nsp`` spatial dims (and the permutations taking the
+    channels-last operands to them)."""
+    sp = "HWD"[:nsp]
+    lhs = "".join(rng.permutation(list("N" + sp + "C")).tolist())
+    rhs = "".join(rng.permutation(list(sp + "IO")).tolist())
+    out = "".join(rng.permutation(list("N" + sp + "C")).tolist())
+    return lhs, rhs, out
+
+
+def _to_layout(a, canonical, spec):
+    """``a`` laid out as ``canonical`` (e.g. 'NHWC'), transposed to ``spec``'s letter order."""
+    return np.ascontiguousarray(np.transpose(a, [canonical.index(ch) for ch in spec]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_random_convolutions_and_cotangents(dtype, monkeypatch):
+    # The class fuzzer of convolutions that read their windows in place: forward, kernel and input
+    # cotangents under jit, random geometry and layouts, against float64 references (forward,
+    # kernel cotangent) and the im2col form (input cotangent). CONV_WINDOWS_FUZZ_SEEDS=500 runs a
+    # campaign.
+    import os
+    seeds = int(os.environ.get("CONV_WINDOWS_FUZZ_SEEDS", "6"))
+    tol = 3e-5 if dtype == np.float32 else 1e-12
+    for seed in range(seeds):
+        rng = np.random.default_rng([77, seed])
+        x, w, strides, padding, lhs_dil, rhs_dil = _random_case(rng, dtype)
+        w = w[..., :int(rng.integers(1, w.shape[-1] + 1))]
+        nsp = x.ndim - 2
+        y = conv_ref(x, w, strides, padding, lhs_dil, rhs_dil)
+        if y.size == 0:
+            continue
+        g = rng.standard_normal(y.shape).astype(dtype)
+        sp = "HWD"[:nsp]
+        lhs_spec, rhs_spec, out_spec = _random_layout(rng, nsp)
+        xl, wl, gl = _to_layout(x, "N" + sp + "C", lhs_spec), _to_layout(w, sp + "IO", rhs_spec), \
+            _to_layout(g, "N" + sp + "C", out_spec)
+
+        def conv(a, b):
+            return lax.conv_general_dilated(a, b, strides, padding, lhs_dil, rhs_dil,
+                                            dimension_numbers=(lhs_spec, rhs_spec, out_spec))
+
+        def all_three(a, b, gg):
+            out, pullback = tracejit.vjp(conv, a, b)
+            return (out, *pullback(gg))
+        got_y, got_dx, got_dw = (np.asarray(v) for v in tracejit.jit(all_three)(xl, wl, gl))
+        want_y = _to_layout(y, "N" + sp + "C", out_spec)
+        scale_y = _to_layout(conv_ref(np.abs(x), np.abs(w), strides, padding, lhs_dil, rhs_dil), "N" + sp + "C", out_spec)
+        assert np.all(np.abs(got_y - want_y) <= tol * (scale_y + 1)), ("forward", seed)
+        want_dw = _to_layout(wgrad_ref(x, g, w.shape, strides, padding, lhs_dil, rhs_dil), sp + "IO", rhs_spec)
+        scale_dw = _to_layout(wgrad_ref(np.abs(x), np.abs(g), w.shape, strides, padding, lhs_dil, rhs_dil),
+                              sp + "IO", rhs_spec)
+        assert np.all(np.abs(got_dw - want_dw) <= tol * (scale_dw + 1)), ("kernel cotangent", seed)
+        with monkeypatch.context() as m:
+            m.setattr(conv_windows, "MIN_FEATURES", 10 ** 9)
+            want_dx = np.asarray(tracejit.vjp(conv, xl.astype(np.float64), wl.astype(np.float64))[1](
+                gl.astype(np.float64))[0])
+        assert got_dx.shape == want_dx.shape
+        assert np.allclose(got_dx, want_dx, rtol=tol * 10, atol=tol * 10 * (np.abs(want_dx).max() + 1)), \
+            ("input cotangent", seed)
