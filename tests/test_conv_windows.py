@@ -95,26 +95,6 @@ def _spec(nsp):
     return ("N" + sp + "C", sp + "IO", "N" + sp + "C")
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_random_geometries_match_a_float64_convolution(dtype):
-    rng = np.random.default_rng(5)
-    tol = 2e-5 if dtype == np.float32 else 1e-13
-    taken = 0
-    for _ in range(25):
-        x, w, strides, padding, lhs_dil, rhs_dil = _random_case(rng, dtype)
-        want = conv_ref(x, w, strides, padding, lhs_dil, rhs_dil)
-        if want.size == 0:
-            continue
-        f = tracejit.jit(lambda a, b, s=strides, p=padding, ld=lhs_dil, rd=rhs_dil: lax.conv_general_dilated(
-            a, b, s, p, ld, rd, dimension_numbers=_spec(x.ndim - 2)))
-        got = np.asarray(f(x, w))
-        assert got.dtype == dtype and got.shape == want.shape
-        scale = conv_ref(np.abs(x), np.abs(w), strides, padding, lhs_dil, rhs_dil)
-        assert np.all(np.abs(got - want) <= tol * (scale + 1)), (x.shape, w.shape, strides, padding, lhs_dil, rhs_dil)
-        taken += _plan_has_step(f.lower(x, w).compile())
-    assert taken >= 15          # (the rest had an empty result: no product at all)
-
-
 def test_layouts_other_than_channels_last():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((2, 12, 7, 6)).astype(np.float32)          # NCHW
@@ -221,29 +201,6 @@ def test_the_primitive_eagerly_and_its_doctest():
 
 # --------------------------------------------------------------------------- the kernel's cotangent
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_kernel_cotangent_on_random_geometries(dtype):
-    rng = np.random.default_rng(11)
-    tol = 3e-5 if dtype == np.float32 else 1e-12
-    taken = 0
-    for _ in range(8):
-        x, w, strides, padding, lhs_dil, rhs_dil = _random_case(rng, dtype)
-        y = conv_ref(x, w, strides, padding, lhs_dil, rhs_dil)
-        if y.size == 0:
-            continue
-        g = rng.standard_normal(y.shape).astype(dtype)
-        spec = _spec(x.ndim - 2)
-        f = tracejit.jit(lambda a, b, gg, s=strides, p=padding, ld=lhs_dil, rd=rhs_dil: tracejit.vjp(
-            lambda k: lax.conv_general_dilated(a, k, s, p, ld, rd, dimension_numbers=spec), b)[1](gg)[0])
-        got = np.asarray(f(x, w, g))
-        want = wgrad_ref(x, g, w.shape, strides, padding, lhs_dil, rhs_dil)
-        scale = wgrad_ref(np.abs(x), np.abs(g), w.shape, strides, padding, lhs_dil, rhs_dil)
-        assert got.dtype == dtype and got.shape == w.shape
-        assert np.all(np.abs(got - want) <= tol * (scale + 1)), (x.shape, w.shape, strides, padding)
-        taken += _plan_has_step(f.lower(x, w, g).compile(), "conv_wgrad")
-    assert taken >= 4
-
-
 def test_kernel_cotangent_derivatives_and_batches_match_the_im2col_form(monkeypatch):
     rng = np.random.default_rng(12)
     x = rng.standard_normal((2, 7, 6, 9))
@@ -275,9 +232,12 @@ def _random_layout(rng, nsp):
     channels-last operands to them)."""
     sp = "HWD"[:nsp]
     lhs = "".join(rng.permutation(list("N" + sp + "C")).tolist())
-    rhs = "".join(rng.permutation(list(sp + "IO")).tolist())
     out = "".join(rng.permutation(list("N" + sp + "C")).tolist())
-    return lhs, rhs, out
+    # (the kernel's spatial letters keep their order: it is the order strides and pads are given in)
+    rhs = list(sp)
+    for letter in "IO":
+        rhs.insert(int(rng.integers(0, len(rhs) + 1)), letter)
+    return lhs, "".join(rhs), out
 
 
 def _to_layout(a, canonical, spec):
@@ -292,8 +252,9 @@ def test_random_convolutions_and_cotangents(dtype, monkeypatch):
     # kernel cotangent) and the im2col form (input cotangent). CONV_WINDOWS_FUZZ_SEEDS=500 runs a
     # campaign.
     import os
-    seeds = int(os.environ.get("CONV_WINDOWS_FUZZ_SEEDS", "6"))
+    seeds = int(os.environ.get("CONV_WINDOWS_FUZZ_SEEDS", "14"))
     tol = 3e-5 if dtype == np.float32 else 1e-12
+    taken = 0
     for seed in range(seeds):
         rng = np.random.default_rng([77, seed])
         x, w, strides, padding, lhs_dil, rhs_dil = _random_case(rng, dtype)
@@ -315,7 +276,10 @@ def test_random_convolutions_and_cotangents(dtype, monkeypatch):
         def all_three(a, b, gg):
             out, pullback = tracejit.vjp(conv, a, b)
             return (out, *pullback(gg))
-        got_y, got_dx, got_dw = (np.asarray(v) for v in tracejit.jit(all_three)(xl, wl, gl))
+        jitted = tracejit.jit(all_three)
+        got_y, got_dx, got_dw = (np.asarray(v) for v in jitted(xl, wl, gl))
+        compiled = jitted.lower(xl, wl, gl).compile()
+        taken += _plan_has_step(compiled, "conv") and _plan_has_step(compiled, "conv_wgrad")
         want_y = _to_layout(y, "N" + sp + "C", out_spec)
         scale_y = _to_layout(conv_ref(np.abs(x), np.abs(w), strides, padding, lhs_dil, rhs_dil), "N" + sp + "C", out_spec)
         assert np.all(np.abs(got_y - want_y) <= tol * (scale_y + 1)), ("forward", seed)
@@ -330,3 +294,4 @@ def test_random_convolutions_and_cotangents(dtype, monkeypatch):
         assert got_dx.shape == want_dx.shape
         assert np.allclose(got_dx, want_dx, rtol=tol * 10, atol=tol * 10 * (np.abs(want_dx).max() + 1)), \
             ("input cotangent", seed)
+    assert taken >= seeds // 2        # (the others had an empty result: no product at all)

@@ -170,6 +170,33 @@ class _Emitter:
                     value = b.fmul(alpha, value)
                 self._masked_store(value, ptr, masks[v])
 
+    def _accumulating_loop(self, count: int, accs, body, name: str):
+        """``for i in range(count): accs = body(i, accs)`` with the accumulators in phis (registers)."""
+        b = self.b
+        pre = b.block
+        head = self.fn.append_basic_block(f"{name}.head")
+        loop = self.fn.append_basic_block(f"{name}.body")
+        done = self.fn.append_basic_block(f"{name}.done")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64, name=name)
+        i.add_incoming(self._const(0), pre)
+        phis = [[b.phi(self.vt) for _ in row] for row in accs]
+        for row, start in zip(phis, accs):
+            for acc, value in zip(row, start):
+                acc.add_incoming(value, pre)
+        b.cbranch(b.icmp_signed("<", i, self._const(count)), loop, done)
+        b.position_at_end(loop)
+        new = body(i, phis)
+        end = b.block
+        for row, values in zip(phis, new):
+            for acc, value in zip(row, values):
+                acc.add_incoming(value, end)
+        i.add_incoming(b.add(i, self._const(1)), end)
+        b.branch(head)
+        b.position_at_end(done)
+        return phis
+
     def _tap_loop(self, a, bm, i0, j0, rows, masks, accs):
         """``accs`` plus every tap's terms: a loop over the taps (their offsets from a constant table,
         so the code is one tap's whatever their number) around :meth:`_tap`."""
@@ -182,64 +209,29 @@ class _Emitter:
             table.initializer = ir.Constant(table_type, [v for tap in g.taps for v in tap])
             table.global_constant = True
             table.linkage = "private"
-        pre = b.block
-        head = self.fn.append_basic_block("taps.head")
-        body = self.fn.append_basic_block("taps.body")
-        done = self.fn.append_basic_block("taps.done")
-        b.branch(head)
-        b.position_at_end(head)
-        t = b.phi(I64, name="tap")
-        t.add_incoming(self._const(0), pre)
-        phis = [[b.phi(self.vt) for _ in range(2)] for _ in range(rows)]
-        for row, start in zip(phis, accs):
-            for acc, value in zip(row, start):
-                acc.add_incoming(value, pre)
-        b.cbranch(b.icmp_signed("<", t, self._const(len(g.taps))), body, done)
-        b.position_at_end(body)
-        at = b.mul(t, self._const(2))
-        a_offset = b.load(b.gep(table, [self._const(0), at], source_etype=table_type), typ=I64)
-        b_row = b.load(b.gep(table, [self._const(0), b.add(at, self._const(1))], source_etype=table_type), typ=I64)
-        new = self._tap(a, bm, i0, j0, rows, masks, phis, a_offset, b_row)
-        end = b.block
-        for r in range(rows):
-            for v in range(2):
-                phis[r][v].add_incoming(new[r][v], end)
-        t.add_incoming(b.add(t, self._const(1)), end)
-        b.branch(head)
-        b.position_at_end(done)
-        return phis
+
+        def tap(t, phis):
+            at = b.mul(t, self._const(2))
+            a_offset = b.load(b.gep(table, [self._const(0), at], source_etype=table_type), typ=I64)
+            b_row = b.load(b.gep(table, [self._const(0), b.add(at, self._const(1))], source_etype=table_type),
+                           typ=I64)
+            return self._tap(a, bm, i0, j0, rows, masks, phis, a_offset, b_row)
+        return self._accumulating_loop(len(g.taps), accs, tap, "tap")
 
     def _tap(self, a, bm, i0, j0, rows, masks, accs, a_offset, b_row):
         """``accs`` plus one tap's ``k`` terms (``a_offset``, ``b_row``: i64 values): a loop whose
         accumulators are phis."""
         g, b, lanes = self.g, self.b, self.lanes
-        pre = b.block
-        head = self.fn.append_basic_block("k.head")
-        body = self.fn.append_basic_block("k.body")
-        done = self.fn.append_basic_block("k.done")
-        b.branch(head)
-        b.position_at_end(head)
-        p = b.phi(I64, name="p")
-        p.add_incoming(self._const(0), pre)
-        phis = [[b.phi(self.vt) for _ in range(2)] for _ in range(rows)]
-        for row, start in zip(phis, accs):
-            for acc, value in zip(row, start):
-                acc.add_incoming(value, pre)
-        b.cbranch(b.icmp_signed("<", p, self._const(g.k)), body, done)
-        b.position_at_end(body)
-        b_row_at = b.add(b.mul(b.add(p, b_row), self._const(g.ldb)), j0)
-        bv = [self._masked_load(self._at(bm, b.add(b_row_at, self._const(v * lanes))), masks[v]) for v in range(2)]
-        a_col = b.add(b.mul(p, self._const(g.a_col)), a_offset)
-        new = []
-        for r in range(rows):
-            a_at = b.add(b.mul(b.add(i0, self._const(r)), self._const(g.a_row)), a_col)
-            x = L.splat(b, b.load(self._at(a, a_at), typ=self.t), self.lanes)
-            new.append([self._fma(x, bv[v], phis[r][v]) for v in range(2)])
-        end = b.block
-        for r in range(rows):
-            for v in range(2):
-                phis[r][v].add_incoming(new[r][v], end)
-        p.add_incoming(b.add(p, self._const(1)), end)
-        b.branch(head)
-        b.position_at_end(done)
-        return phis
+
+        def term(p, phis):
+            b_row_at = b.add(b.mul(b.add(p, b_row), self._const(g.ldb)), j0)
+            bv = [self._masked_load(self._at(bm, b.add(b_row_at, self._const(v * lanes))), masks[v])
+                  for v in range(2)]
+            a_col = b.add(b.mul(p, self._const(g.a_col)), a_offset)
+            new = []
+            for r in range(rows):
+                a_at = b.add(b.mul(b.add(i0, self._const(r)), self._const(g.a_row)), a_col)
+                x = L.splat(b, b.load(self._at(a, a_at), typ=self.t), self.lanes)
+                new.append([self._fma(x, bv[v], phis[r][v]) for v in range(2)])
+            return new
+        return self._accumulating_loop(g.k, accs, term, "p")
