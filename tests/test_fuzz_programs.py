@@ -79,6 +79,8 @@ FIXED_CAMPAIGN_SEEDS = {
     20028106: "fmin(a, a) == True then ** 2 on int8: the oracle's tie fix-up left the array oracle's 0-d arrays",
     30109552: "jnp.positive of a constant under jit handed back a plain ndarray (no .at): AttributeError",
     30117164: "x.at[i].multiply(0.0) of a complex product: the oracle bounded every element as 0 * x",
+    30123583: "kernel merging: a reader of an output written through its reshape view joined a kernel "
+              "running before the writer (compiler/fusion.py; tests/test_merge_through_views.py)",
 }
 
 

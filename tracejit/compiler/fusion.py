@@ -725,13 +725,20 @@ def merge_kernels(plan: Plan) -> None:
                 k.eqn_names.extend(step.eqn_names)
                 # A buffer written in slabs (a concatenation) keeps the index of its *last*
                 # writer: a reader must not join a kernel that runs before a later slab.
-                for b in step.buffers_written():
+                for b in _with_bases(plan, step.buffers_written()):
                     produced_at[b] = max(produced_at.get(b, -1), merged.index(k))
                 continue
         merged.append(step)
-        for b in step_writes(step):
+        # (a write through an alias, a reshape view, produces the buffer it views: seed 30123583
+        # merged a reader of an output into a kernel before the kernel writing it through its alias)
+        for b in _with_bases(plan, step_writes(step)):
             produced_at[b] = len(merged) - 1
     plan.steps[:] = merged
+
+
+def _with_bases(plan, buffer_ids) -> set:
+    """The buffers and the buffers they are views of."""
+    return set(buffer_ids) | {base_buffer(plan.buffers, b) for b in buffer_ids}
 
 
 def _substitute_own(exprs, own_exprs):
@@ -808,16 +815,17 @@ def _merge_candidates(merged, step, produced_at, plan):
     for ti in range(len(merged) - 1, -1, -1):
         k = merged[ti]
         if not isinstance(k, Kernel):
-            if any(b in read_ids for b in step_writes(k)):
+            if _with_bases(plan, step_writes(k)) & read_ids:
                 return
             continue
         own = set(k.buffers_written())
         # Every buffer read must be complete when k runs: its last writer is k or earlier.
         if any(produced_at.get(b, -1) > ti for b in read_ids):
             continue
-        # A reshape view of a buffer k writes is read at other elements than the one k's
-        # iteration has written (possibly before it is written): no merge.
-        if any(b not in own and base_buffer(plan.buffers, b) in own for b, _ in reads):
+        # A reshape view of a buffer k writes (or the buffer k writes through a view) is read at
+        # other elements than the one k's iteration has written (possibly before it is written):
+        # no merge.
+        if any(b not in own and base_buffer(plan.buffers, b) in _with_bases(plan, own) for b, _ in reads):
             continue
         if k.is_row_kernel or step.is_row_kernel:
             if not k.is_row_kernel:
