@@ -91,6 +91,11 @@ def peak_estimate() -> dict:
             "model": first.get("model name", "")}
 
 
+# Seconds between rows: the previous provider's idle threads stop spinning (OpenBLAS's spin about
+# 0.1 s) before the next row is timed; without it a row timed after MKL or OpenBLAS ran up to 2x slow.
+SETTLE_S = 0.25
+
+
 def measured_peak(cores: int, seconds: float = 0.05) -> dict:
     """GFLOP/s per dtype of a loop of independent fused multiply-adds on the widest vectors
     (generated with llvmlite), on one thread per core at once: what the cores reach, boost clock
@@ -197,6 +202,7 @@ def main(argv=None):
             best = 0.0
             for name, p in providers.items():
                 out = np.empty(lead + (m, n), dtype)
+                time.sleep(SETTLE_S)
                 t = median_time(lambda: p.gemm(a, b, out), repeat=repeat, min_time=0.0 if quick else 0.01)
                 ref = t if name == "numpy" else ref
                 gf = flops / t / 1e9
@@ -208,6 +214,7 @@ def main(argv=None):
             # the best provider measured just above (issue 15's target: >= 90% for large products).
             matmul = tracejit.jit(lambda x, y: x @ y)
             matmul(a, b)
+            time.sleep(SETTLE_S)
             t = median_time(lambda: matmul(a, b), repeat=repeat, min_time=0.0 if quick else 0.01)
             gf = flops / t / 1e9
             print(row("tracejit jit(a @ b)", t, ref, f"{gf:7.1f} GFLOP/s  {100 * gf / best:5.1f}% of the best provider"))
