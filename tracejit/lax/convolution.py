@@ -63,13 +63,16 @@ conv_general_dilated_p = def_rules(Primitive("conv_general_dilated"), abstract_e
 decomposition_rules[conv_general_dilated_p] = lambda lhs, rhs, **params: [convolution_for_compiler(lhs, rhs, **params)]
 
 
-def _conv_jvp(primals, tangents, **params):
-    (x, w), (tx, tw) = primals, tangents
-    out = conv_general_dilated_p.bind(x, w, **params)
-    terms = [conv_general_dilated_p.bind(tx, w, **params)] if tx is not None else []
-    if tw is not None:
-        terms.append(conv_general_dilated_p.bind(x, tw, **params))
-    return [out], [None if not terms else terms[0] if len(terms) == 1 else add(*terms)]
+def _bilinear_jvp(prim):
+    """The JVP rule of a primitive bilinear in its two operands: ``p(tx, y) + p(x, ty)``."""
+    def jvp(primals, tangents, **params):
+        (x, y), (tx, ty) = primals, tangents
+        out = prim.bind(x, y, **params)
+        terms = [prim.bind(tx, y, **params)] if tx is not None else []
+        if ty is not None:
+            terms.append(prim.bind(x, ty, **params))
+        return [out], [None if not terms else terms[0] if len(terms) == 1 else add(*terms)]
+    return jvp
 
 
 def _split_axis(x, axis, size):
@@ -166,7 +169,7 @@ def _conv_batching(args, dims, size, **params):
     return [batched], [0]
 
 
-def_jvp(conv_general_dilated_p, _conv_jvp)
+def_jvp(conv_general_dilated_p, _bilinear_jvp(conv_general_dilated_p))
 def_simple_vjp(conv_general_dilated_p, _conv_bwd)
 batching_rules[conv_general_dilated_p] = _conv_batching
 
@@ -190,15 +193,6 @@ def _channels_last_wgrad(x, g, window, strides, dilation):
     return vjp(lambda b: _channels_last_conv(x, b, strides, dilation), w0)[1](g)[0]
 
 
-def _wgrad_jvp(primals, tangents, **params):
-    (x, g), (tx, tg) = primals, tangents
-    out = conv_windows_wgrad_p.bind(x, g, **params)
-    terms = [conv_windows_wgrad_p.bind(tx, g, **params)] if tx is not None else []
-    if tg is not None:
-        terms.append(conv_windows_wgrad_p.bind(x, tg, **params))
-    return [out], [None if not terms else terms[0] if len(terms) == 1 else add(*terms)]
-
-
 def _wgrad_bwd(ct, needed, ins, outs, *, window, strides, dilation):
     x, g = ins
     dx = vjp(lambda a: _channels_last_conv(a, ct, strides, dilation), x)[1](g)[0] if needed[0] else None
@@ -211,7 +205,7 @@ def _wgrad_batching(args, dims, size, *, window, strides, dilation):
     return [batched], [0]
 
 
-def_jvp(conv_windows_wgrad_p, _wgrad_jvp)
+def_jvp(conv_windows_wgrad_p, _bilinear_jvp(conv_windows_wgrad_p))
 def_simple_vjp(conv_windows_wgrad_p, _wgrad_bwd)
 batching_rules[conv_windows_wgrad_p] = _wgrad_batching
 
