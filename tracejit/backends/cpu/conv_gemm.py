@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
-from tracejit.backends.cpu import small_gemm
+from tracejit.backends.cpu import lowering as L, small_gemm
 from tracejit.backends.cpu.window import counted_loop
 
 I64, PTR, VOID = ir.IntType(64), ir.PointerType(), ir.VoidType()
@@ -56,20 +56,30 @@ class ConvGemm:
             step *= size
         return strides[::-1]
 
+    def tap_offsets(self) -> list:
+        """Where each tap's window starts in the input (elements), taps in C order."""
+        in_strides = self._in_strides()
+        return [int(sum(k * d * s for k, d, s in zip(tap, self.dilation, in_strides)))
+                for tap in np.ndindex(*self.window)]
+
+    def line_starts(self) -> list:
+        """Where each output line's first window starts in the input (elements), lines in C order."""
+        in_strides = self._in_strides()
+        batch_stride = in_strides[0] * self.in_sizes[0]
+        return [int(n * batch_stride + sum(p * s * st for p, s, st in zip(pos, self.strides[:-1], in_strides[:-1])))
+                for n, *pos in np.ndindex(self.batch, *self.out_sizes[:-1])]
+
     def line_product(self) -> small_gemm.SmallGemm:
         """One line's product: rows are the line's positions, each tap one run of the contraction."""
-        c, in_strides = self.features, self._in_strides()
-        taps = []
-        for t, offsets in enumerate(np.ndindex(*self.window)):
-            a_offset = sum(k * d * s for k, d, s in zip(offsets, self.dilation, in_strides))
-            taps.append((int(a_offset), t * c))
+        c = self.features
+        taps = tuple((offset, t * c) for t, offset in enumerate(self.tap_offsets()))
         return small_gemm.SmallGemm(np.dtype(self.dtype), self.out_sizes[-1], self.out_features, c,
-                                    self.strides[-1] * c, 1, self.out_features, taps=tuple(taps))
+                                    self.strides[-1] * c, 1, self.out_features, taps=taps)
 
-    @property
-    def name(self) -> str:
-        return "tracejit_conv_" + self.line_product().name.removeprefix("tracejit_small_gemm_") + \
-            "_" + "x".join(map(str, (self.batch, *self.in_sizes, *self.out_sizes)))
+
+def _slots(b, slots, count):
+    """The first ``count`` buffer addresses of a kernel's ``slots`` array."""
+    return [b.load(b.gep(slots, [ir.Constant(I64, k)], source_etype=PTR), typ=PTR) for k in range(count)]
 
 
 def emit(module: ir.Module, conv: ConvGemm, lanes: int, name: str) -> ir.Function:
@@ -79,27 +89,17 @@ def emit(module: ir.Module, conv: ConvGemm, lanes: int, name: str) -> ir.Functio
     fn.args[0].add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     slots, begin, end = fn.args
-    out, x, w = (b.load(b.gep(slots, [ir.Constant(I64, k)], source_etype=PTR), typ=PTR) for k in range(3))
+    out, x, w = _slots(b, slots, 3)
     line_fn = small_gemm.function(module, conv.line_product(), lanes)
-    elem = small_gemm._FLOATS[np.dtype(conv.dtype)]
-    in_strides = conv._in_strides()
-    batch_stride = in_strides[0] * conv.in_sizes[0]
+    elem = L.scalar_type(np.dtype(conv.dtype))
+    starts = L.i64_table(module, f"{name}_line_starts", conv.line_starts())
     line_len = conv.out_sizes[-1] * conv.out_features
-    outer = conv.out_sizes[:-1]
 
     def line(i):
-        # i -> (n, o_0 .. o_{nsp-2}) in mixed radix; the line's first input position
-        rest, in_at = i, ir.Constant(I64, 0)
-        for size, axis_stride, step in reversed(list(zip(outer, in_strides[:-1], conv.strides[:-1]))):
-            o = b.urem(rest, ir.Constant(I64, size))
-            rest = b.udiv(rest, ir.Constant(I64, size))
-            in_at = b.add(in_at, b.mul(o, ir.Constant(I64, axis_stride * step)))
-        in_at = b.add(in_at, b.mul(rest, ir.Constant(I64, batch_stride)))
-        b.call(line_fn, [b.gep(x, [in_at], source_etype=elem), w,
+        b.call(line_fn, [b.gep(x, [L.load_i64(b, starts, i)], source_etype=elem), w,
                          b.gep(out, [b.mul(i, ir.Constant(I64, line_len))], source_etype=elem)])
 
-    span = b.sub(end, begin)
-    counted_loop(b, span, lambda k: line(b.add(begin, k)), "lines")
+    counted_loop(b, b.sub(end, begin), lambda k: line(b.add(begin, k)), "lines")
     b.ret_void()
     return fn
 
@@ -127,22 +127,12 @@ class ConvWeightGrad(ConvGemm):
         return math.prod(self.window) * self.feature_blocks
 
     def block_product(self, rows: int) -> small_gemm.SmallGemm:
-        in_strides = self._in_strides()
-        outer, width = self.out_sizes[:-1], self.out_sizes[-1]
-        lines = []
-        for line, index in enumerate(np.ndindex(self.batch, *outer)):
-            n, *pos = index
-            at = n * in_strides[0] * self.in_sizes[0] + sum(
-                p * s * st for p, s, st in zip(pos, self.strides[:-1], in_strides[:-1]))
-            lines.append((int(at), line * width))
+        """One unit's product: ``rows`` input features by the output features, each output line a
+        tap of the contraction (its first window's input position and its row of ``g``)."""
+        width = self.out_sizes[-1]
+        lines = tuple((start, line * width) for line, start in enumerate(self.line_starts()))
         return small_gemm.SmallGemm(np.dtype(self.dtype), rows, self.out_features, width, 1,
-                                    self.strides[-1] * self.features, self.out_features, taps=tuple(lines))
-
-    def tap_offsets(self) -> list:
-        """Where each tap's window starts in the input (elements), taps in C order."""
-        in_strides = self._in_strides()
-        return [int(sum(k * d * s for k, d, s in zip(tap, self.dilation, in_strides)))
-                for tap in np.ndindex(*self.window)]
+                                    self.strides[-1] * self.features, self.out_features, taps=lines)
 
 
 def emit_weight_grad(module: ir.Module, conv: ConvWeightGrad, lanes: int, name: str) -> ir.Function:
@@ -152,23 +142,19 @@ def emit_weight_grad(module: ir.Module, conv: ConvWeightGrad, lanes: int, name: 
     fn.args[0].add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     slots, begin, end = fn.args
-    out, x, g = (b.load(b.gep(slots, [ir.Constant(I64, k)], source_etype=PTR), typ=PTR) for k in range(3))
-    elem = small_gemm._FLOATS[np.dtype(conv.dtype)]
+    out, x, g = _slots(b, slots, 3)
+    elem = L.scalar_type(np.dtype(conv.dtype))
     rows, blocks, c = conv.rows, conv.feature_blocks, conv.features
     tail = c - (blocks - 1) * rows
     full_fn = small_gemm.function(module, conv.block_product(rows), lanes)
     tail_fn = small_gemm.function(module, conv.block_product(tail), lanes) if tail != rows else full_fn
-    offsets_type = ir.ArrayType(I64, len(conv.tap_offsets()))
-    offsets = ir.GlobalVariable(module, offsets_type, name=f"{name}_tap_offsets")
-    offsets.initializer = ir.Constant(offsets_type, conv.tap_offsets())
-    offsets.global_constant = True
-    offsets.linkage = "private"
+    offsets = L.i64_table(module, f"{name}_tap_offsets", conv.tap_offsets())
 
     def unit(u):
         tap = b.udiv(u, ir.Constant(I64, blocks))
         block = b.urem(u, ir.Constant(I64, blocks))
         first = b.mul(block, ir.Constant(I64, rows))
-        at = b.add(b.load(b.gep(offsets, [ir.Constant(I64, 0), tap], source_etype=offsets_type), typ=I64), first)
+        at = b.add(L.load_i64(b, offsets, tap), first)
         out_at = b.mul(b.add(b.mul(tap, ir.Constant(I64, c)), first), ir.Constant(I64, conv.out_features))
         args = [b.gep(x, [at], source_etype=elem), g, b.gep(out, [out_at], source_etype=elem)]
         if tail_fn is full_fn:

@@ -137,6 +137,25 @@ def tail_mask(b, j, stop, lanes: int):
     return b.icmp_signed("<", b.add(splat(b, j, lanes), ramp), splat(b, stop, lanes))
 
 
+def i64_table(module, name: str, values) -> ir.GlobalVariable:
+    """A private constant array of the i64 ``values``, named ``name`` in ``module`` (made once):
+    offsets generated code looks up instead of computing (a convolution's taps and lines)."""
+    table = module.globals.get(name)
+    if table is None:
+        t = ir.ArrayType(ir.IntType(64), len(values))
+        table = ir.GlobalVariable(module, t, name=name)
+        table.initializer = ir.Constant(t, [int(v) for v in values])
+        table.global_constant = True
+        table.linkage = "private"
+    return table
+
+
+def load_i64(b, table, index):
+    """Element ``index`` (an i64 value) of an :func:`i64_table`."""
+    i64 = ir.IntType(64)
+    return b.load(b.gep(table, [ir.Constant(i64, 0), index], source_etype=table.value_type), typ=i64)
+
+
 def _is_float(d):
     return d.kind == "f"
 

@@ -201,20 +201,11 @@ class _Emitter:
         """``accs`` plus every tap's terms: a loop over the taps (their offsets from a constant table,
         so the code is one tap's whatever their number) around :meth:`_tap`."""
         g, b = self.g, self.b
-        table_type = ir.ArrayType(I64, 2 * len(g.taps))
-        name = f"{g.name}_taps"
-        table = self.fn.module.globals.get(name)
-        if table is None:
-            table = ir.GlobalVariable(self.fn.module, table_type, name=name)
-            table.initializer = ir.Constant(table_type, [v for tap in g.taps for v in tap])
-            table.global_constant = True
-            table.linkage = "private"
+        table = L.i64_table(self.fn.module, f"{g.name}_taps", [v for tap in g.taps for v in tap])
 
         def tap(t, phis):
             at = b.mul(t, self._const(2))
-            a_offset = b.load(b.gep(table, [self._const(0), at], source_etype=table_type), typ=I64)
-            b_row = b.load(b.gep(table, [self._const(0), b.add(at, self._const(1))], source_etype=table_type),
-                           typ=I64)
+            a_offset, b_row = L.load_i64(b, table, at), L.load_i64(b, table, b.add(at, self._const(1)))
             return self._tap(a, bm, i0, j0, rows, masks, phis, a_offset, b_row)
         return self._accumulating_loop(len(g.taps), accs, tap, "tap")
 
