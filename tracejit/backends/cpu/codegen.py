@@ -185,6 +185,7 @@ class KernelEmitter:
         widest = max([_lane_bytes(buffers[b].dtype) for b in self.slots] +
                       [_lane_bytes(n.dtype) for p in kernel.phases for e in p.exprs for n in _walk(e)] + [1])
         self.lanes = max(1, vector_bytes // widest)
+        self.work = kernel.size     # elements: what decides whether the kernel is split over threads
         self.mask = None
         self.lane_dim = -1          # the iteration dim that vector lanes run along
         self.outer_vector = self._outer_vector_ok()

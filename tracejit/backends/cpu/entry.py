@@ -26,7 +26,7 @@ from tracejit.config import env_flag
 from tracejit.compiler.kernel_ir import Kernel
 from tracejit.compiler.plan import DotStep, NumpyStep, WindowStep, base_buffer
 from tracejit.backends.cpu import native_blas
-from tracejit.backends.cpu.native import splits_over_threads, step_work
+from tracejit.backends.cpu.native import splits_over_threads
 from tracejit.backends.cpu.loops import NativeLoop, aligned_size, literal_constant, memmove
 from tracejit.backends.cpu.runtime import PARALLEL_MIN_WORK, openmp_min_work
 
@@ -58,13 +58,12 @@ class EntryLayout:
     gemms: dict = field(default_factory=dict)       # plan step index -> native_blas.GemmCall
 
 
-def _runs_on_caller(step, emitter) -> bool:
+def _runs_on_caller(emitter) -> bool:
     """The step-by-step executable would call this kernel (or convolution) on the calling thread,
     whatever the thread count (KernelLaunch's rule)."""
     if emitter.layout.parallel_size < 2:
         return True
-    work = step_work(step, emitter)
-    return work < openmp_min_work(emitter) and work < PARALLEL_MIN_WORK
+    return emitter.work < openmp_min_work(emitter) and emitter.work < PARALLEL_MIN_WORK
 
 
 def entry_or_reason(plan, offsets, arena_bytes, emitters, donated_outputs, pools, n_modules):
@@ -96,7 +95,7 @@ def entry_or_reason(plan, offsets, arena_bytes, emitters, donated_outputs, pools
     top = aligned_size(arena_bytes)
     for i, step in enumerate(plan.steps):
         if isinstance(step, (Kernel, WindowStep)):
-            if splits_over_threads(step) and not _runs_on_caller(step, emitters[id(step)]):
+            if splits_over_threads(step) and not _runs_on_caller(emitters[id(step)]):
                 return None, "a kernel is large enough to run threaded"
             continue
         if isinstance(step, DotStep):

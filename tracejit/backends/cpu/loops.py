@@ -38,7 +38,7 @@ from tracejit.backends.cpu import llvm_engine, mathlib, parallel
 from tracejit.backends.cpu import object_cache as persistent_cache
 from tracejit.backends.cpu import lowering as L
 from tracejit.backends.cpu import native_blas
-from tracejit.backends.cpu.native import native_emitter, native_steps, splits_over_threads, step_work, vector_bytes
+from tracejit.backends.cpu.native import native_emitter, native_steps, splits_over_threads, vector_bytes
 from tracejit.backends.cpu.runtime import data_address, num_threads, openmp_min_work, team_granule
 from tracejit.backends.cpu.window import copy_bytes, counted_loop
 
@@ -151,7 +151,7 @@ class _SubPlan:
                 name = f"{self.tag}_k{i}"
                 em.emit(name)
                 threaded = (team is not None and splits_over_threads(step) and em.layout.parallel_size >= 2
-                            and step_work(step, em) >= openmp_min_work(em))
+                            and em.work >= openmp_min_work(em))
                 self.items.append(("kernel", em, (name, team_granule(em.layout, em) if threaded else None)))
 
     def _nested_loops_in_place(self, plan, once, carry_io) -> None:

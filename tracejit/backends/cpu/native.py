@@ -54,11 +54,6 @@ def splits_over_threads(step) -> bool:
     return isinstance(step, Kernel) or (isinstance(step, WindowStep) and step.kind in CONV_KINDS)
 
 
-def step_work(step, emitter) -> int:
-    """The work (elements, or a convolution's multiply-adds) that decides whether a step is threaded."""
-    return step.size if isinstance(step, Kernel) else getattr(emitter, "work", 0)
-
-
 def native_steps(plan) -> list:
     """The steps that become LLVM functions: fused kernels and window copies, in plan order."""
     return [s for s in plan.steps if isinstance(s, (Kernel, WindowStep))]

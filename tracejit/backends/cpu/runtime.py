@@ -88,7 +88,7 @@ class KernelLaunch:
         self.team = None          # (OpenMP runtime, trampoline address) when its module has one
         self.openmp_min_work = openmp_min_work(emitter)
         self.parallel_size = layout.parallel_size
-        self.work = kernel.size if isinstance(kernel, Kernel) else emitter.work    # (a convolution's MACs)
+        self.work = emitter.work     # elements, or a convolution's multiply-adds
         self.granule = team_granule(layout, emitter)
         self.ptr_array = ctypes.c_void_p * len(slots)
 
