@@ -19,8 +19,8 @@ from tracejit.core.avals import ShapedArray
 from tracejit.core.primitive import Primitive, def_rules
 from tracejit.core.values import get_aval as aval
 from tracejit.ops.binders import transpose
-from tracejit.ops.convolution import (_out_sizes, _spatial_prepare, conv_output_shape, conv_product,
-                                      conv_with_params, exact_zero_padded_product)
+from tracejit.ops.convolution import (_out_sizes, _spatial_prepare, channels_last, conv_output_shape, conv_product,
+                                      conv_with_params, exact_zero_padded_product, inverse_permutation)
 
 # Input features from which the windows are read in place: with fewer, each tap's run of the
 # contraction is too short for the generated product and the im2col (taps * C per row) is small.
@@ -38,15 +38,20 @@ def _abstract_eval(x, w, *, strides, dilation):
     return [ShapedArray(_out_shape(x.shape, w.shape, strides, dilation), x.dtype)]
 
 
+def _tap_index(tap, dilation, strides, out_sizes) -> tuple:
+    """The index of a tap's window of a channels-last input: every batch row, and along each spatial
+    axis the positions ``o * stride + tap * dilation`` of the ``out_sizes`` outputs."""
+    return (slice(None),) + tuple(slice(k * d, k * d + (n - 1) * s + 1, s)
+                                  for k, d, s, n in zip(tap, dilation, strides, out_sizes))
+
+
 def _impl(x, w, *, strides, dilation):
     x, w = np.asarray(x), np.asarray(w)
     out_shape = _out_shape(x.shape, w.shape, strides, dilation)
     out = np.zeros(out_shape, x.dtype)
     *window, _, _ = w.shape
     for tap in np.ndindex(*window):
-        index = (slice(None),) + tuple(slice(k * d, k * d + (n - 1) * s + 1, s)
-                                       for k, d, s, n in zip(tap, dilation, strides, out_shape[1:-1]))
-        out += x[index] @ w[tap]
+        out += x[_tap_index(tap, dilation, strides, out_shape[1:-1])] @ w[tap]
     return [out]
 
 
@@ -87,17 +92,14 @@ def reads_windows_in_place(lhs, rhs, **params) -> bool:
 def _windows_product(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers, **_):
     """The convolution of finite kernels as ``conv_windows`` (padding and holes are zeros of the
     padded input), in the layout ``dimension_numbers`` asks for."""
-    dn = dimension_numbers
-    nsp = aval(lhs).ndim - 2
-    x = transpose(lhs, (dn.lhs_spec[0], *dn.lhs_spec[2:], dn.lhs_spec[1]))
-    w = transpose(rhs, (*dn.rhs_spec[2:], dn.rhs_spec[1], dn.rhs_spec[0]))
-    x = _spatial_prepare(x, list(range(1, 1 + nsp)), padding, lhs_dilation, 0)
-    return transpose(conv_windows(x, w, window_strides, rhs_dilation), _from_channels_last(dn, nsp))
+    to_x, to_w, to_y = channels_last(dimension_numbers)
+    x = _padded(transpose(lhs, to_x), padding, lhs_dilation)
+    return transpose(conv_windows(x, transpose(rhs, to_w), window_strides, rhs_dilation), inverse_permutation(to_y))
 
 
-def _from_channels_last(dn, nsp):
-    """The permutation taking ``(N, out..., O)`` to the output layout of ``dn``."""
-    return tuple(0 if q == 0 else 1 + nsp if q == 1 else q - 1 for q in np.argsort(dn.out_spec))
+def _padded(x, padding, lhs_dilation):
+    """A channels-last input dilated and padded with zeros: what ``conv_windows`` reads."""
+    return _spatial_prepare(x, list(range(1, aval(x).ndim - 1)), padding, lhs_dilation, 0)
 
 
 def convolution_for_compiler(lhs, rhs, **params):
@@ -125,9 +127,7 @@ def _wgrad_impl(x, g, *, window, strides, dilation):
     out = np.zeros((*window, c, o), x.dtype)
     rows = g.reshape(-1, o)
     for tap in np.ndindex(*window):
-        index = (slice(None),) + tuple(slice(k * d, k * d + (n - 1) * s + 1, s)
-                                       for k, d, s, n in zip(tap, dilation, strides, out_sizes))
-        out[tap] = x[index].reshape(-1, c).T @ rows
+        out[tap] = x[_tap_index(tap, dilation, strides, out_sizes)].reshape(-1, c).T @ rows
     return [out]
 
 
@@ -161,14 +161,8 @@ def windows_kernel_cotangent(x, g, rhs_shape, **params):
     for the output cotangent ``g``, as ``conv_windows_wgrad`` of the padded channels-last input (no
     im2col), in the kernel's layout; for convolutions :func:`reads_windows_in_place` allows."""
     dn = params["dimension_numbers"]
-    nsp = aval(x).ndim - 2
+    to_x, to_w, to_y = channels_last(dn)
     window = [rhs_shape[a] for a in dn.rhs_spec[2:]]
-    xc = transpose(x, (dn.lhs_spec[0], *dn.lhs_spec[2:], dn.lhs_spec[1]))
-    xc = _spatial_prepare(xc, list(range(1, 1 + nsp)), params["padding"], params["lhs_dilation"], 0)
-    gc = transpose(g, (dn.out_spec[0], *dn.out_spec[2:], dn.out_spec[1]))
-    dw = conv_windows_wgrad(xc, gc, window, params["window_strides"], params["rhs_dilation"])
-    # (*window, I, O) -> the kernel's layout
-    from_channels_last = [0] * (nsp + 2)
-    for pos, axis in enumerate((*dn.rhs_spec[2:], dn.rhs_spec[1], dn.rhs_spec[0])):
-        from_channels_last[axis] = pos
-    return transpose(dw, tuple(from_channels_last))
+    xc = _padded(transpose(x, to_x), params["padding"], params["lhs_dilation"])
+    dw = conv_windows_wgrad(xc, transpose(g, to_y), window, params["window_strides"], params["rhs_dilation"])
+    return transpose(dw, inverse_permutation(to_w))        # (*window, I, O) -> the kernel's layout

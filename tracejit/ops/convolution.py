@@ -244,6 +244,19 @@ def conv_with_params(lhs, rhs, **params):
     return exact_zero_padded_product(lambda x, w: conv_product(x, w, **params), lhs, rhs, padded)
 
 
+def channels_last(dn: ConvDimensionNumbers) -> tuple:
+    """The permutations taking the input, the kernel and the output of a convolution with dimension
+    numbers ``dn`` to channels-last layouts: ``(N, spatial..., C)``, ``(spatial..., I, O)`` and
+    ``(N, spatial..., O)`` (the output's inverse, ``np.argsort``, takes it back)."""
+    return ((dn.lhs_spec[0], *dn.lhs_spec[2:], dn.lhs_spec[1]), (*dn.rhs_spec[2:], dn.rhs_spec[1], dn.rhs_spec[0]),
+            (dn.out_spec[0], *dn.out_spec[2:], dn.out_spec[1]))
+
+
+def inverse_permutation(perm) -> tuple:
+    """The permutation undoing ``perm``."""
+    return tuple(int(a) for a in np.argsort(perm))
+
+
 def conv_product(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
                  feature_group_count, batch_group_count):
     """The convolution as im2col and one product: padding and holes are zeros the kernel multiplies
@@ -254,8 +267,8 @@ def conv_product(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilatio
     # Channels-last canonical layouts: x (N, spatial..., C), w (spatial..., I, O). The im2col rows
     # are then (taps, C) runs and the product a plain (N * out) x (taps * C) by (taps * C) x O GEMM
     # whose result is already (N, out..., O): NHWC programs transpose nothing.
-    x = transpose(lhs, (dn.lhs_spec[0], *dn.lhs_spec[2:], dn.lhs_spec[1]))
-    w = transpose(rhs, (*dn.rhs_spec[2:], dn.rhs_spec[1], dn.rhs_spec[0]))
+    to_x, to_w, to_y = channels_last(dn)
+    x, w = transpose(lhs, to_x), transpose(rhs, to_w)
     n, *in_sizes, c = aval(x).shape
     *window, i, o = aval(w).shape
     spatial = list(range(1, 1 + nsp))
@@ -265,7 +278,7 @@ def conv_product(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilatio
     out_dtype = aval(lhs).dtype
     taps = math.prod(window)
     # the output's axes in channels-last order (N, out..., O), as positions of the canonical (N, O, out...)
-    from_canonical = [0 if q == 0 else 1 + nsp if q == 1 else q - 1 for q in np.argsort(dn.out_spec)]
+    from_canonical = inverse_permutation(to_y)
     if 0 in (nb, o, *out_sizes) or taps == 0 or i == 0:
         shape = [nb, *out_sizes, o]
         return broadcast_in_dim(np.zeros((), out_dtype)[()], [shape[a] for a in from_canonical], ())
@@ -282,7 +295,7 @@ def conv_product(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilatio
                        broadcast_in_dim(reshape(slice(k, (t, 0, 0), (t + 1, groups, og)), (groups, og)), full,
                                         (nsp + 1, nsp + 2)))
             y = term if y is None else add(y, term)
-        return transpose(reshape(y, (n, *out_sizes, o)), tuple(from_canonical))
+        return transpose(reshape(y, (n, *out_sizes, o)), from_canonical)
     # im2col: (N, out..., taps, C) from one strided slice per tap.
     cols = [reshape(t, (n, *out_sizes, 1, c)) for t in tap_slices]
     patches = cols[0] if len(cols) == 1 else concatenate(cols, 1 + nsp)
@@ -304,7 +317,7 @@ def conv_product(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilatio
         k = reshape(w, (taps, i, bgroups, og))
         y = dot_general(p, k, (((tap_ax + 1, tap_ax + 2), (0, 1)), ((0,), (2,))))   # (B, N/B, out..., O/B)
         y = reshape(transpose(y, (*range(1, 2 + nsp), 0, 2 + nsp)), (nb, *out_sizes, o))
-    return transpose(y, tuple(from_canonical))
+    return transpose(y, from_canonical)
 
 
 # --------------------------------------------------------------- kernels with inf or NaN taps
