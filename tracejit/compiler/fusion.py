@@ -811,7 +811,7 @@ def _join_sibling(k, step):
 def _merge_candidates(merged, step, produced_at, plan):
     """Kernels ``step`` may join, latest first: ``(kernel, phases)``, phases None for a sibling pass."""
     reads = _reads(step)
-    read_ids = {b for b, _ in reads} | {base_buffer(plan.buffers, b) for b, _ in reads}
+    read_ids = _with_bases(plan, [b for b, _ in reads])
     for ti in range(len(merged) - 1, -1, -1):
         k = merged[ti]
         if not isinstance(k, Kernel):
@@ -819,13 +819,14 @@ def _merge_candidates(merged, step, produced_at, plan):
                 return
             continue
         own = set(k.buffers_written())
+        own_bases = _with_bases(plan, own)
         # Every buffer read must be complete when k runs: its last writer is k or earlier.
         if any(produced_at.get(b, -1) > ti for b in read_ids):
             continue
         # A reshape view of a buffer k writes (or the buffer k writes through a view) is read at
         # other elements than the one k's iteration has written (possibly before it is written):
         # no merge.
-        if any(b not in own and base_buffer(plan.buffers, b) in _with_bases(plan, own) for b, _ in reads):
+        if any(b not in own and base_buffer(plan.buffers, b) in own_bases for b, _ in reads):
             continue
         if k.is_row_kernel or step.is_row_kernel:
             if not k.is_row_kernel:

@@ -19,8 +19,8 @@ per dtype and shape class -- ``skinny`` (M or N at most 64), ``rank_k`` (else K
 at most 64), ``panel`` (else M or N at most 256), ``square``, ``batched`` -- and the fastest (geometric mean of GFLOP/s over the class's
 shapes, each the median of 4-10 calls over two passes, each provider first computing
 for ``WARM_S`` so its threads are awake) serves that (dtype, class). complex64 and
-complex128 follow float32's and float64's choices. The measurement takes a few
-hundred milliseconds and runs once per CPU model: the table is stored as JSON in
+complex128 follow float32's and float64's choices. The measurement takes about
+1.5 s and runs once per CPU model: the table is stored as JSON in
 the compile cache directory (``object_cache.cache_dir()``), keyed by the CPU
 (model, vendor, family, a hash of its flags), the thread count, the libraries'
 files and the environment variables that steer them. With the cache off
