@@ -295,3 +295,34 @@ def test_random_convolutions_and_cotangents(dtype, monkeypatch):
         assert np.allclose(got_dx, want_dx, rtol=tol * 10, atol=tol * 10 * (np.abs(want_dx).max() + 1)), \
             ("input cotangent", seed)
     assert taken >= seeds // 2        # (the others had an empty result: no product at all)
+
+
+def test_empty_and_non_contiguous_operands(monkeypatch):
+    rng = np.random.default_rng(13)
+    f = tracejit.jit(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "SAME",
+                                                           dimension_numbers=("NHWC", "HWIO", "NHWC")))
+    # non-contiguous views (reversed, strided, transposed) of operands the windows are read from
+    x = rng.standard_normal((2, 9, 14, 10))[:, ::-1, ::2, :]
+    w = np.ascontiguousarray(rng.standard_normal((10, 3, 3, 12)).transpose(1, 2, 0, 3))[..., ::-1]
+    assert _plan_has_step(f.lower(x, w).compile())
+    np.testing.assert_allclose(np.asarray(f(x, w)), conv_ref(x, w, (1, 1), ((1, 1), (1, 1)), (1, 1), (1, 1)),
+                               rtol=1e-12, atol=1e-12)
+    # an empty batch, no output features: empty results of the right shape
+    for xs, ws in (((0, 5, 5, 8), (3, 3, 8, 4)), ((1, 5, 5, 8), (3, 3, 8, 0))):
+        xe, we = np.ones(xs), np.ones(ws)
+        got = np.asarray(f(xe, we))
+        assert got.shape == conv_ref(xe, we, (1, 1), ((1, 1), (1, 1)), (1, 1), (1, 1)).shape == (xs[0], 5, 5, ws[3])
+    # the kernel's cotangent with NaN and inf in the input: as the im2col form gives it
+    x = rng.standard_normal((1, 6, 6, 8))
+    x[0, 1, 2, 3], x[0, 4, 4, 0] = np.nan, np.inf
+    w = rng.standard_normal((3, 3, 8, 5))
+    g = rng.standard_normal((1, 6, 6, 5))
+    dw = tracejit.jit(lambda a, b, gg: tracejit.vjp(lambda k: f(a, k), b)[1](gg)[0])
+    got = np.asarray(dw(x, w, g))
+    monkeypatch.setattr(conv_windows, "MIN_FEATURES", 10 ** 9)
+    want = np.asarray(tracejit.vjp(lambda k: lax.conv_general_dilated(
+        x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")), w)[1](g)[0])
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-12, atol=1e-12)
