@@ -1,5 +1,6 @@
-"""Issue 17's MPI benchmarks: allreduce bandwidth of ``lax.psum`` inside ``jit`` vs mpi4py, and weak
-scaling of a data-parallel MLP step from 1 to 2 processes.
+"""Issue 17's MPI benchmarks: allreduce bandwidth of ``lax.psum`` inside ``jit`` vs mpi4py, weak
+scaling of a data-parallel MLP step from 1 to 2 processes, and that step on a deeper MLP with its
+gradients' allreduces overlapped with the backward pass (compiler/overlap.py) or not.
 
 Run ``python benchmarks/bench_mpi.py``: it starts itself under the venv's ``mpiexec`` (``-n 2`` for the
 bandwidth, ``-n 1`` and ``-n 2`` for the scaling), one thread per rank. Rank 0 prints medians.
@@ -101,18 +102,64 @@ def child_weak():
               f"alone {t_grad * 1e3:.2f} ms; gradient {nbytes} bytes)", flush=True)
 
 
+def child_overlap():
+    """A 4-layer MLP's data-parallel step, each layer's gradient ``pmean`` started while the earlier
+    layers' gradients compute (overlap on) or one blocking call each (off); timed interleaved."""
+    import tracejit as jax
+    import tracejit.numpy as jnp
+    from tracejit import lax
+    from tracejit.sharding import P
+    jax.distributed.initialize()
+    from mpi4py import MPI
+    comm, n = MPI.COMM_WORLD, jax.process_count()
+    rng = np.random.default_rng(0)
+    batch, widths = 512, [256, 512, 512, 512, 10]
+    X, y = rng.normal(size=(batch * n, widths[0])), rng.normal(size=(batch * n, widths[-1]))
+    params = [rng.normal(size=(a, b)) / np.sqrt(a) for a, b in zip(widths[:-1], widths[1:])]
+
+    def loss(ps, X, y):
+        h = X
+        for w in ps[:-1]:
+            h = jnp.tanh(h @ w)
+        return jnp.mean((h @ ps[-1] - y) ** 2)
+
+    def local_step(ps, X, y):
+        return [w - 0.01 * lax.pmean(g, "i") for w, g in zip(ps, jax.grad(loss)(ps, X, y))]
+    mesh = jax.make_mesh((n,), ("i",))
+    steps = {}
+    for on in (True, False):
+        jax.config.update("overlap_collectives", on)
+        steps[on] = jax.jit(jax.shard_map(local_step, mesh=mesh, in_specs=(P(), P("i"), P("i")), out_specs=P()))
+        steps[on](params, X, y)
+        text = steps[on].lower(params, X, y).compile().as_text()
+        if jax.process_index() == 0:
+            print(f"  overlap {'on ' if on else 'off'}: {text.count('call start')} of "
+                  f"{text.count('call start') + text.count('call mpi_psum')} allreduces split", flush=True)
+    jax.config.update("overlap_collectives", True)
+    for a, b in zip(steps[True](params, X, y), steps[False](params, X, y)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12)
+    times = {True: [], False: []}
+    for _ in range(9):                           # interleaved: the machine's noise hits both alike
+        for on in (True, False):
+            times[on].append(_timed(comm, lambda: steps[on](params, X, y), 3))
+    on, off = statistics.median(times[True]), statistics.median(times[False])
+    if jax.process_index() == 0:
+        print(f"data-parallel step, {n} processes, {batch} rows each, widths {widths}: overlap on "
+              f"{on * 1e3:.2f} ms, off {off * 1e3:.2f} ms (off / on = {off / on:.2f})", flush=True)
+
+
 def main():
     if not MPIEXEC.exists():
         raise SystemExit(f"{MPIEXEC} is missing: pip install -e .[mpi]")
     env = dict(os.environ, TRACEJIT_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                OPENBLAS_NUM_THREADS="1")
     me = str(pathlib.Path(__file__).resolve())
-    for n, what in ((2, "allreduce"), (1, "weak"), (2, "weak")):
+    for n, what in ((2, "allreduce"), (1, "weak"), (2, "weak"), (2, "overlap")):
         subprocess.run([str(MPIEXEC), "-n", str(n), sys.executable, me, what], env=env, check=True, timeout=600)
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1:
-        {"allreduce": child_allreduce, "weak": child_weak}[sys.argv[1]]()
+        {"allreduce": child_allreduce, "weak": child_weak, "overlap": child_overlap}[sys.argv[1]]()
     else:
         main()

@@ -178,6 +178,16 @@ def test_compiled_collectives_are_native_calls_and_loops_stay_native(n):
     assert sorted(re.findall(r"OK \d+/\d+", out)) == [f"OK {r}/{n}" for r in range(n)]
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_collectives_overlap_independent_kernels(n):
+    # compiler/overlap.py: every collective kind split into a start and a wait around independent
+    # kernels, data-parallel gradients, halos in a native loop, and random programs: each equal to
+    # the eager collectives, to overlap off and to NumPy (tests/mpi_programs/overlap.py).
+    rc, out, err, _ = run_mpi(n, "overlap.py", "0", "16" if n == 3 else "30")
+    assert rc == 0, f"mpiexec -n {n} failed:\n{out}\n{err[-4000:]}"
+    assert sorted(re.findall(r"OK \d+/\d+", out)) == [f"OK {r}/{n}" for r in range(n)]
+
+
 def test_compiled_collective_on_mismatched_shapes_aborts_every_rank():
     rc, out, err, seconds = run_mpi(3, "native_calls.py", "mismatch", timeout=60)
     assert rc != 0 and "UNREACHABLE" not in out, (out, err)

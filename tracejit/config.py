@@ -53,6 +53,9 @@ class Config:
         # once per CPU model; backends/cpu/blas.py, blas.report()) or one forced for every product:
         # "numpy", "openblas" (NumPy's, via ctypes), "mkl", "system". Checked at first use.
         "blas": lambda: os.environ.get("TRACEJIT_BLAS", "auto"),
+        # Start compiled MPI collectives early and wait for them late, so that independent kernels run
+        # while their data moves (compiler/overlap.py); off: each collective is one blocking call.
+        "overlap_collectives": lambda: env_flag("TRACEJIT_OVERLAP_COLLECTIVES", True),
         # What to do when one PRNG key is used twice in a traced function: off / warn / error.
         "key_reuse": lambda: os.environ.get("TRACEJIT_KEY_REUSE", "warn"),
         # Byte budget of the in-process compile cache (every jitted function's executables; least

@@ -1,6 +1,7 @@
 """Rank program of tests/test_mpi.py: compiled collectives are native calls into MPI
 (backends/cpu/native_calls.py), so loops holding them run as native loops. Last line ``OK <rank>/<N>``;
 with the argument ``mismatch`` the ranks make a compiled psum on different shapes and must abort."""
+import re
 import sys
 
 import numpy as np
@@ -65,7 +66,9 @@ def scatter_and_swap(b):
 sw = jax.shard_map(scatter_and_swap, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
 block = jax.make_array_from_process_local_data(jax.sharding.NamedSharding(mesh, P("i")), xs)
 text = compiled_text(sw, block)
-assert "call mpi_psum_scatter" in text and "call mpi_all_to_all" in text and "numpy mpi" not in text, text
+# (a call may be split into a start and a wait around independent steps: compiler/overlap.py)
+assert re.search(r"call (start )?mpi_psum_scatter", text) and re.search(r"call (start )?mpi_all_to_all", text) \
+    and "numpy mpi" not in text, text
 got = [np.asarray(o.addressable_data(0))[0] for o in jax.jit(sw)(block)]
 every = [np.arange(3.0 * n * 2).reshape(3 * n, 2) + 10 * r for r in range(n)]      # each rank's v
 total = sum(every)
@@ -95,7 +98,7 @@ x = np.arange(4.0 * n).reshape(n, 4) - 3
 f = jax.shard_map(local_out, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
 text = compiled_text(f, x)
 for name in ("mpi_pmax", "mpi_pmin", "mpi_ppermute", "mpi_axis_index", "mpi_all_gather"):
-    assert f"call {name}" in text, (name, text)
+    assert re.search(rf"call (start )?{name}\[", text), (name, text)
 # (the psum is in the loop's body: the loop is native, so it is a call too)
 assert "native loop" in text and "numpy mpi" not in text and "host loop" not in text, text
 assert "native entry" in text, text      # the whole program is one native call
@@ -143,7 +146,7 @@ for c in range(3):
 for what, (fn, value) in want.items():
     g = jax.shard_map(lambda b, fn=fn: fn(b) * 2, mesh=mesh, in_specs=P(), out_specs=P())
     text = compiled_text(g, xa)
-    assert "call mpi_" in text and "numpy mpi" not in text, (what, text)
+    assert re.search(r"call (start )?mpi_", text) and "numpy mpi" not in text, (what, text)
     close(jax.jit(g)(xa), 2 * value, f"{what}, compiled")
     close(g(xa), 2 * value, f"{what}, eager")
 xb = np.arange(4.0 * n).reshape(2, 2 * n) + 10 * rank

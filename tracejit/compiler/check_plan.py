@@ -13,6 +13,8 @@ stage that broke it, not as a wrong number later. It checks:
 - a buffer written in parts (a concatenation's slabs) is read only once complete:
   no step that neither reads it nor is the reader writes it after a read;
 - window starts are integer scalars;
+- a split call's start has one wait after it, polls only between them, and no step between them
+  touches its result or writes its operand (MPI reads and writes them meanwhile);
 - once memory is planned: every arena temporary has an aligned range inside the
   arena, and two temporaries whose ranges overlap are never live at once (the
   only shared step allowed is an in-place write: one read for the last time by
@@ -69,6 +71,7 @@ def check_plan(plan, offsets: dict | None = None, arena_bytes: int = 0) -> None:
             ready.add(base)
             first.setdefault(base, i)
             last[base] = max(last.get(base, i), i)
+    _check_split_calls(plan)
     for k, b in enumerate(plan.outputs):
         if isinstance(b, tuple):
             if b[0] != "lit":
@@ -120,6 +123,35 @@ def _check_window(bufs, step, i) -> None:
                             f"({bufs[s].dtype}{list(bufs[s].shape)})")
 
 
+def _check_split_calls(plan) -> None:
+    """Every ``call_start`` has its ``call_wait`` later, and nothing between them reads or writes the
+    call's result or writes its operand (by base buffer)."""
+    bufs = plan.buffers
+    open_calls = {}            # request buffer -> (step index, result base, operand base)
+    for i, step in enumerate(plan.steps):
+        kind = getattr(step, "kind", None)
+        if kind in ("call_poll", "call_wait"):
+            if step.update not in open_calls:
+                raise PlanError(f"step {i} ({step.describe()}) waits for or polls a call that is not in flight")
+            if kind == "call_wait":
+                del open_calls[step.update]
+            continue
+        for request, (k, out, operand) in open_calls.items():
+            touched = {_base(bufs, b, f"step {i}") for b in step_reads(step)} | \
+                {_base(bufs, b, f"step {i}") for b in step_writes(step)}
+            written = {_base(bufs, b, f"step {i}") for b in step_writes(step)}
+            if out in touched or operand in written:
+                raise PlanError(f"step {i} ({step.describe()}) touches b{out} or writes b{operand} while "
+                                f"the call started at step {k} is in flight")
+        if kind == "call_start":
+            if step.update in open_calls:
+                raise PlanError(f"step {i} ({step.describe()}) reuses request b{step.update} of a call in flight")
+            open_calls[step.update] = (i, _base(bufs, step.out, f"step {i}"), _base(bufs, step.operand, f"step {i}"))
+    if open_calls:
+        k = min(k for k, _, _ in open_calls.values())
+        raise PlanError(f"the call started at step {k} ({plan.steps[k].describe()}) is never waited for")
+
+
 def _check_arena(plan, offsets, arena_bytes, first, last) -> None:
     bufs = plan.buffers
     ranges = []
@@ -141,7 +173,8 @@ def _check_arena(plan, offsets, arena_bytes, first, last) -> None:
             if end < start2 or end2 < start:
                 continue                       # never live at the same time
             touch = start2 if end == start2 else start if end2 == start else None
-            if touch is not None and isinstance(plan.steps[touch], (Kernel, WindowStep)):
+            if touch is not None and isinstance(plan.steps[touch], (Kernel, WindowStep)) \
+                    and not getattr(plan.steps[touch], "kind", "").startswith("call"):
                 continue                       # an in-place write at the last read
             raise PlanError(f"temporaries b{b} (steps {start}-{end}) and b{b2} (steps {start2}-{end2}) "
                             f"share arena bytes [{max(lo, lo2)}, {min(hi, hi2)}) while both are live")

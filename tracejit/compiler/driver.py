@@ -30,6 +30,7 @@ from tracejit.compiler.blas_epilogues import fold_axpy_into_products
 from tracejit.compiler.check_plan import check_plan
 from tracejit.compiler.fusion import Planner, merge_kernels, prune_dead_stores
 from tracejit.compiler.memory import donated_temporaries, donation_pairs, plan_memory
+from tracejit.compiler.overlap import overlap_collectives
 from tracejit.compiler.passes import PIPELINE
 from tracejit.compiler.plan import CONTROL_FLOW, NumpyStep, Plan, control_flow_bodies
 from tracejit.core.check import check_program
@@ -109,6 +110,15 @@ def blas_epilogues(c: Optimized, target) -> None:
 
 
 @_plan_stage
+def overlap(c: Optimized, target) -> None:
+    """Collectives the target can split start before, and finish after, the steps independent of them."""
+    from tracejit.config import config
+    can_split = getattr(target, "can_split_call", None)
+    if can_split is not None and config.overlap_collectives:
+        overlap_collectives(c.plan, can_split)
+
+
+@_plan_stage
 def memory(c: Optimized, target) -> None:
     """Arena offsets by liveness, in-place writes, and outputs written into donated inputs."""
     c.offsets, c.arena_bytes = plan_memory(c.plan)
@@ -131,6 +141,7 @@ STAGES = [
     ("merge", merge),
     ("prune", prune),
     ("blas_epilogues", blas_epilogues),
+    ("overlap", overlap),
     ("memory", memory),
     ("bodies", bodies),
 ]

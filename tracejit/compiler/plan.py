@@ -62,29 +62,47 @@ class WindowStep:
     """
 
     kind: str                  # "slice" | "update" | "pad" | "scatter" | "concat" | "axis" | "call" | "conv"
-                               # | "conv_wgrad"
+                               # | "conv_wgrad" | "call_start" | "call_poll" | "call_wait"
     out: int
     operand: int               # pad: the padding value (buffer id or ("lit", value))
-    update: int | None         # pad: the array placed inside; scatter: the updates; concat: all operands
+    update: int | None         # pad: the array placed inside; scatter: the updates; concat: all operands;
+                               # call_start / call_poll / call_wait: the request buffer the start fills, a poll
+                               # tests (driving MPI's progress) and the wait completes
     starts: list               # buffer id (integer scalar) or ("lit", value) per operand axis; scatter: [indices];
                                # concat: each operand's offset along the axis
     window: tuple              # window shape (slice_sizes, or the update's shape); scatter: ()
     combine: tuple = ()        # scatter: (kind, mode), e.g. ("add", "drop"); concat: (axis,);
                                # axis: (cumsum|cumprod|cummax|cummin|argmax|argmin|sort, axis, reverse);
                                # call: (primitive name, sorted params) of a library call (core.NATIVE_CALL);
+                               # call_start / call_poll / call_wait: the same, of a call split (compiler/overlap.py);
                                # conv: conv_windows's sorted params (operand: the input, update: the kernel);
                                # conv_wgrad: conv_windows_wgrad's (operand: the input, update: the cotangent)
     fused: object = None       # scatter: a one-phase Kernel over the updates' shape computing each update
                                # inside the scatter loop (``update`` is then None: nothing materialized)
 
     def reads(self) -> list:
-        """Buffers read, the operand first (in-place rules check that nothing after it is the operand)."""
+        """Buffers read, the operand first (in-place rules check that nothing after it is the operand).
+        A call's wait reads its operand too: MPI reads the send buffer until the call completes,
+        so the operand stays live (and unwritten) from the start to the wait."""
         if self.kind == "concat":
             return list(dict.fromkeys(self.update))
+        if self.kind == "call_start":
+            return [self.operand]
+        if self.kind == "call_wait":
+            return [self.operand, self.update]
+        if self.kind == "call_poll":
+            return [self.update]
         ins = [self.operand] + ([self.update] if self.update is not None else [])
         if self.fused is not None:
             ins += list(dict.fromkeys(n.buffer for n in self.fused.loads()))
         return [b for b in ins if isinstance(b, int)] + [s for s in self.starts if isinstance(s, int)]
+
+    def writes(self) -> list:
+        """Buffers written: the result, and a split call's start fills its request too (a poll only
+        updates the request: MPI sets a completed one to MPI_REQUEST_NULL)."""
+        if self.kind == "call_poll":
+            return [self.update]
+        return [self.out, self.update] if self.kind == "call_start" else [self.out]
 
     def describe(self) -> str:
         if self.kind == "concat":
@@ -97,6 +115,12 @@ class WindowStep:
             name, params = self.combine
             args = ", ".join(f"{k}={v!r}" for k, v in params)
             return f"call {name}[{args}] {operand} -> b{self.out}"
+        if self.kind == "call_start":
+            name, params = self.combine
+            args = ", ".join(f"{k}={v!r}" for k, v in params)
+            return f"call start {name}[{args}] {operand} -> b{self.out} (request b{self.update})"
+        if self.kind in ("call_poll", "call_wait"):
+            return f"call {self.kind[5:]} {self.combine[0]} b{self.out} (request b{self.update})"
         if self.kind in ("conv", "conv_wgrad"):
             args = ", ".join(f"{k}={v!r}" for k, v in self.combine)
             what = "conv_windows" if self.kind == "conv" else "conv_windows_wgrad"
@@ -175,7 +199,9 @@ def step_writes(step) -> list:
     """Buffers a step writes."""
     if isinstance(step, Kernel):
         return step.buffers_written()
-    if isinstance(step, (DotStep, WindowStep)):
+    if isinstance(step, WindowStep):
+        return step.writes()
+    if isinstance(step, DotStep):
         return [step.out]
     return list(step.outputs)
 

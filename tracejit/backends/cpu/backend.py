@@ -13,7 +13,7 @@ from tracejit.compiler.plan import CONTROL_FLOW, NumpyStep, WindowStep, DotStep,
 from tracejit.compiler.kernel_ir import Kernel, walk
 from tracejit.backends import register_backend
 from tracejit.config import env_flag
-from tracejit.backends.cpu import entry, llvm_engine, loops, mathlib, parallel, warmup
+from tracejit.backends.cpu import entry, llvm_engine, loops, mathlib, native_calls, parallel, warmup
 from tracejit.backends.cpu import object_cache as persistent_cache
 from tracejit.backends.cpu.host_loops import HostLoop
 from tracejit.backends.cpu.native import (can_lower, can_reduce, native_emitter, native_steps, splits_over_threads,  # noqa: F401
@@ -29,6 +29,12 @@ class CPUBackend:
     plans = True
     can_lower = staticmethod(can_lower)
     can_reduce = staticmethod(can_reduce)
+
+    @staticmethod
+    def can_split_call(step) -> bool:
+        """Whether a ``call`` step's nonblocking form can run as a start and a wait (an MPI collective
+        between processes), so that the compiler may overlap it with independent steps."""
+        return step.combine[0] in native_calls.SPLIT_CALLS and native_calls.uses_mpi(step)
 
     def _choose_loops(self, plan) -> None:
         """Each control-flow step becomes a native loop, or a host loop whose bodies are built now

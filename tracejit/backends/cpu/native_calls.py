@@ -40,7 +40,18 @@ HANDLES = ("comm", "rank", "size", "proc_null", "float32", "float64", "int32", "
            "check")     # check: 1 while ranks compare each collective first (mpi_collectives.set_checks)
 _SLOT = {name: k for k, name in enumerate(HANDLES)}
 _FUNCTIONS = ("MPI_Allreduce", "MPI_Allgather", "MPI_Reduce_scatter_block", "MPI_Alltoall", "MPI_Sendrecv",
-              "MPI_Abort")
+              "MPI_Abort", "MPI_Iallreduce", "MPI_Iallgather", "MPI_Ireduce_scatter_block", "MPI_Ialltoall",
+              "MPI_Isend", "MPI_Irecv", "MPI_Waitall", "MPI_Testall")
+# Window step kinds that are library calls: one blocking call, or a nonblocking call's start, the polls
+# between the steps that run while it is in flight (MPI moves data only inside MPI calls, unless the
+# network does it alone), and its wait (compiler/overlap.py).
+CALL_KINDS = ("call", "call_start", "call_poll", "call_wait")
+# Collectives whose nonblocking form the generated code can start and wait for (axis_index is no
+# communication). MPICH's MPI_Request is an int: a ppermute holds two (its receive and its send).
+SPLIT_CALLS = frozenset({"mpi_psum", "mpi_pmax", "mpi_pmin", "mpi_all_gather", "mpi_psum_scatter",
+                         "mpi_all_to_all", "mpi_ppermute"})
+REQUESTS = 2
+_STATUSES_IGNORE = 1        # MPICH's MPI_STATUSES_IGNORE: (MPI_Status *)1
 TABLE = "tracejit_mpi_handles"
 MISMATCH = "tracejit_mpi_mismatch"
 GROUP = "tracejit_mpi_group"
@@ -214,6 +225,9 @@ class CallEmitter:
 
     # -- the collectives
     def emit(self):
+        """A blocking call (``call``), a nonblocking one's start (``call_start``: the requests go to
+        the step's request buffer), a poll of it (``call_poll``: ``MPI_Testall``, which lets MPI's
+        progress engine move every pending transfer) or its completion (``call_wait``: ``MPI_Waitall``)."""
         step, bases = self.step, self.bases
         out = step.out
         if self.name == "mpi_axis_index":
@@ -222,36 +236,58 @@ class CallEmitter:
             return
         x = step.operand
         if self.size == 1:
-            self._local(x, out)
+            if step.kind != "call_wait":
+                self._local(x, out)
+            return
+        ignore = self.b.inttoptr(ir.Constant(I64, _STATUSES_IGNORE), PTR)
+        if step.kind == "call_wait":
+            fn = self._function("tracejit_MPI_Waitall", I32, [I32, PTR, PTR])
+            self.b.call(fn, [ir.Constant(I32, self._requests()), bases[step.update], ignore])
+            return
+        if step.kind == "call_poll":
+            with self.b.goto_entry_block():
+                flag = self.b.alloca(I32)
+            fn = self._function("tracejit_MPI_Testall", I32, [I32, PTR, PTR, PTR])
+            self.b.call(fn, [ir.Constant(I32, self._requests()), bases[step.update], flag, ignore])
             return
         if self.params.get("group") is not None:
             self._group_lookup()          # before the check's branch: its values serve the whole step
         with self.b.if_then(self.b.icmp_signed("!=", self._handle("check"), ir.Constant(I64, 0))):
             self._check_agreement()
-        b = self.b
         elements = int(np.prod(self.buffers[x].shape, dtype=np.int64))
         count = ir.Constant(I32, elements)
         dt = self._dtype(self.buffers[x].dtype)
+        if self.name == "mpi_ppermute":
+            self._ppermute(x, out, count, dt)
+            return
+        # (operand, result, MPI's arguments between and after them) of each collective; the
+        # nonblocking form is the same call with an I and a request pointer last.
         if self.name in _OPS:
-            fn = self._function("tracejit_MPI_Allreduce", I32, [PTR, PTR, I32, I32, I32, I32])
-            b.call(fn, [bases[x], bases[out], count, dt, self._h32(_OPS[self.name]), self._h32("comm")])
+            name, args = "Allreduce", [bases[x], bases[out], count, dt, self._h32(_OPS[self.name])]
         elif self.name == "mpi_all_gather":
-            fn = self._function("tracejit_MPI_Allgather", I32, [PTR, I32, I32, PTR, I32, I32, I32])
-            b.call(fn, [bases[x], count, dt, bases[out], count, dt, self._h32("comm")])
+            name, args = "Allgather", [bases[x], count, dt, bases[out], count, dt]
         elif self.name == "mpi_psum_scatter":
             # (along axis 0: rank r's block is the r-th contiguous slice of the operand)
-            fn = self._function("tracejit_MPI_Reduce_scatter_block", I32, [PTR, PTR, I32, I32, I32, I32])
             block = ir.Constant(I32, int(np.prod(self.buffers[out].shape, dtype=np.int64)))
-            b.call(fn, [bases[x], bases[out], block, dt, self._h32("sum"), self._h32("comm")])
+            name, args = "Reduce_scatter_block", [bases[x], bases[out], block, dt, self._h32("sum")]
         elif self.name == "mpi_all_to_all":
             # (split and concatenated along axis 0: chunk r of the operand goes to rank r)
-            fn = self._function("tracejit_MPI_Alltoall", I32, [PTR, I32, I32, PTR, I32, I32, I32])
             chunk = ir.Constant(I32, elements // self.size)
-            b.call(fn, [bases[x], chunk, dt, bases[out], chunk, dt, self._h32("comm")])
-        elif self.name == "mpi_ppermute":
-            self._ppermute(x, out, count, dt)
+            name, args = "Alltoall", [bases[x], chunk, dt, bases[out], chunk, dt]
         else:
             raise NotImplementedError(f"no native call for {self.name}")
+        args.append(self._h32("comm"))
+        if step.kind == "call_start":
+            name, args = "I" + name.lower(), args + [self._request(0)]
+        fn = self._function(f"tracejit_MPI_{name}", I32, [a.type for a in args])
+        self.b.call(fn, args)
+
+    def _requests(self) -> int:
+        return 2 if self.name == "mpi_ppermute" else 1
+
+    def _request(self, k):
+        """The address of the step's ``k``-th MPI_Request (an int32 of its request buffer)."""
+        return self.b.gep(self.bases[self.step.update], [ir.Constant(I64, k)], source_etype=I32)
 
     def _local(self, x, out):
         """One process: the collective of a single rank."""
@@ -277,13 +313,18 @@ class CallEmitter:
             return b.select(b.icmp_signed("<", v, ir.Constant(I32, 0)), null, v)
         to, frm = lookup(dest, "ppermute_dest"), lookup(source, "ppermute_source")
         self._zero(out)         # a rank nobody sends to keeps zeros, as in JAX
+        tag, comm = ir.Constant(I32, _TAG), self._h32("comm")
+        if self.step.kind == "call_start":       # the receive first: the matching send may be local
+            irecv = self._function("tracejit_MPI_Irecv", I32, [PTR, I32, I32, I32, I32, I32, PTR])
+            isend = self._function("tracejit_MPI_Isend", I32, [PTR, I32, I32, I32, I32, I32, PTR])
+            b.call(irecv, [self.bases[out], count, dt, frm, tag, comm, self._request(0)])
+            b.call(isend, [self.bases[x], count, dt, to, tag, comm, self._request(1)])
+            return
         with b.goto_entry_block():
             status = b.alloca(I64, size=32)                # room for any MPI_Status
         fn = self._function("tracejit_MPI_Sendrecv", I32,
                             [PTR, I32, I32, I32, I32, PTR, I32, I32, I32, I32, I32, PTR])
-        tag = ir.Constant(I32, _TAG)
-        b.call(fn, [self.bases[x], count, dt, to, tag, self.bases[out], count, dt, frm, tag, self._h32("comm"),
-                    status])
+        b.call(fn, [self.bases[x], count, dt, to, tag, self.bases[out], count, dt, frm, tag, comm, status])
 
 
 def uses_mpi(step) -> bool:
@@ -297,4 +338,4 @@ def emit_call(b, step, bases, buffers) -> None:
     CallEmitter(b, step, bases, buffers).emit()
 
 
-__all__ = ["register", "emit_call", "uses_mpi", "CallEmitter", "HANDLES"]
+__all__ = ["register", "emit_call", "uses_mpi", "CallEmitter", "HANDLES", "CALL_KINDS", "SPLIT_CALLS"]

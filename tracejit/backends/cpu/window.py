@@ -114,10 +114,10 @@ class WindowEmitter:
         self.layout = WindowLayout()
         self.kernel = step
         self.slots = []
-        for b in [step.out, *step.reads()]:
+        for b in [*step.writes(), *step.reads()]:
             if b not in self.slots:
                 self.slots.append(b)
-        if step.kind == "call" and native_calls.uses_mpi(step):
+        if step.kind in native_calls.CALL_KINDS and native_calls.uses_mpi(step):
             native_calls.register()     # before any link: also a module the persistent cache holds
 
     def _start(self, b, bases, start, axis_len, size):
@@ -150,7 +150,7 @@ class WindowEmitter:
             self._scatter(b, bases)
             b.ret_void()
             return name
-        if step.kind == "call":
+        if step.kind in native_calls.CALL_KINDS:
             native_calls.emit_call(b, step, bases, self.buffers)
             b.ret_void()
             return name

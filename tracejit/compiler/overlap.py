@@ -1,0 +1,169 @@
+"""Collectives overlapped with independent steps: a library call split into a start and a wait.
+
+A compiled MPI collective (a ``call`` window step, ``backends/cpu/native_calls.py``) blocks until
+MPI has moved its data. When steps that neither feed it nor use its result sit around it, the plan
+instead starts the nonblocking form as soon as its operand is ready and waits for it just before
+the first step that needs its result (or would overwrite its operand): the kernels in between run
+while the data is in flight. Data-parallel training is the typical case: each layer's gradient
+starts its ``psum`` while the next layer's gradient is computed.
+
+- The start (``call_start``) reads the operand and writes the result and a request buffer
+  (int32[2], MPI's request handles); the wait (``call_wait``) reads the operand and the request
+  and writes the result. So the memory planner keeps the operand and the result alive, and their
+  bytes unshared, from the start to the wait, and no step between them may touch the result or
+  write the operand (``check_plan`` verifies it).
+- A step moves past another only when neither writes a buffer the other reads or writes, compared
+  by base buffer (reshape aliases share memory). Only kernels, BLAS products and window steps
+  move; NumPy and control-flow steps (host loops, callbacks, collectives made by mpi4py) stay
+  barriers.
+- Every rank holds the same plan, so collectives start in the same order on every rank, as MPI
+  requires; a blocking collective made while another is in flight progresses both.
+- A split with no computing step between its start and its wait is joined back into one
+  blocking call: the request would only add cost.
+- MPI moves data only while the process is inside an MPI call (unless the network moves it
+  alone): after each computing step of some size (:data:`POLL_BYTES` written, or a product) that
+  runs while a call is in flight, a poll (``call_poll``, ``MPI_Testall``) lets MPI's progress engine
+  advance every pending transfer -- a large message's rendezvous, say -- instead of leaving it all
+  to the wait.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from tracejit.compiler.kernel_ir import Kernel
+from tracejit.compiler.plan import Buffer, DotStep, Plan, WindowStep, base_buffer, step_reads, step_writes
+
+REQUEST_SLOTS = 2           # MPI requests per split call (a ppermute's receive and send)
+POLL_BYTES = 1 << 16        # a computing step writing at least this much is followed by a poll
+_CALLS = ("call", "call_start", "call_poll", "call_wait")
+
+
+def overlap_collectives(plan: Plan, can_split) -> int:
+    """Split every ``call`` step ``can_split(step)`` accepts, move its start up and its wait down
+    past independent steps, and join back the splits that enclose no computation; returns the
+    number of splits kept.
+
+    Examples
+    --------
+    >>> from tracejit.compiler.plan import Plan
+    >>> overlap_collectives(Plan(), lambda step: True)
+    0
+    """
+    first_request = len(plan.buffers)
+    steps = []
+    for step in plan.steps:
+        if isinstance(step, WindowStep) and step.kind == "call" and can_split(step):
+            request = len(plan.buffers)
+            plan.buffers.append(Buffer(request, (REQUEST_SLOTS,), np.dtype(np.int32)))
+            steps += [replace(step, kind="call_start", update=request), replace(step, kind="call_wait", update=request)]
+        else:
+            steps.append(step)
+    if len(steps) == len(plan.steps):
+        return 0
+    access = [_access(plan, s) for s in steps]
+    _hoist_starts(steps, access)
+    _sink_waits(steps, access)
+    steps = _with_polls(plan, _join_idle_splits(steps))
+    plan.steps = _renumber_requests(plan, steps, first_request)
+    return sum(1 for s in plan.steps if isinstance(s, WindowStep) and s.kind == "call_start")
+
+
+def _with_polls(plan: Plan, steps: list) -> list:
+    """A poll after each substantial computing step run while a call is in flight: of the call
+    waited for last (the one most likely still moving; MPI's progress engine serves them all)."""
+    wait_at = {s.update: i for i, s in enumerate(steps) if isinstance(s, WindowStep) and s.kind == "call_wait"}
+    out, in_flight = [], {}
+    for step in steps:
+        out.append(step)
+        if isinstance(step, WindowStep) and step.kind == "call_start":
+            in_flight[step.update] = step
+        elif isinstance(step, WindowStep) and step.kind == "call_wait":
+            del in_flight[step.update]
+        elif in_flight and _computes(step) and (isinstance(step, DotStep) or _bytes_written(plan, step) >= POLL_BYTES):
+            last = max(in_flight, key=wait_at.__getitem__)
+            out.append(replace(in_flight[last], kind="call_poll"))
+    return out
+
+
+def _bytes_written(plan: Plan, step) -> int:
+    return sum(plan.buffers[b].nbytes for b in step_writes(step))
+
+
+def _renumber_requests(plan: Plan, steps: list, first: int) -> list:
+    """Drop the request buffers of joined splits (buffers are numbered in order: the kept ones are
+    renumbered from ``first``)."""
+    kept = {}
+    for step in steps:
+        if isinstance(step, WindowStep) and step.kind == "call_start":
+            kept[step.update] = first + len(kept)
+    del plan.buffers[first:]
+    plan.buffers.extend(Buffer(new, (REQUEST_SLOTS,), np.dtype(np.int32)) for new in kept.values())
+    return [replace(s, update=kept[s.update]) if isinstance(s, WindowStep) and s.kind in _CALLS[1:]
+            else s for s in steps]
+
+
+def _access(plan: Plan, step) -> tuple:
+    """(bases read, bases written) of a step."""
+    return ({base_buffer(plan.buffers, b) for b in step_reads(step)},
+            {base_buffer(plan.buffers, b) for b in step_writes(step)})
+
+
+def _movable(step) -> bool:
+    return isinstance(step, (Kernel, DotStep, WindowStep))
+
+
+def _independent(a, b) -> bool:
+    (ra, wa), (rb, wb) = a, b
+    return not (wa & (rb | wb) or wb & ra)
+
+
+def _hoist_starts(steps: list, access: list) -> None:
+    """Each start moves up past the independent steps before it, in program order."""
+    for i in range(len(steps)):
+        if not (isinstance(steps[i], WindowStep) and steps[i].kind == "call_start"):
+            continue
+        j = i
+        while j > 0 and _movable(steps[j - 1]) and _independent(access[j - 1], access[j]):
+            steps[j - 1], steps[j] = steps[j], steps[j - 1]
+            access[j - 1], access[j] = access[j], access[j - 1]
+            j -= 1
+
+
+def _sink_waits(steps: list, access: list) -> None:
+    """Each wait moves down past the independent steps after it, the last wait first."""
+    for i in reversed(range(len(steps))):
+        if not (isinstance(steps[i], WindowStep) and steps[i].kind == "call_wait"):
+            continue
+        j = i
+        while j + 1 < len(steps) and _movable(steps[j + 1]) and _independent(access[j], access[j + 1]):
+            steps[j], steps[j + 1] = steps[j + 1], steps[j]
+            access[j], access[j + 1] = access[j + 1], access[j]
+            j += 1
+
+
+def _computes(step) -> bool:
+    return isinstance(step, (Kernel, DotStep)) or isinstance(step, WindowStep) and step.kind not in _CALLS
+
+
+def _join_idle_splits(steps: list) -> list:
+    """Splits whose start and wait enclose no computing step become one blocking call again, where
+    the start stood (nothing between them touches its buffers, so the wait's work can move there)."""
+    start_at = {}
+    idle = set()
+    for i, step in enumerate(steps):
+        if isinstance(step, WindowStep) and step.kind == "call_start":
+            start_at[step.update] = i
+        elif isinstance(step, WindowStep) and step.kind == "call_wait":
+            k = start_at[step.update]
+            if not any(_computes(s) for s in steps[k + 1:i]):
+                idle.add(step.update)
+    out = []
+    for step in steps:
+        if isinstance(step, WindowStep) and step.update in idle and step.kind in ("call_start", "call_wait"):
+            if step.kind == "call_start":
+                out.append(replace(step, kind="call", update=None))
+            continue
+        out.append(step)
+    return out
