@@ -124,7 +124,7 @@ DELIBERATE_OMISSIONS = {
         # vmap(axis_name=...) and over MPI processes under shard_map.
         **dict.fromkeys([
             "pbroadcast", "pcast", "precv", "psend",
-            "pswapaxes", "ragged_all_to_all", "with_sharding_constraint"], SPMD),
+            "pswapaxes", "ragged_all_to_all"], SPMD),
         # Accelerator-only or XLA-specific.
         "DotAlgorithm": "GPU/TPU dot algorithm selection (bf16x3, tf32, ...)",
         "DotAlgorithmPreset": "GPU/TPU dot algorithm selection (bf16x3, tf32, ...)",

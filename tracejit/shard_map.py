@@ -26,8 +26,13 @@ sub-communicator of the processes that share the other coordinates. A dimension
 may be split over several axes (``P(('data', 'model'))``: blocks row-major over them). A mesh
 may hold the processes in any order (``Mesh(np.array(devices())[::-1], ('i',))``): a process's
 position in it is its axis index, and its collectives run on a sub-communicator ranked by
-position. A global array passed with another sharding is resharded first. Not implemented
-(NotImplementedError): ``auto``, and meshes holding only some of the processes.
+position. A mesh may hold only some of the processes (``Mesh(np.array(devices())[[0, 2]],
+('i',))``): only they call a ``shard_map`` over it (another process gets a ValueError naming its
+rank and the mesh's processes), and its collectives run on the communicator of just those
+processes (``MPI_Comm_create_group``). A global array passed with another sharding is resharded
+first; that needs only the mesh's processes, so the array's own mesh must lie within this one
+(else ValueError: ``device_put`` it on the processes of both meshes first). Not implemented
+(NotImplementedError): ``auto``.
 
 Examples
 --------
@@ -63,18 +68,25 @@ def _is_spec_leaf(x):
     return x is None or isinstance(x, PartitionSpec)
 
 
-def _check_mesh(mesh) -> dict:
-    """{axis name: this process's position along it} of a supported mesh: every process once, in
-    any order (row-major over the mesh's shape), or this process's device alone (positions 0)."""
+def _check_mesh(mesh) -> None:
+    """TypeError / ValueError unless ``mesh`` is a Mesh of distinct processes (all of them or
+    some, in any order)."""
     if not isinstance(mesh, Mesh):
         raise TypeError(f"shard_map: mesh must be a tracejit.sharding.Mesh, got {type(mesh).__name__}")
     ids = [d.id for d in mesh.devices.flat]
-    rank, count = _PROCESS
-    if ids == [rank]:
-        return dict.fromkeys(mesh.axis_names, 0)       # a mesh of this process alone: no communication
-    if sorted(ids) != list(range(count)):
-        raise NotImplementedError(f"shard_map: the mesh devices {ids} must be every process once (a "
-                                  f"permutation of {list(range(count))}) or this process's device alone")
+    count = _PROCESS[1]
+    if len(set(ids)) != len(ids) or not all(0 <= i < count for i in ids):
+        raise ValueError(f"shard_map: the mesh devices {ids} must be distinct processes of the {count}")
+
+
+def _position(mesh) -> dict:
+    """{axis name: this process's position along it} (row-major over the mesh's shape);
+    ValueError on a process the mesh does not hold."""
+    ids = [d.id for d in mesh.devices.flat]
+    rank = _PROCESS[0]
+    if rank not in ids:
+        raise ValueError(f"shard_map: process {rank} called a shard_map over a mesh of processes {ids}, which it is "
+                         "not in: only the mesh's processes call it")
     return dict(zip(mesh.axis_names, (int(i) for i in np.unravel_index(ids.index(rank), mesh.devices.shape))))
 
 
@@ -83,7 +95,13 @@ def _local_block(x, spec, mesh, coords):
     if spec is None:
         raise ValueError("shard_map: in_specs entries must be PartitionSpecs (P() to replicate)")
     if isinstance(x, GlobalArray):
-        # Another sharding is resharded first (blocks move between processes, as device_put does).
+        # Another sharding is resharded first (blocks move between processes, as device_put does):
+        # only this mesh's processes take part, so x's must be among them.
+        outside = {d.id for d in x.sharding.mesh.devices.flat} - {d.id for d in mesh.devices.flat}
+        if outside and x.sharding != NamedSharding(mesh, spec):
+            raise ValueError(f"shard_map: a global array on a mesh of processes {sorted(outside)} outside the "
+                             f"shard_map's mesh ({[d.id for d in mesh.devices.flat]}) would need them to reshard "
+                             "it: device_put it to the in_spec's sharding on the processes of both meshes first")
         moved = NamedSharding(mesh, spec)._put_leaf(x)
         return moved.addressable_data(0) if isinstance(moved, GlobalArray) else moved
     shape = np.shape(x)
@@ -124,10 +142,11 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=None, 
         Omitted, ``shard_map(mesh=..., ...)`` returns a decorator.
     mesh : Mesh
         A mesh of every process (``make_mesh((process_count(),), ('i',))``, or of more axes:
-        ``make_mesh((2, process_count() // 2), ('data', 'model'))``, in any order), or of this
-        process's device alone. Collectives over some of its axes, or over a mesh not in rank
-        order, run on MPI sub-communicators, over all axes of a rank-order mesh on COMM_WORLD
-        (native calls under ``jit`` either way).
+        ``make_mesh((2, process_count() // 2), ('data', 'model'))``, in any order), or of some of
+        them (``Mesh(np.array(devices())[[0, 2]], ('i',))``; only they call the result: another
+        process gets a ValueError). Collectives over some of its axes, or over a mesh not of
+        every process in rank order, run on MPI sub-communicators, over all axes of a rank-order
+        mesh of every process on COMM_WORLD (native calls under ``jit`` either way).
     in_specs, out_specs : PartitionSpec or pytree prefix of PartitionSpecs
         How each input is split (``P('i')``: dimension 0 over the processes; ``P()``: the whole value
         on each) and how each output is assembled (``P()``: the same value on every process).
@@ -163,15 +182,18 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, check_rep=None, 
                                   "implemented)")
     if auto or (axis_names is not None and set(axis_names) != set(mesh.axis_names)):
         raise NotImplementedError("shard_map over part of the mesh axes (auto / axis_names) is not implemented")
-    coords = _check_mesh(mesh)
+    _check_mesh(mesh)
     alone = len(mesh.local_devices) == mesh.size        # this process's device alone: sizes 1
     sizes = {n: 1 if alone else k for n, k in mesh.shape.items()}
     ids = tuple(int(d.id) for d in mesh.devices.flat)
+    # The collectives' group carries the device ids unless the mesh is every process in rank
+    # order (COMM_WORLD): a mesh of processes (0, 1) out of 3 is not the world.
     frame_mesh = (tuple(mesh.axis_names), tuple(sizes[n] for n in mesh.axis_names),
-                  None if alone or ids == tuple(range(len(ids))) else ids)
+                  None if alone or ids == tuple(range(_PROCESS[1])) else ids)
 
     @functools.wraps(f)
     def mapped(*args):
+        coords = _position(mesh)       # (at the call: a process outside the mesh may define it)
         # in_specs is a pytree prefix of the argument tuple (one P stands for every argument).
         leaves, tree = tree_flatten(args, is_leaf=lambda x: isinstance(x, GlobalArray))
         leaf_specs = broadcast_prefix(in_specs, args, is_leaf=_is_spec_leaf)

@@ -2,12 +2,18 @@
 
 tracejit's devices are one CPU per process (``tracejit.devices()``, after
 ``tracejit.distributed.initialize()`` under ``mpiexec``). A :class:`Mesh` arranges them along named
-axes (one process per device, every process once in any order, row-major); a
+axes (distinct processes in any order, row-major: every process, or only some of them); a
 :class:`PartitionSpec` (``P``) says which array dimension is split over which mesh axis; a
 :class:`NamedSharding` pairs them. A *global array* (:class:`GlobalArray`) is an array split over the
 processes: each holds its block (``addressable_data(0)``, ``addressable_shards``), and, as in JAX,
-``np.asarray`` of one that spans other processes raises. Replicated values and one-process programs
-are plain ``tracejit.Array`` s.
+``np.asarray`` of one that spans other processes raises. A process outside the sharding's mesh
+holds a global array without a block (``addressable_shards == []``), as JAX's arrays with no
+addressable devices: ``device_put`` gives it one, and resharding to a mesh it is in uses it.
+Replicated values and one-process programs are plain ``tracejit.Array`` s.
+
+Resharding (``device_put`` of a global array to another sharding, ``lax.with_sharding_constraint``)
+moves blocks between the processes of both meshes (``ops/mpi_reshard.py``), eagerly or, inside
+``jit``, as the primitive ``mpi_reshard`` (differentiable and batchable).
 
 Examples
 --------
@@ -25,10 +31,11 @@ import numpy as np
 
 from tracejit.array import as_array_result
 from tracejit.core.pytree import register_pytree_node
+from tracejit.core.trace import is_eager
 from tracejit.core.tracer import Tracer
 from tracejit.device_api import devices as _devices
 from tracejit.device_types import _PROCESS, Device, Shard
-from tracejit.ops.mpi_reshard import exchange_blocks
+from tracejit.ops.mpi_reshard import block_map, block_shape as block_shape_of, exchange_blocks, mpi_reshard_p
 
 __all__ = ["Mesh", "PartitionSpec", "P", "NamedSharding", "make_mesh", "GlobalArray",
            "make_array_from_process_local_data"]
@@ -147,8 +154,10 @@ class NamedSharding:
     """A mesh and a partition spec (``jax.sharding.NamedSharding``): how a global array is split.
 
     ``tracejit.device_put(x, NamedSharding(mesh, spec))`` keeps this process's block of the global
-    value ``x`` (every process passes the same ``x``); of a :class:`GlobalArray` with another
-    sharding, it moves the blocks between the processes (resharding, ``ops/mpi_reshard.py``).
+    value ``x`` (every process passes the same ``x``; a process outside the mesh gets a
+    :class:`GlobalArray` without a block); of a :class:`GlobalArray` with another sharding, it moves
+    the blocks between the processes of both meshes (resharding, ``ops/mpi_reshard.py``), which
+    every one of them calls; inside ``jit`` too.
 
     Examples
     --------
@@ -176,6 +185,13 @@ class NamedSharding:
         """Whether every device holds the whole array (no dimension is split over an axis of size > 1)."""
         return all(_blocks(self.mesh, names) == 1 for names in _split_dims(self.spec, self.mesh).values())
 
+    @property
+    def _global_value(self) -> bool:
+        """Whether arrays of this sharding are plain values: the whole array on every process
+        (fully replicated over a mesh of every process). Replicated over some of the processes,
+        they stay global arrays, so the others know the value is not theirs."""
+        return self.is_fully_replicated and {d.id for d in self.mesh.devices.flat} == set(range(_PROCESS[1]))
+
     def shard_shape(self, global_shape) -> tuple:
         """The shape of each device's block of an array of ``global_shape``."""
         shape = list(global_shape)
@@ -199,42 +215,63 @@ class NamedSharding:
                              else slice(None) for d in range(len(global_shape)))
         return out
 
-    def _local_index(self, global_shape) -> tuple:
+    def _local_index(self, global_shape):
+        """The index of this process's block, None when the mesh does not hold this process."""
         here = [d for d in self.mesh.devices.flat if d.id == _PROCESS[0]]
-        if not here:
-            raise ValueError(f"this process's device {Device()} is not in the mesh {self.mesh}")
-        return self.devices_indices_map(global_shape)[here[0]]
+        return self.devices_indices_map(global_shape)[here[0]] if here else None
 
     def _put_leaf(self, x):
-        # device_put(x, sharding): every process passes the same global x and keeps its block.
+        # device_put(x, sharding): every process passes the same global x and keeps its block; a
+        # traced x (inside jit, lax.with_sharding_constraint) is sliced the same way.
         if isinstance(x, GlobalArray):
             return x if x.sharding == self else self._reshard(x)
-        x = np.asarray(x)
-        if self.is_fully_replicated:
-            return as_array_result(np.array(x))
-        local = np.array(x[self._local_index(x.shape)])
-        return GlobalArray(as_array_result(local), x.shape, self)
+        if not isinstance(x, Tracer):
+            x = np.asarray(x)
+        index = self._local_index(x.shape)
+        if index is None:
+            return GlobalArray.without_block(x.shape, x.dtype, self)
+        if self._global_value:
+            return x if isinstance(x, Tracer) else as_array_result(np.array(x))
+        local = x[index] if isinstance(x, Tracer) else as_array_result(np.array(x[index]))
+        return GlobalArray(local, x.shape, self)
 
     @staticmethod
     def _is_leaf(x) -> bool:
         return isinstance(x, GlobalArray)      # device_put places a global array whole
 
+    def _block_map(self, shape) -> tuple:
+        """``((rank, block bounds), ...)`` of this sharding (``ops/mpi_reshard.block_map``)."""
+        blocks = {d.id: index for d, index in self.devices_indices_map(shape).items()}
+        if len(blocks) != self.mesh.size:
+            raise NotImplementedError(f"resharding: a mesh holding a process twice ({self.mesh})")
+        return block_map(blocks, shape)
+
     def _reshard(self, x: "GlobalArray"):
-        # Every process calls this with its block of the same global array (SPMD): blocks move
-        # between processes (ops/mpi_reshard.py), none is assembled whole unless replicated here.
-        def by_rank(sharding):
-            ranks = {d.id: index for d, index in sharding.devices_indices_map(x.shape).items()}
-            if len(ranks) != sharding.mesh.size:
-                raise NotImplementedError(f"resharding: a mesh holding a process twice ({sharding.mesh})")
-            return ranks
-        if isinstance(x.addressable_data(0), Tracer):
-            raise NotImplementedError(
-                f"resharding a global array from {x.sharding.spec} to {self.spec} inside jit is not implemented: "
-                "device_put it to the new sharding before calling the jitted function")
-        local = exchange_blocks(np.asarray(x.addressable_data(0)), by_rank(x.sharding), by_rank(self), x.shape)
-        if self.is_fully_replicated:
-            return as_array_result(local)
-        return GlobalArray(as_array_result(local), x.shape, self)
+        # Every process of either mesh calls this with its block of the same global array (SPMD),
+        # a process outside x's mesh with its block-less x: blocks move between them
+        # (ops/mpi_reshard.py), none is assembled whole unless replicated here. Inside jit (or a
+        # traced transformation) the exchange is the primitive mpi_reshard.
+        sources, targets = x.sharding._block_map(x.shape), self._block_map(x.shape)
+        rank = _PROCESS[0]
+        source_ranks, target_ranks = dict(sources), dict(targets)
+        if rank not in source_ranks and rank not in target_ranks:
+            return GlobalArray.without_block(x.shape, x.dtype, self)      # takes no part
+        block = x._local
+        if is_eager() and not isinstance(block, Tracer):
+            local = exchange_blocks(np.asarray(block) if rank in source_ranks else None, sources, targets,
+                                    x.shape, dtype=x.dtype)
+        else:
+            if rank not in source_ranks:       # the operand of a process without a block is not read
+                block = np.zeros(block_shape_of(sources), x.dtype)
+            local = mpi_reshard_p.bind(block, sources=sources, targets=targets, shape=x.shape)
+        if rank not in target_ranks:
+            # Its part was sending. Under jit the result stays a (zero-size) slice of the exchange's,
+            # so the exchange is not dropped as dead code while the result is used or returned.
+            placeholder = local[(slice(0, 0),) * x.ndim] if local is not None else None
+            return GlobalArray.without_block(x.shape, x.dtype, self, placeholder)
+        if self._global_value:
+            return local if isinstance(local, Tracer) else as_array_result(local)
+        return GlobalArray(local if isinstance(local, Tracer) else as_array_result(local), x.shape, self)
 
     def __eq__(self, other):
         return isinstance(other, NamedSharding) and self.mesh == other.mesh and \
@@ -278,8 +315,14 @@ class GlobalArray:
 
     ``shape``/``dtype`` are the global array's; ``addressable_data(0)`` is this process's block (a
     ``tracejit.Array``), ``addressable_shards`` its one :class:`~tracejit.device_types.Shard`.
-    ``np.asarray`` raises RuntimeError, as JAX does for an array spanning non-addressable devices.
+    ``np.asarray`` raises RuntimeError, as JAX does for an array spanning non-addressable devices,
+    unless this process's block is the whole array (replicated over some of the processes).
     It is a pytree whose one leaf is the local block, so it passes through ``jit``.
+
+    On a process outside the sharding's mesh a global array has no block
+    (:meth:`without_block`, what ``device_put`` gives there): ``addressable_shards`` is ``[]`` and
+    ``addressable_data(0)`` raises ValueError. Its leaf is then a zero-size placeholder of the
+    dtype, so it passes through ``jit`` as well; resharding to a mesh holding this process uses it.
 
     Examples
     --------
@@ -296,6 +339,28 @@ class GlobalArray:
         self.shape = tuple(int(s) for s in global_shape)
         self.sharding = sharding
 
+    @classmethod
+    def without_block(cls, global_shape, dtype, sharding: NamedSharding, placeholder=None) -> "GlobalArray":
+        """The global array on a process outside ``sharding``'s mesh: no block, a zero-size
+        ``placeholder`` leaf (default: zeros of ``dtype``) standing in for it.
+
+        Examples
+        --------
+        >>> import numpy as np, tracejit
+        >>> from tracejit.sharding import GlobalArray, NamedSharding, P, make_mesh
+        >>> g = GlobalArray.without_block((4,), np.float32, NamedSharding(make_mesh((1,), ("i",)), P("i")))
+        >>> g.shape, g.dtype, g._has_block
+        ((4,), dtype('float32'), False)
+        """
+        shape = tuple(int(s) for s in global_shape)
+        if placeholder is None:
+            placeholder = np.zeros((0,) * len(shape), dtype)
+        out = cls(placeholder, shape, sharding)
+        out._has_block = False
+        return out
+
+    _has_block = True
+
     dtype = property(lambda self: self._local.dtype, doc="The element type.")
     ndim = property(lambda self: len(self.shape), doc="The number of dimensions.")
     size = property(lambda self: math.prod(self.shape), doc="The number of elements.")
@@ -305,29 +370,43 @@ class GlobalArray:
                                    doc="Whether every block is the whole array.")
 
     def addressable_data(self, index: int):
-        """This process's block (``index`` 0: one device per process)."""
+        """This process's block (``index`` 0: one device per process); ValueError on a process
+        outside the sharding's mesh, which holds none."""
+        if not self._has_block:
+            raise ValueError(f"addressable_data({index}): process {_PROCESS[0]} holds no block of this global array "
+                             f"(its mesh holds processes {sorted(d.id for d in self.sharding.mesh.devices.flat)})")
         if index != 0:
             raise IndexError(f"addressable_data({index}): a process holds one block (index 0)")
         return self._local
 
     @property
     def addressable_shards(self) -> list:
-        """This process's one shard: its device, its index in the global array, its block."""
+        """This process's shards: its one block (device, index in the global array, data), or
+        none on a process outside the sharding's mesh."""
+        if not self._has_block:
+            return []
         return [Shard(Device(), self.sharding._local_index(self.shape), self._local)]
 
     def __array__(self, dtype=None, copy=None):
-        if self.is_fully_addressable:
+        if self.is_fully_addressable or self.is_fully_replicated and self._has_block:
             return np.asarray(self._local, dtype)
         raise RuntimeError("Fetching value for `jax.Array` that spans non-addressable (non process local) "
                            "devices is not possible. Use `.addressable_shards` or `.addressable_data(0)` to "
                            "inspect this process's block, or gather it inside shard_map (lax.all_gather).")
 
     def __repr__(self):
-        return f"GlobalArray(shape={self.shape}, dtype={self.dtype}, sharding={self.sharding!r})"
+        missing = "" if self._has_block else ", no block here"
+        return f"GlobalArray(shape={self.shape}, dtype={self.dtype}, sharding={self.sharding!r}{missing})"
 
 
-register_pytree_node(GlobalArray, lambda g: ([g._local], (g.shape, g.sharding)),
-                     lambda aux, leaves: GlobalArray(leaves[0], aux[0], aux[1]))
+def _unflatten_global(aux, leaves):
+    shape, sharding, has_block = aux
+    if has_block:
+        return GlobalArray(leaves[0], shape, sharding)
+    return GlobalArray.without_block(shape, leaves[0].dtype, sharding, leaves[0])
+
+
+register_pytree_node(GlobalArray, lambda g: ([g._local], (g.shape, g.sharding, g._has_block)), _unflatten_global)
 
 
 def make_array_from_process_local_data(sharding: NamedSharding, local_data, global_shape=None):
@@ -338,13 +417,14 @@ def make_array_from_process_local_data(sharding: NamedSharding, local_data, glob
     sharding : NamedSharding
         How the global array is split; this process holds the block of its device.
     local_data : array-like
-        This process's block.
+        This process's block. Only the processes of the sharding's mesh call it (ValueError
+        elsewhere).
     global_shape : tuple, optional
         Default: the block's shape times the mesh axis size along each split dimension.
 
     Returns
     -------
-    GlobalArray, or a ``tracejit.Array`` when the sharding is fully replicated (one process).
+    GlobalArray, or a ``tracejit.Array`` when the sharding is fully replicated over every process.
 
     Examples
     --------
@@ -355,12 +435,16 @@ def make_array_from_process_local_data(sharding: NamedSharding, local_data, glob
     Array([0., 1., 2.])
     """
     local = np.asarray(local_data)
+    if not sharding.mesh.local_devices:
+        raise ValueError(f"make_array_from_process_local_data: process {_PROCESS[0]} is not in the mesh (processes "
+                         f"{sorted(d.id for d in sharding.mesh.devices.flat)}) and has no block; "
+                         "device_put(x, sharding) gives it a global array without one")
     dims = _split_dims(sharding.spec, sharding.mesh, local.ndim)
     inferred = tuple(s * (_blocks(sharding.mesh, dims[d]) if d in dims else 1) for d, s in enumerate(local.shape))
     shape = inferred if global_shape is None else tuple(global_shape)
     if sharding.shard_shape(shape) != local.shape:
         raise ValueError(f"make_array_from_process_local_data: the local block {local.shape} does not match "
                          f"the block {sharding.shard_shape(shape)} of global shape {shape} under {sharding.spec}")
-    if sharding.is_fully_replicated:
+    if sharding._global_value:
         return as_array_result(np.array(local))
     return GlobalArray(as_array_result(np.array(local)), shape, sharding)

@@ -55,6 +55,10 @@ from tracejit.lax.parallel import *  # noqa: E402,F401,F403
 from tracejit.lax.parallel import __all__ as _parallel_all  # noqa: E402
 
 __all__ += list(_parallel_all)
+from tracejit.lax.sharding_constraint import *  # noqa: E402,F401,F403
+from tracejit.lax.sharding_constraint import __all__ as _sharding_constraint_all  # noqa: E402
+
+__all__ += list(_sharding_constraint_all)
 from tracejit.lax.extras import *  # noqa: E402,F401,F403
 from tracejit.lax.extras import __all__ as _extras_all  # noqa: E402
 

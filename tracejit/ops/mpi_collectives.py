@@ -105,33 +105,73 @@ def process_params(mesh: tuple, names: tuple) -> dict:
     return params
 
 
+def members_comm(ranks: tuple):
+    """The communicator of the world ranks ``ranks``, ranked in that order (rank ``k`` is
+    ``ranks[k]``): COMM_WORLD when they are every process in rank order, else
+    ``MPI_Comm_create_group``, which only ``ranks`` call (``MPI_Comm_split`` would need every
+    process), once per tuple. Only the processes in ``ranks`` may call it.
+
+    Examples
+    --------
+    >>> members_comm((0,)).Get_size()      # doctest: +SKIP  (one process: COMM_WORLD)
+    1
+    """
+    from mpi4py import MPI      # lazily: importing tracejit must not initialise MPI
+    world = MPI.COMM_WORLD
+    ranks = tuple(int(r) for r in ranks)
+    if ranks == tuple(range(world.Get_size())):
+        return world
+    comm = _MEMBER_COMMS.get(ranks)
+    if comm is None:
+        if world.Get_rank() not in ranks:
+            raise ValueError(f"process {world.Get_rank()} asked for the communicator of processes {list(ranks)}, "
+                             "which it is not one of")
+        # A tag per set of members keeps two creations that share a process apart (MPI's tag upper
+        # bound is at least 32767).
+        tag = zlib.crc32(repr(ranks).encode()) % 32768
+        members = world.Get_group().Incl(list(ranks))
+        comm = _MEMBER_COMMS[ranks] = world.Create_group(members, tag)
+        members.Free()
+    return comm
+
+
+_MEMBER_COMMS: dict = {}
+
+
 def _comm(size: int, group=None):
     """The communicator of a collective: MPI.COMM_WORLD (``group`` None: the mesh axes in mesh
-    order, so world ranks are positions), checked to have ``size`` processes; or, for a ``group``
-    ``(mesh axis names, mesh shape, reduced names[, device ids in mesh order])``, the processes that
-    share this one's coordinates along the other axes, ranked by position along the reduced axes
-    (row-major in the order named): ``MPI_Comm_split``, once per group (every rank reaches a group's
-    first collective together, as SPMD programs do)."""
+    order of a mesh of every process in rank order, so world ranks are positions), checked to have
+    ``size`` processes; or, for a ``group`` ``(mesh axis names, mesh shape, reduced names[, device
+    ids in mesh order])``, the processes of the mesh that share this one's coordinates along the
+    other axes, ranked by position along the reduced axes (row-major in the order named):
+    ``MPI_Comm_split`` of COMM_WORLD (a mesh of every process) or of the mesh's own communicator
+    (:func:`members_comm`, a mesh of some of them), once per group (the mesh's processes reach a
+    group's first collective together, as SPMD programs do)."""
     from mpi4py import MPI      # lazily: importing tracejit must not initialise MPI
     world = MPI.COMM_WORLD
     if group is None:
         if world.Get_size() != size:
             raise RuntimeError(f"a collective over a process axis of size {size} ran in a program of "
-                               f"{world.Get_size()} MPI processes; the mesh must hold every process")
+                               f"{world.Get_size()} MPI processes without the mesh's device ids")
         return world
     comm = _GROUP_COMMS.get(group)
     if comm is None:
         names, shape, reduced = group[:3]
-        ids = group[3] if len(group) > 3 else tuple(range(math.prod(shape)))
-        if math.prod(shape) != world.Get_size() or sorted(ids) != list(range(world.Get_size())):
-            raise RuntimeError(f"a collective over mesh axes {reduced} of a mesh of shape {shape} ran in a "
-                               f"program of {world.Get_size()} MPI processes; the mesh must hold every process")
-        coords = dict(zip(names, np.unravel_index(ids.index(world.Get_rank()), shape)))
+        ids = tuple(group[3]) if len(group) > 3 else tuple(range(math.prod(shape)))
+        count, rank = world.Get_size(), world.Get_rank()
+        if len(ids) != math.prod(shape) or len(set(ids)) != len(ids) or not all(0 <= i < count for i in ids):
+            raise RuntimeError(f"a collective over mesh axes {reduced} of a mesh of shape {shape} holding processes "
+                               f"{list(ids)}: a mesh must hold distinct processes of the {count}")
+        if rank not in ids:
+            raise ValueError(f"process {rank} made a collective over mesh axes {reduced} of a mesh of processes "
+                             f"{list(ids)}, which it is not in")
+        base = world if len(ids) == count else members_comm(ids)
+        coords = dict(zip(names, np.unravel_index(ids.index(rank), shape)))
         others = [n for n in names if n not in reduced]
         color = int(np.ravel_multi_index([coords[n] for n in others], [shape[names.index(n)] for n in others])) \
             if others else 0
         key = int(np.ravel_multi_index([coords[n] for n in reduced], [shape[names.index(n)] for n in reduced]))
-        comm = _GROUP_COMMS[group] = world.Split(color, key)
+        comm = _GROUP_COMMS[group] = base.Split(color, key)
     if comm.Get_size() != size:
         raise RuntimeError(f"a collective over {size} processes ran on a group of {comm.Get_size()}")
     return comm
