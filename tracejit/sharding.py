@@ -35,7 +35,8 @@ from tracejit.core.trace import is_eager
 from tracejit.core.tracer import Tracer
 from tracejit.device_api import devices as _devices
 from tracejit.device_types import _PROCESS, Device, Shard
-from tracejit.ops.mpi_reshard import block_map, block_shape as block_shape_of, exchange_blocks, mpi_reshard_p
+from tracejit.ops.mpi_reshard import block_map, block_shape, exchange_blocks, mpi_reshard_p
+from tracejit.ops.structural import broadcast_in_dim_p
 
 __all__ = ["Mesh", "PartitionSpec", "P", "NamedSharding", "make_mesh", "GlobalArray",
            "make_array_from_process_local_data"]
@@ -157,7 +158,8 @@ class NamedSharding:
     value ``x`` (every process passes the same ``x``; a process outside the mesh gets a
     :class:`GlobalArray` without a block); of a :class:`GlobalArray` with another sharding, it moves
     the blocks between the processes of both meshes (resharding, ``ops/mpi_reshard.py``), which
-    every one of them calls; inside ``jit`` too.
+    every one of them calls; inside ``jit`` too. A fully replicated sharding gives plain Arrays when
+    its mesh holds every process, global arrays (block-less outside the mesh) when it holds some.
 
     Examples
     --------
@@ -253,18 +255,18 @@ class NamedSharding:
         # traced transformation) the exchange is the primitive mpi_reshard.
         sources, targets = x.sharding._block_map(x.shape), self._block_map(x.shape)
         rank = _PROCESS[0]
-        source_ranks, target_ranks = dict(sources), dict(targets)
-        if rank not in source_ranks and rank not in target_ranks:
+        holds_old, holds_new = rank in dict(sources), rank in dict(targets)
+        if not holds_old and not holds_new:
             return GlobalArray.without_block(x.shape, x.dtype, self)      # takes no part
         block = x._local
         if is_eager() and not isinstance(block, Tracer):
-            local = exchange_blocks(np.asarray(block) if rank in source_ranks else None, sources, targets,
-                                    x.shape, dtype=x.dtype)
+            local = exchange_blocks(np.asarray(block) if holds_old else None, sources, targets, x.shape, dtype=x.dtype)
         else:
-            if rank not in source_ranks:       # the operand of a process without a block is not read
-                block = np.zeros(block_shape_of(sources), x.dtype)
+            if not holds_old:       # the operand of a process without a block is not read: a broadcast zero
+                block = broadcast_in_dim_p.bind(np.zeros((), x.dtype)[()], shape=block_shape(sources),
+                                                broadcast_dimensions=())
             local = mpi_reshard_p.bind(block, sources=sources, targets=targets, shape=x.shape)
-        if rank not in target_ranks:
+        if not holds_new:
             # Its part was sending. Under jit the result stays a (zero-size) slice of the exchange's,
             # so the exchange is not dropped as dead code while the result is used or returned.
             placeholder = local[(slice(0, 0),) * x.ndim] if local is not None else None

@@ -163,5 +163,22 @@ if rank in B:
           "shard_map reshards within its mesh")
     close(jax.jit(sm_b)(gb), 2 * G[NamedSharding(mesh_b, P("i")).devices_indices_map(G.shape)[jax.Device()]],
           "shard_map reshards within its mesh, jit")
+    # An array on a mesh inside B (process B[0] alone) passed to shard_map on B: only B's processes
+    # take part in resharding it to the in_spec (B[1] only receives).
+    inner = jax.device_put(G, NamedSharding(Mesh(devices[B[:1]], ("i",)), P()))
+    close(sm_b(inner), 2 * G[NamedSharding(mesh_b, P("i")).devices_indices_map(G.shape)[jax.Device()]],
+          "shard_map reshards from a mesh inside its own")
+    # grad through a reshard inside jit, on B's own communicator: rows -> columns of mesh B.
+    W = np.cos(G)
+    cols_b = NamedSharding(mesh_b, P(None, "i"))
+
+    def loss(v):
+        f = jax.shard_map(lambda b, w: lax.psum(jnp.sum(jnp.sin(b) * w), "i"), mesh=mesh_b,
+                          in_specs=(P(None, "i"), P(None, "i")), out_specs=P())
+        return f(jax.device_put(v, cols_b), W)
+    rows_b = jax.device_put(G, NamedSharding(mesh_b, P("i")))
+    close(jax.jit(loss)(rows_b), np.sum(np.sin(G) * W), "loss through a reshard on B")
+    close(jax.jit(jax.grad(loss))(rows_b), (W * np.cos(G))[NamedSharding(mesh_b, P("i")).devices_indices_map(
+        G.shape)[jax.Device()]], "jit(grad) through a reshard on B")
 print(f"OK {rank}/{n}", flush=True)
 jax.distributed.shutdown()
