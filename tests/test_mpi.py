@@ -188,8 +188,10 @@ def test_collectives_overlap_independent_kernels(n):
     assert sorted(re.findall(r"OK \d+/\d+", out)) == [f"OK {r}/{n}" for r in range(n)]
 
 
-def test_compiled_collective_on_mismatched_shapes_aborts_every_rank():
-    rc, out, err, seconds = run_mpi(3, "native_calls.py", "mismatch", timeout=60)
+@pytest.mark.parametrize("program", ["native_calls.py", "overlap.py"])
+def test_compiled_collective_on_mismatched_shapes_aborts_every_rank(program):
+    # a blocking call checks itself; split calls are checked at their plan's first start
+    rc, out, err, seconds = run_mpi(3, program, "mismatch", timeout=60)
     assert rc != 0 and "UNREACHABLE" not in out, (out, err)
     assert "differ between the processes" in err and seconds < 30
 

@@ -81,6 +81,10 @@ def test_starts_and_waits_keep_every_dependency():
         return p + m, h
     plan = plan_of(f, x, y)
     assert kinds(plan).count("S") >= 2, driver.plan_text(plan)
+    # the first start checks that every rank makes all the plan's split calls; the others check nothing
+    starts = [s for s in plan.steps if getattr(s, "kind", "") == "call_start"]
+    assert len(starts[0].agree) == len(starts) and all(not s.agree for s in starts[1:])
+    assert [a[0] for a in starts[0].agree] == [s.combine[0] for s in starts]
     written_at, waited = {}, set()
     bufs = plan.buffers
     for i, s in enumerate(plan.steps):

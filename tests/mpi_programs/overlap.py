@@ -2,7 +2,8 @@
 (compiler/overlap.py). A collective whose neighbours in the plan do not depend on it becomes a
 nonblocking start and a wait with those steps between; results must equal the eager collectives,
 the compiled program with overlap off, and NumPy. Includes a small random-program fuzzer (seeds from
-argv, default 0..24). Last line ``OK <rank>/<N>``."""
+argv, default 0..24). Last line ``OK <rank>/<N>``; with the argument ``mismatch`` the ranks make a
+split psum on different shapes and must abort."""
 import re
 import sys
 
@@ -41,12 +42,23 @@ def split_around_kernels(text, name):
     lines = text.splitlines()
     starts = [k for k, line in enumerate(lines) if line.startswith(f"call start {name}[")]
     for k in starts:
-        request = re.search(r"\(request (b\d+)\)", lines[k]).group(1)
+        request = re.search(r"\(request (b\d+)", lines[k]).group(1)
         wait = next(j for j, line in enumerate(lines) if line.startswith("call wait") and f"(request {request})" in line)
         if any(line.startswith(("kernel", "blas")) for line in lines[k + 1:wait]):
             return True
     return False
 
+
+if sys.argv[-1] == "mismatch":
+    # Split calls check together, at the plan's first start: ranks whose psums differ in shape must
+    # abort there, before MPI runs the mismatched collective.
+    bad = jax.shard_map(lambda v, w: (lax.psum(v * 2, "i"), jnp.tanh(w @ w).sum()), mesh=mesh,
+                        in_specs=(P(), P()), out_specs=(P(), P()))
+    w = np.ones((64, 64))
+    assert "checks 1 call" in jax.jit(bad).lower(np.ones(rank + 3), w).compile().as_text()
+    jax.jit(bad)(np.ones(rank + 3), w)
+    print("UNREACHABLE", flush=True)
+    sys.exit(0)
 
 # --- every collective kind, each with an independent computation to overlap -------------------
 rng = np.random.default_rng(7)

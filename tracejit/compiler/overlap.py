@@ -18,6 +18,10 @@ starts its ``psum`` while the next layer's gradient is computed.
   barriers.
 - Every rank holds the same plan, so collectives start in the same order on every rank, as MPI
   requires; a blocking collective made while another is in flight progresses both.
+- A blocking call first checks that every rank makes the same collective (one small allreduce).
+  A start must not wait for the other ranks -- that would make each a synchronisation point -- so
+  the first start on each set of processes checks, once per run of the plan, the signatures of
+  all the plan's split calls on them (``WindowStep.agree``), and the others check nothing.
 - A split with no computing step between its start and its wait is joined back into one
   blocking call: the request would only add cost.
 - MPI moves data only while the process is inside an MPI call (unless the network moves it
@@ -66,7 +70,7 @@ def overlap_collectives(plan: Plan, can_split) -> int:
     _hoist_starts(steps, access)
     _sink_waits(steps, access)
     steps = _with_polls(plan, _join_idle_splits(steps))
-    plan.steps = _renumber_requests(plan, steps, first_request)
+    plan.steps = _with_agreement_checks(plan, _renumber_requests(plan, steps, first_request))
     return sum(1 for s in plan.steps if isinstance(s, WindowStep) and s.kind == "call_start")
 
 
@@ -85,6 +89,24 @@ def _with_polls(plan: Plan, steps: list) -> list:
             last = max(in_flight, key=wait_at.__getitem__)
             out.append(replace(in_flight[last], kind="call_poll"))
     return out
+
+
+def _with_agreement_checks(plan: Plan, steps: list) -> list:
+    """The first start on each set of processes (a call's ``group``, None for all of them) carries
+    the signatures (operation, parameters, operand shape and dtype) of every split call on it."""
+    def group(step):
+        return dict(step.combine[1]).get("group")
+
+    starts = [s for s in steps if isinstance(s, WindowStep) and s.kind == "call_start"]
+    signatures: dict = {}
+    for s in starts:
+        operand = plan.buffers[s.operand]
+        signatures.setdefault(group(s), []).append((*s.combine, operand.shape, str(operand.dtype)))
+    first = {}
+    for s in starts:
+        first.setdefault(group(s), s.update)
+    return [replace(s, agree=tuple(signatures[group(s)])) if isinstance(s, WindowStep) and s.kind == "call_start"
+            and first[group(s)] == s.update else s for s in steps]
 
 
 def _bytes_written(plan: Plan, step) -> int:

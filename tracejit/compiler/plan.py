@@ -79,6 +79,8 @@ class WindowStep:
                                # conv_wgrad: conv_windows_wgrad's (operand: the input, update: the cotangent)
     fused: object = None       # scatter: a one-phase Kernel over the updates' shape computing each update
                                # inside the scatter loop (``update`` is then None: nothing materialized)
+    agree: tuple = ()          # call_start: the signatures of the plan's split calls on this one's processes,
+                               # which the first start of them checks every rank shares (compiler/overlap.py)
 
     def reads(self) -> list:
         """Buffers read, the operand first (in-place rules check that nothing after it is the operand).
@@ -118,7 +120,8 @@ class WindowStep:
         if self.kind == "call_start":
             name, params = self.combine
             args = ", ".join(f"{k}={v!r}" for k, v in params)
-            return f"call start {name}[{args}] {operand} -> b{self.out} (request b{self.update})"
+            agree = f", checks {len(self.agree)} call{'s' * (len(self.agree) > 1)}" if self.agree else ""
+            return f"call start {name}[{args}] {operand} -> b{self.out} (request b{self.update}{agree})"
         if self.kind in ("call_poll", "call_wait"):
             return f"call {self.kind[5:]} {self.combine[0]} b{self.out} (request b{self.update})"
         if self.kind in ("conv", "conv_wgrad"):

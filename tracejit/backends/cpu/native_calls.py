@@ -200,12 +200,14 @@ class CallEmitter:
             self.b.call(fn, [self.bases[bid], ir.Constant(I8, 0), ir.Constant(I64, self._nbytes(bid)),
                              ir.Constant(ir.IntType(1), 0)])
 
-    def _check_agreement(self):
-        """Every rank makes this collective on the same shape and dtype, or every rank aborts."""
+    def _check_agreement(self, what=None):
+        """Every rank makes this collective on the same shape and dtype (or, given ``what``, the
+        same split calls of a plan: ``WindowStep.agree``), or every rank aborts."""
         b = self.b
-        x = self.buffers[self.step.operand] if self.step.operand is not None else None
-        what = repr((self.name, sorted(self.params.items()), x.shape if x else (), str(x.dtype) if x else ""))
-        site = zlib.crc32(what.encode())
+        if what is None:
+            x = self.buffers[self.step.operand] if self.step.operand is not None else None
+            what = (self.name, sorted(self.params.items()), x.shape if x else (), str(x.dtype) if x else "")
+        site = zlib.crc32(repr(what).encode())
         with b.goto_entry_block():
             pair = b.alloca(I64, size=2)
         first, second = pair, b.gep(pair, [ir.Constant(I64, 1)], source_etype=I64)
@@ -252,8 +254,11 @@ class CallEmitter:
             return
         if self.params.get("group") is not None:
             self._group_lookup()          # before the check's branch: its values serve the whole step
-        with self.b.if_then(self.b.icmp_signed("!=", self._handle("check"), ir.Constant(I64, 0))):
-            self._check_agreement()
+        # A blocking call checks itself; of a plan's split calls, the first start checks them all
+        # (a start must not wait for the other ranks: compiler/overlap.py).
+        if step.kind == "call" or step.agree:
+            with self.b.if_then(self.b.icmp_signed("!=", self._handle("check"), ir.Constant(I64, 0))):
+                self._check_agreement(step.agree or None)
         elements = int(np.prod(self.buffers[x].shape, dtype=np.int64))
         count = ir.Constant(I32, elements)
         dt = self._dtype(self.buffers[x].dtype)
