@@ -16,7 +16,7 @@ import pytest
 
 import tracejit
 from tracejit import device_types, lax
-from tracejit.ops import mpi_reshard
+from tracejit.ops import mpi_collectives, mpi_reshard
 from tracejit.ops.mpi_reshard import _bounds, _relative, block_map, block_shape, exchange_blocks, mpi_reshard_p, \
     transfer_plan
 from tracejit.sharding import GlobalArray, Mesh, NamedSharding, P
@@ -222,5 +222,5 @@ def test_doctests():
     import tracejit.lax.sharding_constraint
     import tracejit.sharding
     shard_map_module = sys.modules["tracejit.shard_map"]
-    for mod in (mpi_reshard, tracejit.sharding, shard_map_module, tracejit.lax.sharding_constraint):
+    for mod in (mpi_reshard, mpi_collectives, tracejit.sharding, shard_map_module, tracejit.lax.sharding_constraint):
         assert doctest.testmod(mod).failed == 0, mod.__name__

@@ -10,7 +10,7 @@ axis is a *process* axis: ``lax.psum(x, 'i')`` & co. are MPI collectives
 (``ops/mpi_collectives.py``), eagerly or inside ``jit`` (either ``shard_map(jit(f))`` or
 ``jit(shard_map(f))``).
 
-Outputs: ``P()`` returns ``f``'s value, which must be the same on every process (as JAX assumes;
+Outputs: ``P()`` returns ``f``'s value, which must be the same on every process of the mesh (as JAX assumes;
 it is not checked); a split spec returns a :class:`tracejit.sharding.GlobalArray` whose local block
 is this process's output. With one process (no mpiexec) and a one-device mesh, ``f`` runs on the
 whole arrays.
@@ -58,7 +58,7 @@ from tracejit.ops import mpi_collectives as mpi
 from tracejit.transforms.linear_call import linear_call
 from tracejit.core.named_axes import axis_frame
 from tracejit.core.pytree import broadcast_prefix, tree_flatten, tree_unflatten
-from tracejit.device_types import _PROCESS, Device
+from tracejit.device_types import _PROCESS
 from tracejit.sharding import GlobalArray, Mesh, NamedSharding, PartitionSpec, _block_position, _blocks, _split_dims
 
 __all__ = ["shard_map"]

@@ -64,10 +64,10 @@ _GROUP_COMMS: dict = {}
 
 def group_of(mesh_names: tuple, shape: tuple, names: tuple, ids: tuple | None = None):
     """The ``group`` parameter of a collective over mesh axes ``names`` of a mesh ``(mesh_names,
-    shape)`` whose devices are the processes ``ids`` in mesh (row-major) order, None for rank order:
-    None when the collective spans every axis of more than one process of a rank-order mesh
-    (COMM_WORLD, world ranks are positions), else ``(mesh_names, shape, names)``, with ``ids``
-    appended for a mesh not in rank order.
+    shape)`` whose devices are the processes ``ids`` in mesh (row-major) order, None for every
+    process in rank order: None when the collective spans every axis of more than one process of
+    such a mesh (COMM_WORLD, world ranks are positions), else ``(mesh_names, shape, names)``, with
+    ``ids`` appended for a mesh of some of the processes or not in rank order.
 
     Examples
     --------
@@ -87,7 +87,7 @@ def group_of(mesh_names: tuple, shape: tuple, names: tuple, ids: tuple | None = 
 
 def process_params(mesh: tuple, names: tuple) -> dict:
     """The parameters naming the processes of a collective over mesh axes ``names`` of ``mesh``
-    (``(axis names, shape, device ids in mesh order or None for rank order)``, as shard_map binds
+    (``(axis names, shape, device ids in mesh order or None for every process in rank order)``, as shard_map binds
     it): ``axis_name``, ``size`` (the product of their sizes) and, where not every process in rank
     order, ``group``.
 
@@ -113,8 +113,11 @@ def members_comm(ranks: tuple):
 
     Examples
     --------
-    >>> members_comm((0,)).Get_size()      # doctest: +SKIP  (one process: COMM_WORLD)
-    1
+    Under ``mpiexec -n 3``, process 2 is rank 0 of the communicator of processes (2, 0)
+    (skipped here: it initialises MPI):
+
+    >>> members_comm((2, 0)).Get_rank()          # doctest: +SKIP
+    0
     """
     from mpi4py import MPI      # lazily: importing tracejit must not initialise MPI
     world = MPI.COMM_WORLD
