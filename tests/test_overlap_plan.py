@@ -123,5 +123,5 @@ def test_the_plan_checker_rejects_a_step_touching_a_call_in_flight():
         check_plan(plan)
     # and a wait without its start
     plan.steps = [s for s in original if getattr(s, "kind", "") != "call_start"]
-    with pytest.raises(PlanError, match="not started|reads b\d+ before any step writes it"):
+    with pytest.raises(PlanError, match=r"not started|reads b\d+ before any step writes it"):
         check_plan(plan)
