@@ -209,12 +209,32 @@ def test_one_process_mesh_compiles_collectives_as_copies():
         np.testing.assert_array_equal(np.asarray(g.addressable_data(0) if hasattr(g, "addressable_data") else g), x)
 
 
+def assert_plan_delivers(plan, src, dst, G):
+    """Simulate a reshard ``plan`` of the global array ``G`` from block map ``src`` to ``dst``: every
+    receiver gets exactly its new block, each piece from a sender holding it, none twice, and a
+    receiver holding a piece itself takes it from itself (no message)."""
+    from tracejit.ops.mpi_reshard import _bounds, _relative
+    for q in dst:
+        new = _bounds(dst[q], G.shape)
+        got = np.full([hi - lo for lo, hi in new], np.nan)
+        for sender, receiver, region in plan:
+            if receiver != q:
+                continue
+            held = _bounds(src[sender], G.shape)
+            assert all(h0 <= r0 and r1 <= h1 for (r0, r1), (h0, h1) in zip(region, held))
+            assert np.isnan(got[_relative(region, new)]).all()        # nothing delivered twice
+            got[_relative(region, new)] = G[src[sender]][_relative(region, held)]
+            if q in src and _bounds(src[q], G.shape) == held:
+                assert sender == q                                     # its own copy, no message
+        np.testing.assert_array_equal(got, G[dst[q]])
+
+
 def test_reshard_plan_delivers_every_new_block_exactly_once():
     # ops/mpi_reshard.transfer_plan, simulated in one process for random pairs of block layouts
     # (splits of either dim, replicated ones, uneven holders): every receiver gets exactly its
     # new block, each piece from a process that holds it, a replica's pieces spread over holders.
     import itertools
-    from tracejit.ops.mpi_reshard import _bounds, _relative, transfer_plan
+    from tracejit.ops.mpi_reshard import transfer_plan
     rng = np.random.default_rng(0)
     shape = (12, 6)
     G = np.arange(72.0).reshape(shape)
@@ -233,17 +253,7 @@ def test_reshard_plan_delivers_every_new_block_exactly_once():
             continue
         src, dst = layout(n, s1), layout(n, s2)
         plan = transfer_plan(src, dst, shape)
-        for q in range(n):
-            new = _bounds(dst[q], shape)
-            got = np.full([hi - lo for lo, hi in new], np.nan)
-            for sender, receiver, region in plan:
-                if receiver != q:
-                    continue
-                held = _bounds(src[sender], shape)
-                assert all(h0 <= r0 and r1 <= h1 for (r0, r1), (h0, h1) in zip(region, held))
-                assert np.isnan(got[_relative(region, new)]).all()        # nothing delivered twice
-                got[_relative(region, new)] = G[src[sender]][_relative(region, held)]
-            np.testing.assert_array_equal(got, G[dst[q]])
+        assert_plan_delivers(plan, src, dst, G)
         replicated = {q: (slice(None), slice(None)) for q in range(n)}
         senders = {s for s, r, _ in transfer_plan(replicated, dst, shape) if s != r}
         assert not senders          # every process holds it all: nothing is sent

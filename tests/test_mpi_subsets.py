@@ -17,10 +17,9 @@ import pytest
 import tracejit
 from tracejit import device_types, lax
 from tracejit.ops import mpi_collectives, mpi_reshard
-from tracejit.ops.mpi_reshard import _bounds, _relative, block_map, block_shape, exchange_blocks, mpi_reshard_p, \
-    transfer_plan
+from tracejit.ops.mpi_reshard import block_map, block_shape, exchange_blocks, mpi_reshard_p, transfer_plan
 from tracejit.sharding import GlobalArray, Mesh, NamedSharding, P
-from tests.test_mpi import run_mpi
+from tests.test_mpi import assert_plan_delivers, run_mpi
 
 
 def _all_ranks_ok(n, program):
@@ -75,19 +74,7 @@ def test_transfer_plan_between_meshes_of_different_processes():
         src, dst = _layout(rng, src_set, s1, shape), _layout(rng, dst_set, s2, shape)
         plan = transfer_plan(src, dst, shape)
         assert {s for s, _, _ in plan} <= set(src_set) and {r for _, r, _ in plan} == set(dst_set)
-        for q in dst_set:
-            new = _bounds(dst[q], shape)
-            got = np.full([hi - lo for lo, hi in new], np.nan)
-            for sender, receiver, region in plan:
-                if receiver != q:
-                    continue
-                held = _bounds(src[sender], shape)
-                assert all(h0 <= r0 and r1 <= h1 for (r0, r1), (h0, h1) in zip(region, held))
-                assert np.isnan(got[_relative(region, new)]).all()        # nothing delivered twice
-                got[_relative(region, new)] = G[src[sender]][_relative(region, held)]
-                if q in src and _bounds(src[q], shape) == held:
-                    assert sender == q                                     # its own copy, no message
-            np.testing.assert_array_equal(got, G[dst[q]])
+        assert_plan_delivers(plan, src, dst, G)
         # The hashable block maps give the same plan.
         assert transfer_plan(block_map(src, shape), block_map(dst, shape), shape) == plan
         checked += 1
