@@ -15,8 +15,9 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
+# Two pytest workers: one per core of the CI machines (the suite took ~25 minutes in one process).
 test: $(STAMP)
-	$(PY) -m pytest tests -q -p no:cacheprovider
+	$(PY) -m pytest tests -q -p no:cacheprovider -n 2
 
 # A long differential-fuzzing campaign (issue 12; `make test` runs a fixed seed range):
 # N random programs against NumPy and the reference backend, then N/10 random gradient programs
