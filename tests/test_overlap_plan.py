@@ -58,7 +58,7 @@ def test_each_gradient_psum_starts_before_the_next_layers_work_and_waits_at_its_
     start = next(s for s in plan.steps if getattr(s, "kind", "") == "call_start")
     wait = next(s for s in plan.steps if getattr(s, "kind", "") == "call_wait")
     assert (start.update, start.out, start.operand) == (wait.update, wait.out, wait.operand)
-    assert plan.buffers[start.update].dtype == np.int32 and plan.buffers[start.update].shape == (2,)
+    assert plan.buffers[start.update].dtype == np.int64 and plan.buffers[start.update].shape == (2,)
     assert kinds(plan_of(f, x, y, overlap=False)).count("S") == 0
 
 

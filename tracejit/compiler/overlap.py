@@ -8,7 +8,7 @@ while the data is in flight. Data-parallel training is the typical case: each la
 starts its ``psum`` while the next layer's gradient is computed.
 
 - The start (``call_start``) reads the operand and writes the result and a request buffer
-  (int32[2], MPI's request handles); the wait (``call_wait``) reads the operand and the request
+  (int64[2]: room for MPI's request handles); the wait (``call_wait``) reads the operand and the request
   and writes the result. So the memory planner keeps the operand and the result alive, and their
   bytes unshared, from the start to the wait, and no step between them may touch the result or
   write the operand (``check_plan`` verifies it).
@@ -39,7 +39,8 @@ import numpy as np
 from tracejit.compiler.kernel_ir import Kernel
 from tracejit.compiler.plan import Buffer, DotStep, Plan, WindowStep, base_buffer, step_reads, step_writes
 
-REQUEST_SLOTS = 2           # MPI requests per split call (a ppermute's receive and send)
+REQUEST_SLOTS = 2           # room for a split call's MPI requests (a ppermute's receive and send), each of
+                            # up to 8 bytes whatever the MPI's handle type (MPICH's: an int)
 POLL_BYTES = 1 << 16        # a computing step writing at least this much is followed by a poll
 _CALLS = ("call", "call_start", "call_poll", "call_wait")
 
@@ -60,7 +61,7 @@ def overlap_collectives(plan: Plan, can_split) -> int:
     for step in plan.steps:
         if isinstance(step, WindowStep) and step.kind == "call" and can_split(step):
             request = len(plan.buffers)
-            plan.buffers.append(Buffer(request, (REQUEST_SLOTS,), np.dtype(np.int32)))
+            plan.buffers.append(Buffer(request, (REQUEST_SLOTS,), np.dtype(np.int64)))
             steps += [replace(step, kind="call_start", update=request), replace(step, kind="call_wait", update=request)]
         else:
             steps.append(step)
@@ -121,7 +122,7 @@ def _renumber_requests(plan: Plan, steps: list, first: int) -> list:
         if isinstance(step, WindowStep) and step.kind == "call_start":
             kept[step.update] = first + len(kept)
     del plan.buffers[first:]
-    plan.buffers.extend(Buffer(new, (REQUEST_SLOTS,), np.dtype(np.int32)) for new in kept.values())
+    plan.buffers.extend(Buffer(new, (REQUEST_SLOTS,), np.dtype(np.int64)) for new in kept.values())
     return [replace(s, update=kept[s.update]) if isinstance(s, WindowStep) and s.kind in _CALLS[1:]
             else s for s in steps]
 

@@ -4,11 +4,19 @@ A collective over a process axis (``ops/mpi_collectives.py``) that the compiler 
 ``call`` window step is one call from the generated code into the MPI library mpi4py loaded:
 ``psum``/``pmax``/``pmin`` are ``MPI_Allreduce`` from the operand into the result buffer,
 ``all_gather`` along axis 0 is ``MPI_Allgather``, ``psum_scatter`` along axis 0
-``MPI_Reduce_scatter_block``, ``all_to_all`` split and concatenated along axis 0 ``MPI_Alltoall``, ``ppermute`` is one ``MPI_Sendrecv`` (this rank's
-destination and source looked up by rank in constant tables, ``MPI_PROC_NULL`` where it has none;
-a rank nobody sends to keeps the zeros written first), ``axis_index`` reads the rank. No Python runs,
+``MPI_Reduce_scatter_block``, ``all_to_all`` split and concatenated along axis 0 ``MPI_Alltoall``,
+``ppermute`` is one ``MPI_Sendrecv`` (this rank's destination and source looked up by rank in
+constant tables, ``MPI_PROC_NULL`` where it has none; a rank nobody sends to keeps the zeros written
+first), ``axis_index`` reads the rank. No Python runs,
 so a loop whose body exchanges halos runs as a native loop. A collective over part of a multi-axis
 mesh (a ``group``) first asks :func:`_group` (a callback) for its sub-communicator and rank.
+
+A call the compiler split to overlap independent steps (``compiler/overlap.py``) is three kinds of
+step: ``call_start`` posts the nonblocking form (``MPI_Iallreduce``, ``MPI_Iallgather``,
+``MPI_Ireduce_scatter_block``, ``MPI_Ialltoall``, or ``MPI_Irecv`` + ``MPI_Isend`` for ``ppermute``)
+with its requests in the step's request buffer, ``call_poll`` tests them (``MPI_Testall``: MPI's
+progress engine moves every pending transfer meanwhile) and ``call_wait`` completes them
+(``MPI_Waitall``).
 
 MPI's handles are not compiled in: the code reads them (and the rank) from a table the process
 fills when it registers the symbols (:func:`register`), so a module from the persistent compile
@@ -16,12 +24,15 @@ cache serves every rank and every run. Only MPICH's ABI is called this way (inte
 MPICH, Intel MPI, MVAPICH; ``ops.mpi_collectives.mpich_abi``); under another MPI the collectives
 stay NumPy steps calling mpi4py.
 
-Before each collective the ranks compare a hash of the operation, dtype and shape with one small
-``MPI_Allreduce`` (the maximum and minimum of the hash); when they differ, every rank prints which
+Before each blocking collective, and at the first start of a plan's split collectives on each
+communicator for all of them at once (``WindowStep.agree``), the ranks compare a hash of the
+operations, dtypes and shapes with one small ``MPI_Allreduce`` (the maximum and minimum of the
+hash); when they differ, every rank prints which
 collective disagreed and the job aborts (``MPI_Abort``, then ``_exit``: MPICH's abort returns
 while the process manager stops the ranks), instead of MPI reading past a buffer or waiting forever.
 The compiled code reads whether to check from the handle table, so
-``initialize(check_collectives=False)`` (``mpi_collectives.set_checks``) turns it off at run time. With one process (a one-device mesh) the calls are copies and MPI is never touched.
+``initialize(check_collectives=False)`` (``mpi_collectives.set_checks``) turns it off at run time.
+With one process (a one-device mesh) the calls are copies and MPI is never touched.
 """
 from __future__ import annotations
 
