@@ -84,6 +84,27 @@ def test_key_components():
         pc.load("../etc/passwd", directory="/tmp")
 
 
+def test_program_fingerprint_holds_the_loop_bodies_plans():
+    # A native loop's code holds its bodies' plans and arena layouts, which compile options change
+    # without changing the program text (config.overlap_collectives split a body's collectives:
+    # a module cached with one layout was loaded for the other and wrote past its arena).
+    import numpy as np
+    from tracejit import lax
+    from tracejit.backends import get_backend
+    from tracejit.compiler import driver
+    program = tracejit.make_jaxpr(lambda x: lax.fori_loop(0, 3, lambda i, c: np.sin(c) @ c, x))(np.ones((8, 8)))
+    optimized = driver.optimize(program, get_backend("cpu"))
+    loop = next(s for s in optimized.plan.steps if getattr(s, "bodies", None))
+    before = pc.program_fingerprint(optimized.program, optimized.plan)
+    assert before == pc.program_fingerprint(optimized.program, optimized.plan)
+    body = loop.bodies[-1]
+    body.arena_bytes += 64                                      # another layout of the same body
+    assert pc.program_fingerprint(optimized.program, optimized.plan) != before
+    body.arena_bytes -= 64
+    body.plan.steps = body.plan.steps[::-1]                     # another plan of the same body program
+    assert pc.program_fingerprint(optimized.program, optimized.plan) != before
+
+
 def test_truncated_entry_is_removed(cache_dir):
     k = _key(3)
     pc.store(k, b"\x7fELF" + b"x" * 1000, {"name": "f"})

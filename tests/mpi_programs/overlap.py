@@ -141,52 +141,59 @@ close(got, u, "heat equation with overlapped halos")
 close(compiled(heat, u0, overlap=False)[0], got, "heat equation: overlap on == off")
 
 
-# --- random programs: chains of elementwise steps, products and collectives -------------------
+# --- random programs: chains of elementwise steps, products, collectives and loops holding them --
+# Two sizes (6x6, and 96x96 whose steps are large enough to be followed by polls), float64 and
+# float32; a "loop" is a fori_loop whose body makes a collective beside independent work (a native
+# loop body planned with overlap too).
 def random_program(seed):
     r = np.random.default_rng(seed)
     ops = []
     for _ in range(r.integers(4, 12)):
-        kind = r.choice(["ew", "dot", "psum", "pmax", "gather", "ppermute", "scatter", "reuse"])
+        kind = r.choice(["ew", "dot", "psum", "pmax", "gather", "ppermute", "scatter", "reuse", "loop"])
         ops.append((str(kind), int(r.integers(0, 1000))))
+
+    def step(kind, pick, v, w):
+        if kind == "ew":
+            return jnp.sin(v) * 0.5 + jnp.cos(w) * 0.25
+        if kind == "dot":
+            return jnp.tanh(v @ w.T @ v / v.shape[0])
+        if kind == "psum":
+            return lax.psum(v, "i") / n
+        if kind == "pmax":
+            return lax.pmax(v * (1 + lax.axis_index("i")).astype(v.dtype), "i")
+        if kind == "gather":
+            return lax.all_gather(v, "i", tiled=True)[:v.shape[0]] * 0.5
+        if kind == "ppermute":
+            return lax.ppermute(v, "i", [(k, (k + pick) % n) for k in range(n)])
+        if kind == "scatter":
+            return lax.all_gather(lax.psum_scatter(jnp.tile(v, (n, 1)), "i", tiled=True), "i", tiled=True)[:v.shape[0]]
+        if kind == "loop":
+            inner = ["psum", "ppermute", "pmax"][pick % 3]
+            def body(i, c):
+                return ((step(inner, pick, c[0], c[1]) * 0.5).astype(c[0].dtype),
+                        jnp.tanh(c[1] @ c[1] / c[1].shape[0]).astype(c[1].dtype))
+            return lax.fori_loop(0, 2 + pick % 3, body, (v, w))[0]
+        return v + w                    # values used again later keep their buffers alive
 
     def local(a, b):
         values = [a, b]
         for kind, pick in ops:
-            v = values[pick % len(values)]
-            w = values[(pick // 7) % len(values)]
-            if kind == "ew":
-                out = jnp.sin(v) * 0.5 + jnp.cos(w) * 0.25
-            elif kind == "dot":
-                out = jnp.tanh(v @ w.T @ v) * 0.1
-            elif kind == "psum":
-                out = lax.psum(v, "i") / n
-            elif kind == "pmax":
-                out = lax.pmax(v * (1 + lax.axis_index("i")), "i")
-            elif kind == "gather":
-                out = lax.all_gather(v, "i", tiled=True)[rank_rows(v)] * 0.5
-            elif kind == "ppermute":
-                out = lax.ppermute(v, "i", [(k, (k + pick) % n) for k in range(n)])
-            elif kind == "scatter":
-                out = lax.all_gather(lax.psum_scatter(jnp.tile(v, (n, 1)), "i", tiled=True), "i", tiled=True)[:v.shape[0]]
-            else:
-                out = v + w             # values used again later keep their buffers alive
-            values.append(out)
+            values.append(step(kind, pick, values[pick % len(values)], values[(pick // 7) % len(values)]))
         return sum(jnp.sum(v) for v in values[2:]) + values[-1]
     return local
 
 
-def rank_rows(v):
-    return slice(0, v.shape[0])
-
-
-a0, b0 = rng.standard_normal((6, 6)) + rank, rng.standard_normal((6, 6)) - rank
 split = 0
 for seed in seeds:
+    size, dtype = [(6, np.float64), (96, np.float64), (6, np.float32), (96, np.float32)][seed % 4]
+    a0 = (rng.standard_normal((size, size)) + rank).astype(dtype)
+    b0 = (rng.standard_normal((size, size)) - rank).astype(dtype)
+    tol = 1e-9 if dtype == np.float64 else 2e-4
     f = jax.shard_map(random_program(seed), mesh=mesh, in_specs=(P(), P()), out_specs=P())
     got, text = compiled(f, a0, b0)
     split += "call start" in text
-    close(got, compiled(f, a0, b0, overlap=False)[0], f"random program {seed}: overlap on == off", tol=1e-9)
-    close(got, f(a0, b0), f"random program {seed}: compiled == eager", tol=1e-9)
+    close(got, compiled(f, a0, b0, overlap=False)[0], f"random program {seed}: overlap on == off", tol=tol)
+    close(got, f(a0, b0), f"random program {seed}: compiled == eager", tol=tol)
 assert split >= len(seeds) // 3, f"only {split} of {len(seeds)} random programs overlapped a collective"
 
 print(f"OK {rank}/{n}", flush=True)

@@ -310,6 +310,11 @@ def program_fingerprint(program, plan=None) -> str:
                     h.update(f"\nload b{n.buffer} {n.map}".encode())
             else:
                 h.update(f"\nnumpy {s.eqn.primitive.name} {s.inputs} {s.outputs}".encode())
+                # A native loop's code holds its bodies' plans and arena layouts: compile options
+                # (config.overlap_collectives, say) change them without changing the program text.
+                for body in getattr(s, "bodies", None) or ():
+                    h.update(f"\nbody {program_fingerprint(body.program, body.plan)} arena {body.arena_bytes} "
+                             f"{sorted((body.offsets or {}).items())}".encode())
     return h.hexdigest()
 
 
