@@ -81,6 +81,8 @@ FIXED_CAMPAIGN_SEEDS = {
     30117164: "x.at[i].multiply(0.0) of a complex product: the oracle bounded every element as 0 * x",
     30123583: "kernel merging: a reader of an output written through its reshape view joined a kernel "
               "running before the writer (compiler/fusion.py; tests/test_merge_through_views.py)",
+    422575: "memory planning: an output written in place over a temporary that another output of the "
+            "kernel read through its reshape view (compiler/memory.py; tests/test_merge_through_views.py)",
 }
 
 

@@ -74,14 +74,21 @@ def _expr_loads(expr) -> list:
     return [n for n in walk([expr]) if n.kind == "load"]
 
 
-def _readers(step) -> dict:
-    """buffer id -> {(phase index, output index)} of the expressions that load it."""
+def _readers(step, bufs) -> dict:
+    """base buffer id -> {(phase index, output index)} of the expressions that load it, directly or
+    through a reshape alias (an alias shares its base's memory: a write over the base changes it)."""
     readers: dict[int, set] = {}
     for pi, phase in enumerate(step.phases):
         for j, e in enumerate(phase.exprs):
             for n in _expr_loads(e):
-                readers.setdefault(n.buffer, set()).add((pi, j))
+                readers.setdefault(base_buffer(bufs, n.buffer), set()).add((pi, j))
     return readers
+
+
+def _reads_only_at(loads, bufs, r, omap) -> bool:
+    """Whether every load of ``r``'s memory among ``loads`` reads ``r`` itself (not through an
+    alias, whose indices differ) at the element the store map ``omap`` writes, without a gather."""
+    return all(m.buffer == r and m.map == omap and not is_gather(m) for m in loads if base_buffer(bufs, m.buffer) == r)
 
 
 def _map_outputs(plan: Plan):
@@ -90,7 +97,7 @@ def _map_outputs(plan: Plan):
     for i, step in enumerate(plan.steps):
         if not isinstance(step, Kernel):
             continue
-        readers = _readers(step)
+        readers = _readers(step, plan.buffers)
         for pi, phase in enumerate(step.phases):
             if phase.reduce_op:
                 continue
@@ -120,7 +127,7 @@ def in_place_pairs(plan: Plan, first=None, last=None) -> dict:
             if (others or rb.kind != "temp" or rb.nbytes != ob.nbytes
                     or rb.shape != ob.shape or last.get(r) != i or r in pairs.values()):
                 continue
-            if all(m.map == omap and not is_gather(m) for m in step.loads() if m.buffer == r):
+            if _reads_only_at(step.loads(), bufs, r, omap):
                 pairs[out] = r
                 break
     for i, step in _window_updates(plan):
@@ -170,7 +177,7 @@ def donation_pairs(plan: Plan, donated_inputs) -> dict:
                     or ib.id in alias_bases or last_read.get(ib.id, -1) > i
                     or readers.get(ib.id, {(pi, j)}) != {(pi, j)}):
                 continue
-            if all(m.map == omap and not is_gather(m) for m in _expr_loads(e) if m.buffer == ib.id):
+            if _reads_only_at(_expr_loads(e), bufs, ib.id, omap):
                 pairs[out] = pos
                 break
     for i, step in _window_updates(plan):
@@ -224,7 +231,7 @@ def donated_temporaries(plan: Plan, donated_inputs, donated_outputs) -> dict:
                     or ib.id in alias_bases or last_read.get(ib.id, -1) > k
                     or readers.get(ib.id) != {(pi, j)}):
                 continue
-            if all(m.map == omap and not is_gather(m) for m in _expr_loads(e) if m.buffer == ib.id):
+            if _reads_only_at(_expr_loads(e), bufs, ib.id, omap):
                 pairs[temp] = (pos, out)
                 used.add(pos)
                 break
