@@ -18,13 +18,14 @@ stage that broke it, not as a wrong number later. It checks:
 - once memory is planned: every arena temporary has an aligned range inside the
   arena, and two temporaries whose ranges overlap are never live at once (the
   only shared step allowed is an in-place write: one read for the last time by
-  the kernel or window update that writes the other).
+  the kernel or window update that writes the other; a kernel then reads it only
+  in the expression storing the other, directly and at the element stored).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from tracejit.compiler.kernel_ir import Kernel
+from tracejit.compiler.kernel_ir import Kernel, is_gather, walk
 from tracejit.compiler.plan import WindowStep, step_reads, step_writes
 from tracejit.core.errors import ProgramTypeError
 
@@ -152,6 +153,22 @@ def _check_split_calls(plan) -> None:
         raise PlanError(f"the call started at step {k} ({plan.steps[k].describe()}) is never waited for")
 
 
+def _check_in_place(bufs, kernel, i, dying, born) -> None:
+    """A kernel writing ``born`` over ``dying`` (read there for the last time) reads ``dying``, from
+    the phase storing ``born`` on, only in the expression that stores it, directly (not through a
+    view) and at the element stored: any other read would see an overwritten element. (Earlier
+    phases, a row's reductions, finish with the row before a later phase writes it.)"""
+    stores = [k for k, phase in enumerate(kernel.phases) if born in phase.outputs]
+    for phase in kernel.phases[min(stores, default=0):]:
+        for out, omap, expr in zip(phase.outputs, phase.out_maps or [None] * len(phase.outputs), phase.exprs):
+            for n in walk([expr]):
+                if n.kind != "load" or _base(bufs, n.buffer, f"step {i}") != dying:
+                    continue
+                if out != born or n.buffer != dying or n.map != omap or is_gather(n):
+                    raise PlanError(f"step {i} ({kernel.describe()}) writes b{born} over b{dying} but reads b{dying} "
+                                    f"elsewhere (as b{n.buffer}, for b{out})")
+
+
 def _check_arena(plan, offsets, arena_bytes, first, last) -> None:
     bufs = plan.buffers
     ranges = []
@@ -173,8 +190,12 @@ def _check_arena(plan, offsets, arena_bytes, first, last) -> None:
             if end < start2 or end2 < start:
                 continue                       # never live at the same time
             touch = start2 if end == start2 else start if end2 == start else None
-            if touch is not None and isinstance(plan.steps[touch], (Kernel, WindowStep)) \
-                    and not getattr(plan.steps[touch], "kind", "").startswith("call"):
+            if touch is not None and isinstance(plan.steps[touch], Kernel):
+                dying, born = (b, b2) if end == start2 else (b2, b)
+                _check_in_place(bufs, plan.steps[touch], touch, dying, born)
                 continue                       # an in-place write at the last read
+            if touch is not None and isinstance(plan.steps[touch], WindowStep) \
+                    and not plan.steps[touch].kind.startswith("call"):
+                continue                       # a window update over the operand it reads
             raise PlanError(f"temporaries b{b} (steps {start}-{end}) and b{b2} (steps {start2}-{end2}) "
                             f"share arena bytes [{max(lo, lo2)}, {min(hi, hi2)}) while both are live")
