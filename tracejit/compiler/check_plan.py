@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracejit.compiler.kernel_ir import Kernel, is_gather, walk
-from tracejit.compiler.plan import WindowStep, step_reads, step_writes
+from tracejit.compiler.plan import CALL_KINDS, WindowStep, step_reads, step_writes
 from tracejit.core.errors import ProgramTypeError
 
 KINDS = ("input", "const", "output", "temp", "alias", "external")
@@ -137,10 +137,9 @@ def _check_split_calls(plan) -> None:
             if kind == "call_wait":
                 del open_calls[step.update]
             continue
-        for request, (k, out, operand) in open_calls.items():
-            touched = {_base(bufs, b, f"step {i}") for b in step_reads(step)} | \
-                {_base(bufs, b, f"step {i}") for b in step_writes(step)}
-            written = {_base(bufs, b, f"step {i}") for b in step_writes(step)}
+        written = {_base(bufs, b, f"step {i}") for b in step_writes(step)}
+        touched = written | {_base(bufs, b, f"step {i}") for b in step_reads(step)}
+        for k, out, operand in open_calls.values():
             if out in touched or operand in written:
                 raise PlanError(f"step {i} ({step.describe()}) touches b{out} or writes b{operand} while "
                                 f"the call started at step {k} is in flight")
@@ -195,7 +194,7 @@ def _check_arena(plan, offsets, arena_bytes, first, last) -> None:
                 _check_in_place(bufs, plan.steps[touch], touch, dying, born)
                 continue                       # an in-place write at the last read
             if touch is not None and isinstance(plan.steps[touch], WindowStep) \
-                    and not plan.steps[touch].kind.startswith("call"):
+                    and plan.steps[touch].kind not in CALL_KINDS:
                 continue                       # a window update over the operand it reads
             raise PlanError(f"temporaries b{b} (steps {start}-{end}) and b{b2} (steps {start2}-{end2}) "
                             f"share arena bytes [{max(lo, lo2)}, {min(hi, hi2)}) while both are live")

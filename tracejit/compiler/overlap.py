@@ -37,12 +37,12 @@ from dataclasses import replace
 import numpy as np
 
 from tracejit.compiler.kernel_ir import Kernel
-from tracejit.compiler.plan import Buffer, DotStep, Plan, WindowStep, base_buffer, step_reads, step_writes
+from tracejit.compiler.plan import (CALL_KINDS, SPLIT_CALL_KINDS, Buffer, DotStep, Plan, WindowStep, base_buffer,
+                                    step_reads, step_writes)
 
 REQUEST_SLOTS = 2           # room for a split call's MPI requests (a ppermute's receive and send), each of
                             # up to 8 bytes whatever the MPI's handle type (MPICH's: an int)
 POLL_BYTES = 1 << 16        # a computing step writing at least this much is followed by a poll
-_CALLS = ("call", "call_start", "call_poll", "call_wait")
 
 
 def overlap_collectives(plan: Plan, can_split) -> int:
@@ -68,8 +68,8 @@ def overlap_collectives(plan: Plan, can_split) -> int:
     if len(steps) == len(plan.steps):
         return 0
     access = [_access(plan, s) for s in steps]
-    _hoist_starts(steps, access)
-    _sink_waits(steps, access)
+    _slide(steps, access, "call_start", -1)      # starts up, in program order
+    _slide(steps, access, "call_wait", +1)       # waits down, the last first
     steps = _with_polls(plan, _join_idle_splits(steps))
     plan.steps = _with_agreement_checks(plan, _renumber_requests(plan, steps, first_request))
     return sum(1 for s in plan.steps if isinstance(s, WindowStep) and s.kind == "call_start")
@@ -123,7 +123,7 @@ def _renumber_requests(plan: Plan, steps: list, first: int) -> list:
             kept[step.update] = first + len(kept)
     del plan.buffers[first:]
     plan.buffers.extend(Buffer(new, (REQUEST_SLOTS,), np.dtype(np.int64)) for new in kept.values())
-    return [replace(s, update=kept[s.update]) if isinstance(s, WindowStep) and s.kind in _CALLS[1:]
+    return [replace(s, update=kept[s.update]) if isinstance(s, WindowStep) and s.kind in SPLIT_CALL_KINDS
             else s for s in steps]
 
 
@@ -142,32 +142,24 @@ def _independent(a, b) -> bool:
     return not (wa & (rb | wb) or wb & ra)
 
 
-def _hoist_starts(steps: list, access: list) -> None:
-    """Each start moves up past the independent steps before it, in program order."""
-    for i in range(len(steps)):
-        if not (isinstance(steps[i], WindowStep) and steps[i].kind == "call_start"):
+def _slide(steps: list, access: list, kind: str, direction: int) -> None:
+    """Each step of ``kind`` moves past the independent movable steps next to it, towards the
+    start (``direction`` -1) or the end (+1) of the plan; the steps nearest that end move first."""
+    order = range(len(steps)) if direction < 0 else reversed(range(len(steps)))
+    for i in order:
+        if not (isinstance(steps[i], WindowStep) and steps[i].kind == kind):
             continue
         j = i
-        while j > 0 and _movable(steps[j - 1]) and _independent(access[j - 1], access[j]):
-            steps[j - 1], steps[j] = steps[j], steps[j - 1]
-            access[j - 1], access[j] = access[j], access[j - 1]
-            j -= 1
-
-
-def _sink_waits(steps: list, access: list) -> None:
-    """Each wait moves down past the independent steps after it, the last wait first."""
-    for i in reversed(range(len(steps))):
-        if not (isinstance(steps[i], WindowStep) and steps[i].kind == "call_wait"):
-            continue
-        j = i
-        while j + 1 < len(steps) and _movable(steps[j + 1]) and _independent(access[j], access[j + 1]):
-            steps[j], steps[j + 1] = steps[j + 1], steps[j]
-            access[j], access[j + 1] = access[j + 1], access[j]
-            j += 1
+        while 0 <= j + direction < len(steps) and _movable(steps[j + direction]) \
+                and _independent(access[j], access[j + direction]):
+            k = j + direction
+            steps[j], steps[k] = steps[k], steps[j]
+            access[j], access[k] = access[k], access[j]
+            j = k
 
 
 def _computes(step) -> bool:
-    return isinstance(step, (Kernel, DotStep)) or isinstance(step, WindowStep) and step.kind not in _CALLS
+    return isinstance(step, (Kernel, DotStep)) or isinstance(step, WindowStep) and step.kind not in CALL_KINDS
 
 
 def _join_idle_splits(steps: list) -> list:

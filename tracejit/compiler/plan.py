@@ -113,17 +113,15 @@ class WindowStep:
         starts = ", ".join(f"b{s}" if isinstance(s, int) else repr(s[1]) for s in self.starts)
         operand = (f"b{self.operand}" if isinstance(self.operand, int)
                    else "" if self.operand is None else repr(self.operand[1]))
-        if self.kind == "call":
-            name, params = self.combine
-            args = ", ".join(f"{k}={v!r}" for k, v in params)
-            return f"call {name}[{args}] {operand} -> b{self.out}"
-        if self.kind == "call_start":
-            name, params = self.combine
-            args = ", ".join(f"{k}={v!r}" for k, v in params)
-            agree = f", checks {len(self.agree)} call{'s' * (len(self.agree) > 1)}" if self.agree else ""
-            return f"call start {name}[{args}] {operand} -> b{self.out} (request b{self.update}{agree})"
         if self.kind in ("call_poll", "call_wait"):
             return f"call {self.kind[5:]} {self.combine[0]} b{self.out} (request b{self.update})"
+        if self.kind in ("call", "call_start"):
+            name, params = self.combine
+            args = ", ".join(f"{k}={v!r}" for k, v in params)
+            if self.kind == "call":
+                return f"call {name}[{args}] {operand} -> b{self.out}"
+            agree = f", checks {len(self.agree)} call{'s' * (len(self.agree) > 1)}" if self.agree else ""
+            return f"call start {name}[{args}] {operand} -> b{self.out} (request b{self.update}{agree})"
         if self.kind in ("conv", "conv_wgrad"):
             args = ", ".join(f"{k}={v!r}" for k, v in self.combine)
             what = "conv_windows" if self.kind == "conv" else "conv_windows_wgrad"
@@ -141,6 +139,10 @@ class WindowStep:
 
 
 CONTROL_FLOW = ("cond", "while", "scan")
+# Window step kinds that are library calls: one blocking call, or the parts of a call split to
+# overlap independent steps (compiler/overlap.py): its start, polls and wait.
+SPLIT_CALL_KINDS = ("call_start", "call_poll", "call_wait")
+CALL_KINDS = ("call", *SPLIT_CALL_KINDS)
 
 
 @dataclass

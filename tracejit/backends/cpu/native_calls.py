@@ -53,15 +53,10 @@ _SLOT = {name: k for k, name in enumerate(HANDLES)}
 _FUNCTIONS = ("MPI_Allreduce", "MPI_Allgather", "MPI_Reduce_scatter_block", "MPI_Alltoall", "MPI_Sendrecv",
               "MPI_Abort", "MPI_Iallreduce", "MPI_Iallgather", "MPI_Ireduce_scatter_block", "MPI_Ialltoall",
               "MPI_Isend", "MPI_Irecv", "MPI_Waitall", "MPI_Testall")
-# Window step kinds that are library calls: one blocking call, or a nonblocking call's start, the polls
-# between the steps that run while it is in flight (MPI moves data only inside MPI calls, unless the
-# network does it alone), and its wait (compiler/overlap.py).
-CALL_KINDS = ("call", "call_start", "call_poll", "call_wait")
 # Collectives whose nonblocking form the generated code can start and wait for (axis_index is no
 # communication). MPICH's MPI_Request is an int: a ppermute holds two (its receive and its send).
 SPLIT_CALLS = frozenset({"mpi_psum", "mpi_pmax", "mpi_pmin", "mpi_all_gather", "mpi_psum_scatter",
                          "mpi_all_to_all", "mpi_ppermute"})
-REQUESTS = 2
 _STATUSES_IGNORE = 1        # MPICH's MPI_STATUSES_IGNORE: (MPI_Status *)1
 TABLE = "tracejit_mpi_handles"
 MISMATCH = "tracejit_mpi_mismatch"
@@ -354,4 +349,4 @@ def emit_call(b, step, bases, buffers) -> None:
     CallEmitter(b, step, bases, buffers).emit()
 
 
-__all__ = ["register", "emit_call", "uses_mpi", "CallEmitter", "HANDLES", "CALL_KINDS", "SPLIT_CALLS"]
+__all__ = ["register", "emit_call", "uses_mpi", "CallEmitter", "HANDLES", "SPLIT_CALLS"]

@@ -21,7 +21,7 @@ import numpy as np
 from llvmlite import ir
 
 from tracejit.core import dtypes
-from tracejit.compiler.plan import WindowStep
+from tracejit.compiler.plan import CALL_KINDS, WindowStep
 from tracejit.backends.cpu import lowering as L
 from tracejit.backends.cpu import native_calls
 from tracejit.backends.cpu.codegen import KernelEmitter, c_strides
@@ -117,7 +117,7 @@ class WindowEmitter:
         for b in [*step.writes(), *step.reads()]:
             if b not in self.slots:
                 self.slots.append(b)
-        if step.kind in native_calls.CALL_KINDS and native_calls.uses_mpi(step):
+        if step.kind in CALL_KINDS and native_calls.uses_mpi(step):
             native_calls.register()     # before any link: also a module the persistent cache holds
 
     def _start(self, b, bases, start, axis_len, size):
@@ -150,7 +150,7 @@ class WindowEmitter:
             self._scatter(b, bases)
             b.ret_void()
             return name
-        if step.kind in native_calls.CALL_KINDS:
+        if step.kind in CALL_KINDS:
             native_calls.emit_call(b, step, bases, self.buffers)
             b.ret_void()
             return name
