@@ -11,6 +11,7 @@ import numpy as np
 import tracejit as jax
 import tracejit.numpy as jnp
 from tracejit import lax
+from position_checks import check_collectives_by_position
 from tracejit.sharding import GlobalArray, Mesh, NamedSharding, P
 
 jax.distributed.initialize()
@@ -37,18 +38,7 @@ def check_1d(order, label):
         close(compiled, eager, f"{label}: jit == eager")
         return eager
 
-    val = lambda k: np.arange(3.0) + 10 * k           # noqa: E731  (position k's value)
-    mine = lambda: jnp.arange(3.0) + 10 * lax.axis_index("i")   # noqa: E731
-    close(both(lambda: lax.axis_index("i")), pos, f"{label}: axis_index is the position")
-    close(both(lambda: lax.psum(mine(), "i")), sum(val(k) for k in range(n)), f"{label}: psum")
-    close(both(lambda: lax.all_gather(mine(), "i")), np.stack([val(k) for k in range(n)]),
-          f"{label}: all_gather in position order")
-    close(both(lambda: lax.ppermute(mine(), "i", [(k, (k + 1) % n) for k in range(n)])), val((pos - 1) % n),
-          f"{label}: ppermute by position")
-    close(both(lambda: lax.psum_scatter(jnp.tile(mine(), n), "i", tiled=True)), sum(val(k) for k in range(n)),
-          f"{label}: psum_scatter")
-    close(both(lambda: lax.all_to_all(jnp.stack([mine() + j for j in range(n)]), "i", 0, 0)),
-          np.stack([val(k) + pos for k in range(n)]), f"{label}: all_to_all")
+    check_collectives_by_position(both, close, pos, n, label)
     G = np.arange(2.0 * n * 3).reshape(2 * n, 3)
     out = both(lambda b: b * 2 + lax.axis_index("i") * 0, G, in_specs=P("i"), out_specs=P("i"))
     close(out, 2 * G[2 * pos:2 * pos + 2], f"{label}: the block at this position")

@@ -13,6 +13,7 @@ import numpy as np
 import tracejit as jax
 import tracejit.numpy as jnp
 from tracejit import lax
+from position_checks import check_collectives_by_position
 from tracejit.sharding import GlobalArray, Mesh, NamedSharding, P
 
 jax.distributed.initialize()
@@ -57,18 +58,7 @@ def check_1d(order, label):
         close(compiled, eager, f"{label}: jit == eager")
         return eager
 
-    val = lambda p: np.arange(3.0) + 10 * p                        # noqa: E731  (position p's value)
-    mine = lambda: jnp.arange(3.0) + 10 * lax.axis_index("i")      # noqa: E731
-    close(both(lambda: lax.axis_index("i")), pos, f"{label}: axis_index is the position")
-    close(both(lambda: lax.psum(mine(), "i")), sum(val(p) for p in range(k)), f"{label}: psum")
-    close(both(lambda: lax.pmax(mine(), "i")), val(k - 1), f"{label}: pmax")
-    close(both(lambda: lax.all_gather(mine(), "i")), np.stack([val(p) for p in range(k)]), f"{label}: all_gather")
-    close(both(lambda: lax.ppermute(mine(), "i", [(p, (p + 1) % k) for p in range(k)])), val((pos - 1) % k),
-          f"{label}: ppermute by position")
-    close(both(lambda: lax.psum_scatter(jnp.tile(mine(), k), "i", tiled=True)), sum(val(p) for p in range(k)),
-          f"{label}: psum_scatter")
-    close(both(lambda: lax.all_to_all(jnp.stack([mine() + j for j in range(k)]), "i", 0, 0)),
-          np.stack([val(p) + pos for p in range(k)]), f"{label}: all_to_all")
+    check_collectives_by_position(both, close, pos, k, label)
     G = np.arange(2.0 * k * 3).reshape(2 * k, 3)
     out = both(lambda b: b * 2, G, in_specs=P("i"), out_specs=P("i"), collective=False)
     close(out, 2 * G[2 * pos:2 * pos + 2], f"{label}: this position's block")
