@@ -439,3 +439,21 @@ def test_select_n_predicate_rules_are_the_same_eagerly_and_under_jit(run):
     np.testing.assert_array_equal(f(np.array([False, True]), *cases), [1.0, 4.0])
     np.testing.assert_array_equal(f(np.array([1, 0], np.int32), *cases), [3.0, 2.0])
     assert float(f(True, 1.0, 2.0)) == 2.0 and float(f(np.int8(0), 1.0, 2.0)) == 1.0
+
+
+def test_eager_primitives_reject_what_jit_rejects():
+    # Eagerly, lax.add of shapes (1, 3) and (2, 3) returned NumPy's broadcast (2, 3) result where
+    # JAX -- and tracejit under jit -- raise TypeError: eager binds now run the primitive's
+    # abstract rule first, so both modes accept and reject the same applications.
+    cases = [lambda: lax.add(np.ones((1, 3)), np.ones((2, 3))),
+             lambda: lax.mul(np.ones((3, 1)), np.ones(3)),
+             lambda: lax.add(np.ones(3, np.float32), np.ones(3)),
+             lambda: lax.dot_general(np.ones((2, 3)), np.ones((4, 5)), (((1,), (0,)), ((), ()))),
+             lambda: lax.concatenate([np.ones((2, 3)), np.ones((2, 4))], 0)]
+    for case in cases:
+        for mode in (case, tracejit.jit(case)):
+            with pytest.raises(TypeError):
+                mode()
+    # what is valid stays valid: rank-0 operands and Python scalars broadcast, as in JAX
+    np.testing.assert_array_equal(lax.add(np.ones((2, 3)), 2.0), np.full((2, 3), 3.0))
+    np.testing.assert_array_equal(lax.mul(np.float64(2.0), np.ones(3)), np.full(3, 2.0))

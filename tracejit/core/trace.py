@@ -67,7 +67,22 @@ class EvalTrace(Trace):
             rule = impl_rules[prim]
         except KeyError:
             raise NotImplementedError(f"primitive {prim.name!r} has no NumPy implementation rule") from None
+        _check_operands(prim, args, params)
         return rule(*args, **params)
+
+
+def _check_operands(prim: Primitive, args, params) -> None:
+    """Run ``prim``'s abstract rule on concrete operands, so an application JAX rejects raises the
+    same TypeError eagerly as under ``jit`` (``lax.add`` of shapes (1, 3) and (2, 3): NumPy's
+    implementation would broadcast and return a result)."""
+    check = abstract_eval_rules.get(prim)
+    if check is None:
+        return
+    try:
+        avals = [aval_of_value(a) for a in args]
+    except TypeError:
+        return          # an operand the implementation converts itself (a list): its rule decides
+    check(*avals, **params)
 
 
 EVAL_TRACE = EvalTrace()

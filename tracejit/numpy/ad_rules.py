@@ -400,7 +400,7 @@ def _fft_rules(fft_p, prims):
             shape = [1] * aval_of(spec).ndim
             shape[axes[-1]] = h
             w = (scale * weights).reshape(shape).astype(aval_of(spec).dtype)
-            g = jnp.conj(mul(spec, w))
+            g = jnp.conj(jnp.multiply(spec, w))     # (w broadcasts along the other axes)
         if real_in:
             g = jnp.real(g)
         return [_fft_resize(g, axes, [aval_of(x).shape[a] for a in axes])]
