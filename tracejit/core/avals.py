@@ -27,6 +27,15 @@ class ShapedArray:
         self.weak_type = bool(weak_type)
         self._hash = hash((self.shape, self.dtype, self.weak_type))
 
+    @classmethod
+    def _of_array(cls, x) -> "ShapedArray":
+        # An array's shape is already a tuple of non-negative ints: skip __init__'s checks (every
+        # eager primitive application builds these for its operands).
+        aval = cls.__new__(cls)
+        aval.shape, aval.dtype, aval.weak_type = x.shape, dtypes.canonical(x.dtype), False
+        aval._hash = hash((aval.shape, aval.dtype, False))
+        return aval
+
     @property
     def ndim(self) -> int:
         return len(self.shape)
@@ -67,5 +76,5 @@ def aval_of_value(x) -> ShapedArray:
     if dtypes.is_python_scalar(x):
         return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=True)
     if isinstance(x, (np.ndarray, np.generic)):
-        return ShapedArray(x.shape, x.dtype, weak_type=False)
+        return ShapedArray._of_array(x)
     raise TypeError(f"{type(x).__name__} is not a valid array value")
