@@ -161,18 +161,24 @@ def _igamma_parts(a, x):
     prefix underflows."""
     sp = _sp()
     use_series = (x < a + 1.0)
-    xs = _where(use_series, x, 0.0)              # unused lanes converge at once
-    xc = _where(use_series, 2.0 * a + 100.0, x)  # unused lanes: far from the slow region
-    s, ds = _igamma_series(a, xs)
-    f, df = _igammac_cf(a, xc)
     x_ = x
     lp = _log_gamma_prefix(a, x_)
+    # In the continued-fraction region F <= 1 / (x + 1 - a) <= 1, so Q = prefix * F is 0 where the
+    # prefix underflows; the fraction's recurrence itself overflows to inf / inf = NaN for x near
+    # the float max, and never converges (gammaincc(1, 1.79e308) was NaN after 1e5 iterations,
+    # gammainc(1, 1.79e308) NaN; SciPy: 0 and 1). Those lanes are parked like unused ones.
+    cf_zero = ~use_series & (lp < -760.0)
+    xs = _where(use_series, x, 0.0)              # unused lanes converge at once
+    xc = _where(use_series | cf_zero, 2.0 * a + 100.0, x)  # unused lanes: far from the slow region
+    s, ds = _igamma_series(a, xs)
+    f, df = _igammac_cf(a, xc)
     pref = jnp.exp(lp)
     dlp = jnp.log(x_) - sp._digamma64(a)
     p_series = pref * s / a
     q_cf = pref * f
     small_a = use_series & (a < 1.0)
     q_small = _igammac_small_a(_where(small_a, a, 0.5), _where(small_a, x, 0.5))
+    q_cf = _where(cf_zero, 0.0, q_cf)
     P = _where(use_series, p_series, 1.0 - q_cf)
     Q = _where(use_series, _where(small_a, q_small, 1.0 - p_series), q_cf)
     g_series = (s * (jnp.log(x_) - sp._digamma64(a + 1.0)) + ds) / a

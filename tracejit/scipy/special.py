@@ -125,8 +125,13 @@ def _lgamma_2(z):
 
 
 def _lgamma1p(a):
-    """log Gamma(1 + a) for |a| <= 1/2 without rounding 1 + a."""
-    return _lgamma_2(a) - jnp.log1p(a)
+    """log Gamma(1 + a) for -1/2 <= a <= 1 without rounding 1 + a.
+
+    The series of ``_lgamma_2`` is truncated for |z| <= 1/2; gammaincc's small-a branch calls this
+    up to a = 1, where _lgamma_2(a) lost ~1e-11 (gammaincc(0.999, 1.0) was off by 8e-12 relative).
+    For a > 1/2, log Gamma(1 + a) = lgamma(2 + (a - 1)) with a - 1 exact."""
+    hi = a > 0.5
+    return _where(hi, _lgamma_2(a - 1.0), _lgamma_2(_where(hi, 0.0, a)) - jnp.log1p(_where(hi, 0.0, a)))
 
 
 def _lgamma_pos(x):
@@ -509,7 +514,9 @@ def _zeta64(s, q):
         acc = acc + jnp.power(q + k, -s)
     a = q + _ZETA_N
     a_pow = jnp.power(a, -s)
-    acc = acc + a * a_pow / (s - 1.0) + 0.5 * a_pow
+    # The tail a^(1-s) / (s-1) as one power: a * a^-s underflows to 0 (or inf * 0 = NaN at
+    # q = inf) for large q, e.g. zeta(2, 1e300) gave 0 instead of 1e-300.
+    acc = acc + jnp.power(a, 1.0 - s) / (s - 1.0) + 0.5 * a_pow
     # sum_j B_2j / (2j)! * s (s+1) ... (s+2j-2) * a^(-s-2j+1)
     fac = s * a_pow / a          # s * a^(-s-1)
     inv_a2 = 1.0 / (a * a)
@@ -518,6 +525,9 @@ def _zeta64(s, q):
         fac = fac * (s + 2 * j - 1) * (s + 2 * j) * inv_a2
     nonpos_int_q = (q <= 0) & (q == jnp.floor(q))
     out = _where(s == 1.0, _INF, acc)
+    # s = +inf: only the k = 0 term survives, q^-inf (SciPy: 1 at q = 1, 0 above, inf below);
+    # the correction terms are inf * 0 = NaN there.
+    out = _where((s == _INF) & (q > 0), _where(q == 1.0, 1.0, _where(q > 1.0, 0.0, _INF)), out)
     out = _where(s < 1.0, np.nan, out)
     out = _where(nonpos_int_q & (s > 1.0), _INF, out)
     out = _where((q < 0) & (s != jnp.floor(s)) & ~nonpos_int_q, np.nan, out)
@@ -988,6 +998,17 @@ def _entr_jvp(primals, tangents):
     return _entr_cj(x), _where(x < 0, jnp.zeros_like(x), slope) * tx
 
 
+def _xlog_ratio(p, q):
+    """p log(p / q) for p, q > 0 (other lanes hold safe values). Where p / q under- or overflows
+    the product is still finite (rel_entr(5e-324, 2.0) is -3.7e-321, not -inf; rel_entr(1.0,
+    5e-324) is 744.4, not inf), so there the log is log(p) - log(q)."""
+    r = p / q
+    off = (r == 0) | jnp.isinf(r)
+    safe_r = _where(off, jnp.ones_like(r), r)
+    far = p * (jnp.log(p) - jnp.log(q))
+    return _where(off, far, _xlogy_cj(p, safe_r))
+
+
 def rel_entr(p, q):
     """Elementwise relative entropy ``p log(p/q)`` (``jax.scipy.special.rel_entr``).
 
@@ -999,14 +1020,16 @@ def rel_entr(p, q):
     >>> float(rel_entr(1.0, 1.0))
     0.0
     """
-    dt = result_float_dtype(p, q)
-    p, q = jnp.broadcast_arrays(convert(to_operand(p), dt), convert(to_operand(q), dt))
+    # float64 inside, rounded once (as the other functions): in float32, p / q underflowed for
+    # p = 1.4e-45 and the result was -inf.
+    dt, (p, q) = promote_args_inexact(p, q)
+    p, q = jnp.broadcast_arrays(p, q)
     both_pos = (p > 0) & (q > 0)
     safe_p = _where(both_pos, p, jnp.ones_like(p))
     safe_q = _where(both_pos, q, jnp.ones_like(q))
-    val = _xlogy_cj(safe_p, safe_p / safe_q)
+    val = _xlog_ratio(safe_p, safe_q)
     out = _where(both_pos, val, _where((p == 0) & (q >= 0), jnp.zeros_like(p), jnp.full_like(p, _INF)))
-    return _where(jnp.isnan(p) | jnp.isnan(q), jnp.full_like(p, np.nan), out)     # NaN in, NaN out (SciPy)
+    return finish(_where(jnp.isnan(p) | jnp.isnan(q), jnp.full_like(p, np.nan), out), dt)  # NaN in, NaN out (SciPy)
 
 
 def kl_div(p, q):
@@ -1018,14 +1041,16 @@ def kl_div(p, q):
     >>> float(kl_div(1.0, 2.0))  # doctest: +ELLIPSIS
     0.30685281944005...
     """
-    dt = result_float_dtype(p, q)
-    p, q = jnp.broadcast_arrays(convert(to_operand(p), dt), convert(to_operand(q), dt))
+    # float64 inside, rounded once (as the other functions): in float32, p / q underflowed for
+    # p = 1.4e-45 and the result was -inf.
+    dt, (p, q) = promote_args_inexact(p, q)
+    p, q = jnp.broadcast_arrays(p, q)
     both_pos = (p > 0) & (q > 0)
     safe_p = _where(both_pos, p, jnp.ones_like(p))
     safe_q = _where(both_pos, q, jnp.ones_like(q))
-    val = _xlogy_cj(safe_p, safe_p / safe_q) - safe_p + safe_q
+    val = _xlog_ratio(safe_p, safe_q) - safe_p + safe_q
     out = _where(both_pos, val, _where((p == 0) & (q >= 0), q, jnp.full_like(p, _INF)))
-    return _where(jnp.isnan(p) | jnp.isnan(q), jnp.full_like(p, np.nan), out)
+    return finish(_where(jnp.isnan(p) | jnp.isnan(q), jnp.full_like(p, np.nan), out), dt)
 
 
 # ============================================================================ logsumexp / softmax
@@ -1154,7 +1179,9 @@ def _bessel_ie(x, order):
     for k in range(1, _BESSEL_ASYM_TERMS):
         term = term * (-(mu - (2 * k - 1) ** 2) / (8.0 * k)) * r
         acc = acc + term
-    asym = acc / jnp.sqrt(2 * math.pi * xl_f)
+    # sqrt(2 pi) sqrt(x), not sqrt(2 pi x): 2 pi x overflows for x > 2.9e307 (i0e(1.7e308) gave 0,
+    # and i0 = exp(|x|) * i0e gave inf * 0 = NaN instead of inf).
+    asym = acc / (math.sqrt(2 * math.pi) * jnp.sqrt(xl_f))
     asym = _where(jnp.isinf(xl), 0.0, asym)
     return _where(small, series, asym)
 

@@ -64,12 +64,16 @@ def _boxcox_core(base, log_base, lmbda, base_err=None):
     small = jnp.abs(u) <= 0.5
     near = log_base * _expm1_ratio(_where(small, u, 0.0))
     ls = _where(small, 1.0, lmbda)
-    bs = _where(small, 2.0, base)
+    # -0.0 as +0.0: pow(-0.0, -1) = -inf made boxcox(-0.0, -1) +inf (SciPy: -inf, as at +0.0)
+    bs = _where(small, 2.0, _where(base == 0, 0.0, base))
     p = jnp.power(bs, ls)
     if base_err is not None:
         # (b + e)^l = b^l (1 + e/b)^l ~ b^l (1 + l e / b)
         e = _where(small, 0.0, base_err)
-        p = p + _where(e != 0, p * (ls * e / _where(e != 0, bs, 1.0)), 0.0)
+        # only where the correction is finite: p = inf (or 0 with ls = -inf) made it inf * 0 or
+        # inf - inf = NaN (boxcox1p(0.999, 1e10) gave NaN, not inf)
+        corr = p * (ls * e / _where(e != 0, bs, 1.0))
+        p = p + _where((e != 0) & jnp.isfinite(corr), corr, 0.0)
     far = (p - 1.0) / ls
     out = _where(small, near, far)
     # lmbda == 0 with log(base) = +-inf (u is NaN there)
@@ -177,7 +181,8 @@ def _erfcx_pos(a):
     abig = _where(a >= 50.0, a, 50.0)
     abig = _where(jnp.isinf(abig), 50.0, abig)
     t = 1.0 / (abig * abig)
-    big = horner(_ERFCX_ASYM, t) / (abig * _SQRT_PI)
+    # divide twice: abig * sqrt(pi) overflows for abig > 1e308 (erfcx(1.79e308) gave 0, not 3.1e-309)
+    big = horner(_ERFCX_ASYM, t) / abig / _SQRT_PI
     out = _where(small, low, _where(a < 50.0, mid, big))
     return _where(jnp.isinf(a), 0.0, out)
 
