@@ -174,7 +174,11 @@ def _igamma_parts(a, x):
     f, df = _igammac_cf(a, xc)
     pref = jnp.exp(lp)
     dlp = jnp.log(x_) - sp._digamma64(a)
-    p_series = pref * s / a
+    # prefix / a = x^a e^-x / Gamma(1 + a): for a < 1 from lgamma1p, not by dividing the prefix
+    # (which holds 1/Gamma(a) ~ a) by a, which for denormal a has few bits (gammainc(5e-324, 0.5)
+    # was 2.0)
+    a1 = _where(a < 1.0, a, 0.5)
+    p_series = _where(a < 1.0, jnp.exp(a1 * jnp.log(x_) - x_ - sp._lgamma1p(a1)) * s, pref * s / a)
     q_cf = pref * f
     small_a = use_series & (a < 1.0)
     q_small = _igammac_small_a(_where(small_a, a, 0.5), _where(small_a, x, 0.5))
