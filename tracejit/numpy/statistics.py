@@ -299,7 +299,12 @@ def _quantile_traced(fn, a, q, axis, method, keepdims, ignore_nan, weak_q, weigh
         else:
             gamma = U.subtract(v, prev_g)
         if weak_q:
-            gamma = convert(gamma, dtypes.float64, weak_type=True)
+            # A Python-scalar q is weak: the interpolation runs in the data's float dtype (as NumPy 2 and
+            # jax). Converted to that dtype, not to a weak float64: eagerly under jvp/grad gamma is a concrete
+            # NumPy array, which carries no weak type, so float32 data gave a float64 result there (float32
+            # under jit and without tracers).
+            gamma = convert(gamma, d, weak_type=False) if dtypes.is_float(d) else convert(gamma, dtypes.float64,
+                                                                                          weak_type=True)
         diff = U.subtract(hi, lo)
         low = U.add(lo, U.multiply(diff, gamma))
         high = U.subtract(hi, U.multiply(diff, U.subtract(1, gamma)))
