@@ -303,8 +303,7 @@ def _quantile_traced(fn, a, q, axis, method, keepdims, ignore_nan, weak_q, weigh
             # jax). Converted to that dtype, not to a weak float64: eagerly under jvp/grad gamma is a concrete
             # NumPy array, which carries no weak type, so float32 data gave a float64 result there (float32
             # under jit and without tracers).
-            gamma = convert(gamma, d, weak_type=False) if dtypes.is_float(d) else convert(gamma, dtypes.float64,
-                                                                                          weak_type=True)
+            gamma = convert(gamma, d) if dtypes.is_float(d) else convert(gamma, dtypes.float64, weak_type=True)
         diff = U.subtract(hi, lo)
         low = U.add(lo, U.multiply(diff, gamma))
         high = U.subtract(hi, U.multiply(diff, U.subtract(1, gamma)))

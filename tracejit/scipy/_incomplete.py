@@ -179,10 +179,9 @@ def _igamma_parts(a, x):
     # was 2.0)
     a1 = _where(a < 1.0, a, 0.5)
     p_series = _where(a < 1.0, jnp.exp(a1 * jnp.log(x_) - x_ - sp._lgamma1p(a1)) * s, pref * s / a)
-    q_cf = pref * f
+    q_cf = _where(cf_zero, 0.0, pref * f)
     small_a = use_series & (a < 1.0)
     q_small = _igammac_small_a(_where(small_a, a, 0.5), _where(small_a, x, 0.5))
-    q_cf = _where(cf_zero, 0.0, q_cf)
     P = _where(use_series, p_series, 1.0 - q_cf)
     Q = _where(use_series, _where(small_a, q_small, 1.0 - p_series), q_cf)
     g_series = (s * (jnp.log(x_) - sp._digamma64(a + 1.0)) + ds) / a

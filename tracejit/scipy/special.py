@@ -131,7 +131,8 @@ def _lgamma1p(a):
     up to a = 1, where _lgamma_2(a) lost ~1e-11 (gammaincc(0.999, 1.0) was off by 8e-12 relative).
     For a > 1/2, log Gamma(1 + a) = lgamma(2 + (a - 1)) with a - 1 exact."""
     hi = a > 0.5
-    return _where(hi, _lgamma_2(a - 1.0), _lgamma_2(_where(hi, 0.0, a)) - jnp.log1p(_where(hi, 0.0, a)))
+    lo = _where(hi, 0.0, a)
+    return _where(hi, _lgamma_2(a - 1.0), _lgamma_2(lo) - jnp.log1p(lo))
 
 
 def _lgamma_pos(x):
