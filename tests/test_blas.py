@@ -169,3 +169,39 @@ def test_sgd_step_parameters_update_in_one_call_each():
     assert sum(d.accumulate is not None for d in c.executable.plan.steps if isinstance(d, DotStep)) == 2
     for a, b in zip(c([w1, w2], x), tracejit.jit(step, backend="reference")([w1, w2], x)):
         _close(a, b)
+
+
+# Heads split off a model axis: (B, T, H, D) arrays read as (B, H, T, D). Their batch axes (B, H) do not
+# merge into one without a copy, so the product runs once per index of B on (H, ...) views.
+HEAD_PRODUCTS = [      # (each large enough to be a BLAS call of the host, not generated code)
+    ("bthd,bshd->bhts", [(2, 128, 3, 32), (2, 112, 3, 32)]),       # attention scores: both operands strided
+    ("bhts,bshd->bthd", [(2, 3, 128, 112), (2, 112, 3, 32)]),      # scores @ values
+    ("bthd,bshd->bhts", [(6, 128, 1, 32), (6, 112, 1, 32)]),       # one head: the batch axes merge
+    ("abcij,acbjk->abcik", [(2, 3, 2, 64, 48), (2, 2, 3, 48, 64)]),   # three batch axes
+]
+
+
+@pytest.mark.parametrize("spec,shapes", HEAD_PRODUCTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_products_over_split_heads_read_views_in_place(provider, spec, shapes, dtype, monkeypatch):
+    ops = [_rand(s, dtype, i) for i, s in enumerate(shapes)]
+    f = tracejit.jit(lambda x, y: np.einsum(spec, x, y))
+    seen = []
+    real_gemm = blas.gemm
+
+    def recording_gemm(a, b, out, alpha=1.0, beta=0.0):
+        seen.append(any(np.shares_memory(a, o) for o in ops) + any(np.shares_memory(b, o) for o in ops))
+        real_gemm(a, b, out, alpha, beta)
+
+    monkeypatch.setattr(blas, "gemm", recording_gemm)
+    got = f(*ops)
+    wide = np.complex128 if np.dtype(dtype).kind == "c" else np.float64
+    _close(got, np.einsum(spec, *(o.astype(wide) for o in ops)))
+    assert seen and all(n == 2 for n in seen), seen    # each product read both inputs where they lie
+
+
+def test_products_over_split_heads_negative_strides(provider):
+    q, k = _rand((2, 256, 3, 32), np.float64), _rand((2, 224, 3, 32), np.float64, 1)
+    f = tracejit.jit(lambda x, y: np.einsum("bthd,bshd->bhts", x, y))
+    for x, y in [(q[:, ::-1], k), (q, k[:, ::2]), (q[::-1, :, ::-1], k[..., ::-1])]:
+        _close(f(x, y), np.einsum("bthd,bshd->bhts", x, y))

@@ -59,6 +59,7 @@ import time
 
 import numpy as np
 
+from tracejit.backends.cpu import openblas_idle
 from tracejit.backends.cpu.pointers import data_address
 from tracejit.config import config
 
@@ -329,6 +330,7 @@ def _load_system():
             if "blis" in os.path.basename(path):
                 p = _blis(lib)
             else:
+                openblas_idle.shorten_idle_polling(path, lib)
                 p = _openblas("system", lib, "system-openblas", 0.15)
         except (OSError, AttributeError):
             continue
@@ -649,7 +651,7 @@ def _fingerprint(paths) -> list:
 
 _ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS",
         "MKL_NUM_THREADS", "MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE", "MKL_CBWR", "BLIS_NUM_THREADS",
-        "KMP_BLOCKTIME", "TRACEJIT_OPENMP")
+        "KMP_BLOCKTIME", "TRACEJIT_OPENMP", "OPENBLAS_THREAD_TIMEOUT", "TRACEJIT_OPENBLAS_SHORT_POLL")
 
 
 def host_key() -> dict:
@@ -887,3 +889,9 @@ def format_report(rows: list | None = None) -> str:
         lines.append(f"{r['provider']:<9} {r['dtype']:<8} {r['class']:<8} {rate:>9}  "
                      f"{'*' if r['chosen'] else ''}{('  ' + r['note']) if r['note'] else ''}".rstrip())
     return "\n".join(lines)
+
+
+# NumPy's OpenBLAS came with NumPy: its idle threads are made to sleep sooner now, at import, while
+# the importing thread is normally the process's only one (``openblas_idle``).
+for _path in _numpy_openblas_paths():
+    openblas_idle.shorten_idle_polling(_path)

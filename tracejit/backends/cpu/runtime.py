@@ -150,13 +150,31 @@ def run_dot(step: DotStep, env):
         blas.gemm(a, bm, out, alpha, beta)
         return
     lf, rf = _free_dims(lhs.ndim, lc, lb), _free_dims(rhs.ndim, rc, rb)
-    b = math.prod(lhs.shape[d] for d in lb)
     m = math.prod(lhs.shape[d] for d in lf)
     n = math.prod(rhs.shape[d] for d in rf)
     k = math.prod(lhs.shape[d] for d in lc)
-    a3 = np.transpose(lhs, list(lb) + lf + list(lc)).reshape(b, m, k)
-    b3 = np.transpose(rhs, list(rb) + list(rc) + rf).reshape(b, k, n)
-    blas.gemm(a3, b3, out.reshape(b, m, n), alpha, beta)
+    batch = tuple(lhs.shape[d] for d in lb)
+    _batched_gemm(np.transpose(lhs, list(lb) + lf + list(lc)), np.transpose(rhs, list(rb) + list(rc) + rf),
+                  out.reshape(batch + (m, n)), m, n, k, alpha, beta)
+
+
+def _batched_gemm(a, b, out, m, n, k, alpha, beta):
+    """``out = alpha * a @ b + beta * out`` over the leading batch axes of ``a`` (..., M.., K..),
+    ``b`` (..., K.., N..) and ``out`` (..., m, n), as 3-D products of views: where the batch axes
+    cannot merge into one without a copy (heads split off a model axis: ``(B, T, H, D)`` read as
+    ``(B, H, T, D)``), one product per index of the first batch axis. Only operands that are not
+    (batch, matrix) views at all are copied."""
+    nb = out.ndim - 2
+    size = math.prod(out.shape[:nb])
+    try:
+        a3, b3 = np.reshape(a, (size, m, k), copy=False), np.reshape(b, (size, k, n), copy=False)
+    except ValueError:
+        if nb > 1:
+            for i in range(out.shape[0]):
+                _batched_gemm(a[i], b[i], out[i], m, n, k, alpha, beta)
+            return
+        a3, b3 = a.reshape(size, m, k), b.reshape(size, k, n)
+    blas.gemm(a3, b3, out.reshape(size, m, n), alpha, beta)
 
 
 
