@@ -205,3 +205,20 @@ def test_products_over_split_heads_negative_strides(provider):
     f = tracejit.jit(lambda x, y: np.einsum("bthd,bshd->bhts", x, y))
     for x, y in [(q[:, ::-1], k), (q, k[:, ::2]), (q[::-1, :, ::-1], k[..., ::-1])]:
         _close(f(x, y), np.einsum("bthd,bshd->bhts", x, y))
+
+
+@pytest.mark.parametrize("second", [(0, 1, 3, 2), (0, 2, 1, 3)])
+def test_chained_transposes_of_an_operand_stay_a_view(second):
+    # attention's keys: heads split off, then swapped for q @ k^T -- two transposes, one view of k
+    rng = np.random.default_rng(5)
+    q, k = rng.standard_normal((2, 64, 4, 32)), rng.standard_normal((2, 64, 4, 32))
+    first = (0, 2, 1, 3)
+
+    def scores(q, k):
+        kk = k.transpose(first).transpose(second)
+        return np.einsum("bhtd,bhds->bhts" if second == (0, 1, 3, 2) else "bhtd,bshd->bhts", q.transpose(first), kk)
+
+    f = tracejit.jit(scores)
+    text = f.lower(q, k).compile().as_text()
+    assert "kernel" not in text, text       # no copy of either operand
+    _close(f(q, k), scores(q, k))

@@ -265,18 +265,32 @@ class Planner:
                 if (self.uses.get(id(a)) == 1 and id(a) in self.producer and a.aval.size > 0
                         and self.kinds[id(self.producer[id(a)])] in ("ew", "struct", "gather")):
                     m.discard(id(a))
-        # Dot operands that are transposes of materialized buffers stay views (BLAS flags).
+        # Dot operands that are transposes of materialized buffers stay views (BLAS flags), also
+        # through a chain of transposes (attention's ``k.transpose(0, 2, 1, 3).transpose(0, 1, 3, 2)``).
         self.dot_views: dict[int, tuple] = {}
+
+        def transposed_once(v):
+            pe = self.producer.get(id(v))
+            if pe is not None and pe.primitive is transpose_p and self.uses.get(id(v), 0) == 1 \
+                    and v not in prog.outputs:
+                return pe
+            return None
+
         for e in prog.eqns:
             if self.kinds[id(e)] != "dot":
                 continue
             for a in e.inputs:
-                pe = self.producer.get(id(a))
-                if pe is not None and pe.primitive is transpose_p and self.uses.get(id(a), 0) == 1 \
-                        and a not in prog.outputs:
-                    m.discard(id(a))
-                    m.add(id(pe.inputs[0]))
-                    self.dot_views[id(a)] = (pe.inputs[0], pe.params["permutation"])
+                pe = transposed_once(a)
+                if pe is None:
+                    continue
+                base, perm = pe.inputs[0], tuple(pe.params["permutation"])
+                m.discard(id(a))
+                while (inner := transposed_once(base)) is not None:
+                    m.discard(id(base))
+                    inner_perm = inner.params["permutation"]
+                    base, perm = inner.inputs[0], tuple(inner_perm[p] for p in perm)
+                m.add(id(base))
+                self.dot_views[id(a)] = (base, perm)
         # Costly values broadcast over many elements are computed once at their own size: a
         # per-row statistic (LayerNorm's 1/sqrt(var + eps)) would otherwise be recomputed for
         # every element of the row, e.g. in a column kernel, which cannot hoist it. A value holding
