@@ -31,6 +31,21 @@ def _sort_rules(sort_p, prims):
     def_jvp(sort_p, jvp)  # reverse mode transposes the gather (vjp_via_jvp)
 
 
+@rules_for("bincount")
+def _bincount_rules(bincount_p, prims):
+    def jvp(primals, tangents, *, length):
+        out = bincount_p.bind(*primals, length=length)
+        if len(primals) == 1 or tangents[1] is None:
+            return [out], [None]
+        # Linear in the weights: the same sums of the weights' tangents, as a scatter-add (whose
+        # transpose, a gather, gives reverse mode). Negative values count as 0, values >= length
+        # are dropped, as in the primal.
+        x, t = primals[0], tangents[1]
+        bins = jnp.clip(jnp.asarray(x).astype(np.int64), 0, None)
+        return [out], [jnp.zeros((length,), aval_of(t).dtype).at[bins].add(t, mode="drop")]
+    def_jvp(bincount_p, jvp)
+
+
 # --------------------------------------------------------------------------- linear algebra
 #
 # JVP rules (reverse mode transposes them). Complex inputs follow JAX's rules in
