@@ -15,7 +15,7 @@ def g(x):
 
 def test_pipeline_is_one_named_ordered_list():
     assert [n for n, _ in PIPELINE] == ["inline", "simplify", "cheap_conds", "loop_carries", "loop_invariants", "small_dots", "short_sums",
-                                       "native_pads", "native_collective_axes", "cse", "dot_layout", "dce"]
+                                       "native_pads", "summed_pads", "native_collective_axes", "cse", "dot_layout", "dce"]
     assert STAGE_NAMES == [n for n, _ in PIPELINE] + ["fusion", "merge", "prune", "blas_epilogues", "overlap", "memory",
                                                       "bodies"]
 

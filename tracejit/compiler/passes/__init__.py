@@ -18,6 +18,7 @@ from tracejit.compiler.passes.native_pads import pads_as_native_ops
 from tracejit.compiler.passes.short_sums import short_sums_as_additions
 from tracejit.compiler.passes.simplify import simplify
 from tracejit.compiler.passes.small_dots import small_dots_as_kernels
+from tracejit.compiler.passes.summed_pads import summed_pads_as_concatenations
 
 PIPELINE = [
     ("inline", inline),        # call equations and decomposable primitives expanded
@@ -28,6 +29,7 @@ PIPELINE = [
     ("small_dots", small_dots_as_kernels),  # matrix-vector and tiny products as fusible sums
     ("short_sums", short_sums_as_additions),  # sums over an axis of 2-4 elements as additions (map kernels)
     ("native_pads", pads_as_native_ops),  # interior padding and negative edges as concatenations and slices
+    ("summed_pads", summed_pads_as_concatenations),  # sums of non-overlapping zero pads (slicing's gradient) as concatenations
     ("native_collective_axes", collectives_along_axis_0),  # MPI gathers/scatters along other axes: axis 0 + transposes
     ("cse", cse),              # one equation per distinct (primitive, inputs, params)
     ("dot_layout", transpose_dots),  # transpose(a @ b) computed as b^T @ a^T (no transposed copy)
