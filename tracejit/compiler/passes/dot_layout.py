@@ -10,7 +10,7 @@ would be needed). The sums are the same; BLAS may add them in another order.
 """
 from __future__ import annotations
 
-from tracejit.compiler.passes.retrace import retrace
+from tracejit.compiler.passes.retrace import retrace, uses_and_producers
 from tracejit.ops.dot import _free_dims, dot_general_p
 from tracejit.ops.structural import transpose_p
 
@@ -24,13 +24,7 @@ def swapped_permutation(lhs_ndim, rhs_ndim, dimension_numbers) -> tuple:
 
 
 def transpose_dots(program):
-    uses: dict[int, int] = {}
-    for e in program.eqns:
-        for a in e.inputs:
-            uses[id(a)] = uses.get(id(a), 0) + 1
-    for a in program.outputs:
-        uses[id(a)] = uses.get(id(a), 0) + 1
-    producer = {id(v): e for e in program.eqns for v in e.outputs}
+    uses, producer = uses_and_producers(program)
     candidates = set()
     for e in program.eqns:
         if e.primitive is not transpose_p:

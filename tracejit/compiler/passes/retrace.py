@@ -32,3 +32,14 @@ def retrace(program: Program, replace=None, name: str = "pass") -> Program:
     const_vars = new.in_vars[:n_const] + new.const_vars
     const_values = list(program.const_values) + new.const_values
     return Program(const_vars, const_values, new.in_vars[n_const:], new.eqns, new.outputs)
+
+
+def uses_and_producers(program: Program) -> tuple[dict, dict]:
+    """``({id(var): number of reads, outputs included}, {id(var): the equation producing it})``."""
+    uses: dict[int, int] = {}
+    for e in program.eqns:
+        for a in e.inputs:
+            uses[id(a)] = uses.get(id(a), 0) + 1
+    for a in program.outputs:
+        uses[id(a)] = uses.get(id(a), 0) + 1
+    return uses, {id(v): e for e in program.eqns for v in e.outputs}

@@ -18,7 +18,7 @@ import numpy as np
 
 from tracejit.core import dtypes
 from tracejit.core.ir import Literal
-from tracejit.compiler.passes.retrace import retrace
+from tracejit.compiler.passes.retrace import retrace, uses_and_producers
 from tracejit.ops.binders import add, broadcast_in_dim, concatenate
 from tracejit.ops.elementwise import binary_prims
 from tracejit.ops.structural import pad_p
@@ -45,13 +45,7 @@ def _padded_axis(eqn):
 
 def summed_pads_as_concatenations(program):
     """Rewrite each sum (a tree of single-use ``add``s) of non-overlapping zero pads of one axis."""
-    uses: dict[int, int] = {}
-    for e in program.eqns:
-        for a in e.inputs:
-            uses[id(a)] = uses.get(id(a), 0) + 1
-    for a in program.outputs:
-        uses[id(a)] = uses.get(id(a), 0) + 1
-    producer = {id(v): e for e in program.eqns for v in e.outputs}
+    uses, producer = uses_and_producers(program)
 
     def inner_add(v):
         e = producer.get(id(v))
