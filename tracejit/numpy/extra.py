@@ -16,7 +16,7 @@ from tracejit.core import dtypes
 from tracejit.ops.elementwise import iota_p
 from tracejit.ops.structural import concatenate_p, pad_p, rev_p, slice_p
 from tracejit.numpy._util import aval, canonicalize_axis, convert, eager, is_tracer, promote, to_operand
-from tracejit.numpy import ufuncs as U
+from tracejit.numpy import pad_modes, ufuncs as U
 from tracejit.numpy.shape import broadcast_to, moveaxis, ravel, reshape, transpose
 from tracejit.transforms.api_ad import stop_gradient
 
@@ -386,15 +386,23 @@ def _pad_widths(pad_width, nd):
 
 
 def pad(array, pad_width, mode="constant", **kwargs):
-    """Pad an array (modes: constant, edge, reflect, symmetric, wrap).
+    """Pad an array (``numpy.pad``), traced arrays included, in every NumPy mode.
 
-    ``constant_values`` may be traced; pad widths are static.
+    Modes: 'constant' (``constant_values``), 'edge', 'linear_ramp' (``end_values``), 'maximum',
+    'mean', 'median', 'minimum' (``stat_length``), 'reflect' and 'symmetric' (``reflect_type``
+    'even' or 'odd'), 'wrap', and 'empty' (its padding is zeros on traced arrays; NumPy leaves it
+    undefined). Axes are padded in order, as NumPy does, so statistics and ramps along later axes
+    see the values padded along earlier ones. Pad widths and ``stat_length`` are static; the array,
+    a scalar ``constant_values`` and ``end_values`` may be traced. A callable ``mode`` runs only on
+    concrete arrays.
 
     Examples
     --------
     >>> import tracejit.numpy as jnp
     >>> jnp.pad(jnp.array([1, 2, 3]), 2, mode="reflect")
     Array([3, 2, 1, 2, 3, 2, 1])
+    >>> jnp.pad(jnp.array([1.0, 2.0, 6.0]), (1, 2), mode="mean", stat_length=2)
+    Array([1.5, 1. , 2. , 6. , 4. , 4. ])
     """
     if eager(array, *kwargs.values()):
         return np.pad(array, pad_width, mode=mode, **kwargs)
@@ -403,27 +411,20 @@ def pad(array, pad_width, mode="constant", **kwargs):
     widths = _pad_widths(pad_width, nd)
     if callable(mode):
         raise NotImplementedError("pad with a callable mode is not supported on traced arrays")
-    if mode == "constant":
-        cv = kwargs.pop("constant_values", 0)
-        if kwargs:
-            raise TypeError(f"pad: unsupported keyword arguments for mode 'constant': {sorted(kwargs)}")
-        return _pad_constant(x, widths, cv)
-    if mode in _INDEX_MODES:
-        if kwargs.get("reflect_type", "even") != "even":
-            raise NotImplementedError("pad: reflect_type='odd' is not supported on traced arrays")
+    pad_modes.check_kwargs(mode, kwargs)
+    if mode in ("constant", "empty"):
+        return _pad_constant(x, widths, kwargs.get("constant_values", 0))
+    pad_modes.check_empty_axes(aval(x).shape, widths)
+    if aval(x).size == 0:
+        return _pad_constant(x, widths, 0)      # the result is empty too
+    if mode in _INDEX_MODES and kwargs.get("reflect_type") != "odd":
         for ax, (lo, hi) in enumerate(widths):
-            if lo == hi == 0:
-                continue
-            n = aval(x).shape[ax]
-            if n == 0:
-                raise ValueError(f"pad: can't extend empty axis {ax} using modes other than 'constant' "
-                                 "or 'empty'")
-            # NumPy itself says which source element each output position copies.
-            src = np.pad(np.arange(n), (lo, hi), mode=mode, **kwargs)
-            x = take_static(x, src.tolist(), ax)
+            if lo or hi:
+                # NumPy itself says which source element each output position copies.
+                src = np.pad(np.arange(aval(x).shape[ax]), (lo, hi), mode=mode, **kwargs)
+                x = take_static(x, src.tolist(), ax)
         return x
-    raise NotImplementedError(f"pad: mode {mode!r} is not supported on traced arrays (supported: "
-                              f"constant, {', '.join(_INDEX_MODES)})")
+    return pad_modes.pad_by_value(x, widths, mode, kwargs)
 
 
 def _pad_constant(x, widths, constant_values):
