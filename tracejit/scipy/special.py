@@ -18,7 +18,8 @@ module; see each function's notes):
   log1p terms (and from p directly for ndtri), so tails keep full precision.
 - gammainc/gammaincc/betainc: power series and continued fractions in
   ``lax.while_loop`` (converged per element), prefactors from log-space with
-  Stirling corrections.
+  Stirling corrections; Temme's uniform expansion for gammainc with large a
+  near x = a.
 - i0e/i1e: power series (positive terms) below 30, Hankel's asymptotic
   series above; zeta: Euler-Maclaurin summation.
 
