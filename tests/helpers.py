@@ -216,3 +216,14 @@ def control_flow_steps(compiled) -> list:
     from tracejit.compiler.plan import CONTROL_FLOW, NumpyStep
     return [s for s in compiled.executable.plan.steps
             if isinstance(s, NumpyStep) and s.eqn.primitive.name in CONTROL_FLOW]
+
+
+def central_difference(f, x, eps=1e-6) -> np.ndarray:
+    """The gradient of the scalar function ``f`` at ``x`` (float64) by central differences, element by element."""
+    x = np.asarray(x, np.float64)
+    out = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[i] = eps
+        out[i] = (f(x + d) - f(x - d)) / (2 * eps)
+    return out

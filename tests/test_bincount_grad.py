@@ -13,15 +13,7 @@ import pytest
 
 import tracejit
 import tracejit.numpy as jnp
-
-
-def _central(f, w, h=1e-6):
-    g = np.zeros_like(w, dtype=np.float64)
-    for i in range(w.size):
-        e = np.zeros_like(w, dtype=np.float64)
-        e.flat[i] = h
-        g.flat[i] = (f(w + e) - f(w - e)) / (2 * h)
-    return g
+from tests.helpers import central_difference
 
 
 X = np.array([0, 1, 1, 3, -2, 7, 4, 4, 0])
@@ -41,7 +33,7 @@ def _loss(counts, xp):
 def test_bincount_weight_gradient(transform):
     rng = np.random.default_rng(0)
     w = rng.standard_normal(X.size)
-    want = _central(lambda v: _loss(_np_bincount(v), np), w)
+    want = central_difference(lambda v: _loss(_np_bincount(v), np), w)
     g = tracejit.grad(lambda v: _loss(jnp.bincount(X, weights=v, length=LENGTH), jnp))
     if transform == "jit":
         g = tracejit.jit(g)
@@ -74,7 +66,7 @@ def test_histogram_weight_gradient(density):
         h, _ = hist(a, bins=4, range=(0.0, 1.5), weights=v, density=density)
         return (h * xp.cos(xp.arange(4.0))).sum()
 
-    want = _central(lambda v: loss(v, np, np.histogram), w)
+    want = central_difference(lambda v: loss(v, np, np.histogram), w)
     for g in (tracejit.grad(lambda v: loss(v, jnp, jnp.histogram)),
               tracejit.jit(tracejit.grad(lambda v: loss(v, jnp, jnp.histogram)))):
         np.testing.assert_allclose(g(w), want, rtol=1e-6, atol=1e-9)

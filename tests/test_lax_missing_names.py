@@ -9,7 +9,7 @@ import pytest
 import tracejit
 from tracejit import lax
 
-from tests.helpers import assert_close
+from tests.helpers import assert_close, central_difference
 
 
 def both(fn, *args, static_argnums=()):
@@ -28,14 +28,7 @@ def check(fn, want, *args, rtol=0.0, atol=0.0):
             assert_close(g, w, rtol=rtol, atol=atol)
 
 
-def num_grad(f, x, eps=1e-6):
-    x = np.asarray(x, np.float64)
-    out = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        out[i] = (f(x + d) - f(x - d)) / (2 * eps)
-    return out
+num_grad = central_difference
 
 
 # --------------------------------------------------------------------------- special functions

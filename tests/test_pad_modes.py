@@ -16,6 +16,7 @@ import pytest
 
 import tracejit
 import tracejit.numpy as jnp
+from tests.helpers import central_difference
 
 STAT_MODES = ["mean", "median", "maximum", "minimum"]
 DTYPES = [np.float64, np.float32, np.int32, np.int8, np.uint8, np.bool_, np.complex128]
@@ -291,13 +292,7 @@ def test_vmap_over_traced_end_values():
 
 # --------------------------------------------------------------------------- gradients
 
-def _numeric_grad(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
+_numeric_grad = central_difference
 
 
 @pytest.mark.parametrize("mode,kw", [
