@@ -8,6 +8,8 @@ pieces overlap, pad different axes, or a pad is used twice.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -107,3 +109,12 @@ def test_pads_of_different_axes_or_shared_pads_are_kept():
     pa = np.pad(a, [(0, 2), (0, 0)])
     _same_bits(got[0], pa + np.pad(b, [(2, 0), (0, 0)]))
     _same_bits(got[1], pa * 3)
+
+
+def test_long_chains_of_additions_compile():
+    # 3,000 chained additions: the pass walks them iteratively (a recursive walk raised RecursionError)
+    def chain(x):
+        return functools.reduce(lambda s, i: s + x * i, range(3000), x)
+
+    x = np.array([1.0, -2.0, 0.5])
+    np.testing.assert_array_equal(tracejit.jit(chain)(x), x * (1 + sum(range(3000))))

@@ -34,12 +34,13 @@ def _padded_axis(eqn):
     """``(axis, start, stop)`` of a pad's input along the one axis it pads with zeros; else None."""
     if eqn.primitive is not pad_p or not _zero_literal(eqn.inputs[1]):
         return None
-    padded = [(ax, lo, hi) for ax, (lo, hi, interior) in enumerate(eqn.params["padding_config"])
+    padded = [(ax, lo, hi, interior) for ax, (lo, hi, interior) in enumerate(eqn.params["padding_config"])
               if (lo, hi, interior) != (0, 0, 0)]
-    if len(padded) != 1 or padded[0][1] < 0 or padded[0][2] < 0 or \
-            eqn.params["padding_config"][padded[0][0]][2] != 0:
+    if len(padded) != 1:
         return None
-    ax, lo, hi = padded[0]
+    ax, lo, hi, interior = padded[0]
+    if lo < 0 or hi < 0 or interior:
+        return None
     return ax, lo, eqn.outputs[0].aval.shape[ax] - hi
 
 
@@ -51,26 +52,34 @@ def summed_pads_as_concatenations(program):
         e = producer.get(id(v))
         return e if e is not None and e.primitive is _ADD and uses.get(id(v)) == 1 else None
 
-    def leaves(eqn):
-        out = []
-        for a in eqn.inputs:
-            e = inner_add(a)
-            if e is not None:
-                out += leaves(e)
-            else:
-                out.append(a)
-        return out
-
-    rewrites: dict[int, list] = {}       # root add -> [(start, pad equation)] sorted by start
+    # The zero pads each add sums, through the single-use adds below it, or None when a term is
+    # something else: built in program order from the operands' entries, so a chain of thousands
+    # of additions costs one step each (no recursion).
+    pad_terms: dict[int, list | None] = {}
     for e in program.eqns:
         if e.primitive is not _ADD:
             continue
-        terms = leaves(e)
-        pads = [producer.get(id(t)) if uses.get(id(t)) == 1 else None for t in terms]
-        places = [_padded_axis(p) if p is not None else None for p in pads]
-        if len(terms) < 2 or any(p is None for p in places) or len({p[0] for p in places}) != 1:
+        found: list | None = []
+        for a in e.inputs:
+            inner = inner_add(a)
+            if inner is not None:
+                sub = pad_terms[id(inner)]
+            else:
+                p = producer.get(id(a))
+                sub = [p] if p is not None and uses.get(id(a)) == 1 and _padded_axis(p) is not None else None
+            if sub is None:
+                found = None
+                break
+            found = found + sub
+        pad_terms[id(e)] = found
+
+    rewrites: dict[int, list] = {}       # add -> [((axis, start, stop), pad equation)] sorted by start
+    for e in program.eqns:
+        pads = pad_terms.get(id(e))
+        if not pads:
             continue
-        if any(p.outputs[0].aval != e.outputs[0].aval for p in pads):
+        places = [_padded_axis(p) for p in pads]
+        if len({p[0] for p in places}) != 1 or any(p.outputs[0].aval != e.outputs[0].aval for p in pads):
             continue
         order = sorted(range(len(pads)), key=lambda i: places[i][1])
         spans = [places[i][1:] for i in order]
@@ -78,9 +87,12 @@ def summed_pads_as_concatenations(program):
             continue
         rewrites[id(e)] = [(places[i], pads[i]) for i in order]
     # Only roots: an add whose result feeds another rewritten add is part of that tree.
-    inner = {id(inner_add(a)) for e in program.eqns if id(e) in rewrites for a in e.inputs} - {id(None)}
-    for k in inner & set(rewrites):
-        del rewrites[k]
+    for e in program.eqns:
+        if id(e) in rewrites:
+            for a in e.inputs:
+                inner = inner_add(a)
+                if inner is not None:
+                    rewrites.pop(id(inner), None)
     if not rewrites:
         return program
 
