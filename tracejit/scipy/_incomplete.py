@@ -80,7 +80,8 @@ def _log_gamma_prefix(a, x):
     # a (log(x/a) - (x-a)/a): the series form near x = a, log of the exact ratio away from it
     core = _where(jnp.abs(t) < 0.3, ab * _log1pmx(t), ab * jnp.log(xb / ab) + (ab - xb))
     stirling = core + 0.5 * jnp.log(ab / (2 * math.pi)) - sp._stirling_correction(ab)
-    direct = a * jnp.log(x) - x - sp._lgamma64(a)
+    a_small = _where(big, 1.0, a)                # no overflow warnings from the unused lanes
+    direct = a_small * jnp.log(x) - x - sp._lgamma64(a_small)
     return _where(big, stirling, direct)
 
 
@@ -131,18 +132,21 @@ def _igammac_cf(a, x):
     # state ends with (f, df/da, f converged); the derivative can converge later than f (for
     # integer a the fraction terminates at n = a while its derivative does not), so both are
     # tested, and f stays at the value it converged to while df goes on.
-    init = (zero, one, one, b1, zero, zero, zero, -one, one / b1, 1.0 / (b1 * b1),
+    # For x > 1e150 the recurrence runs on A_n / x^n and B_n / x^n (b_n / x, a_n / x^2, the same
+    # ratios): b_n B_n is about x^2 and overflowed from x ~ 1e154. Other lanes divide by 1 (exact).
+    s = _where(x > 1e150, x, 1.0)
+    init = (zero, one / s, one, b1 / s, zero, zero, zero, -one / s, one / b1, one / b1 / b1,
             jnp.zeros(jnp.shape(x), dtype=bool))
 
     def step(n, c):
         Am, A, Bm, B, dAm, dA, dBm, dB, f, df, f_done = c
-        an = n * (a - n)
-        dan = n
-        bn = x + 2.0 * n + 1.0 - a
+        an = n * (a - n) / s / s
+        dan = n / s / s
+        bn = (x + 2.0 * n + 1.0 - a) / s
         An = bn * A + an * Am
         Bn = bn * B + an * Bm
-        dAn = -A + bn * dA + dan * Am + an * dAm
-        dBn = -B + bn * dB + dan * Bm + an * dBm
+        dAn = -A / s + bn * dA + dan * Am + an * dAm
+        dBn = -B / s + bn * dB + dan * Bm + an * dBm
         scale = 1.0 / jnp.where(Bn == 0, 1.0, jnp.abs(Bn))
         As, Bs, dAs, dBs = An * scale, Bn * scale, dAn * scale, dBn * scale
         f_new = As / Bs
@@ -165,18 +169,17 @@ def _igamma_parts(a, x):
     x_ = x
     lp = _log_gamma_prefix(a, x_)
     # In the continued-fraction region F <= 1 / (x + 1 - a) <= 1, so Q = prefix * F is 0 where the
-    # prefix underflows; the fraction's recurrence itself overflows to inf / inf = NaN for x near
-    # the float max, and never converges (gammaincc(1, 1.79e308) was NaN after 1e5 iterations,
-    # gammainc(1, 1.79e308) NaN; SciPy: 0 and 1). Those lanes are parked like unused ones.
+    # prefix underflows. The fraction still runs there: g = (dP/da) / prefix does not underflow
+    # (random_gamma_grad(1, 800) needs it).
     cf_zero = ~use_series & (lp < -760.0)
     temme = in_temme_region(a, x)                # large a near x = a: Temme's expansion
     xs = _where(use_series & ~temme, x, 0.0)     # unused lanes converge at once
     # unused lanes at (1, 102): 7 steps (at x = 2a + 100 the first step overflowed for a > 1e154)
-    park_cf = use_series | cf_zero | temme
+    park_cf = use_series | temme
     s, ds = _igamma_series(a, xs)
     f, df = _igammac_cf(_where(park_cf, 1.0, a), _where(park_cf, 102.0, x))
     pref = jnp.exp(lp)
-    dlp = jnp.log(x_) - sp._digamma64(a)
+    dlp = sp._log_minus_digamma(x_, a)
     # prefix / a = x^a e^-x / Gamma(1 + a): for a < 1 from lgamma1p, not by dividing the prefix
     # (which holds 1/Gamma(a) ~ a) by a, which for denormal a has few bits (gammainc(5e-324, 0.5)
     # was 2.0)
@@ -187,7 +190,7 @@ def _igamma_parts(a, x):
     q_small = _igammac_small_a(_where(small_a, a, 0.5), _where(small_a, x, 0.5))
     P = _where(use_series, p_series, 1.0 - q_cf)
     Q = _where(use_series, _where(small_a, q_small, 1.0 - p_series), q_cf)
-    g_series = (s * (jnp.log(x_) - sp._digamma64(a + 1.0)) + ds) / a
+    g_series = (s * sp._log_minus_digamma(x_, a + 1.0) + ds) / a
     g = _where(use_series, g_series, -(f * dlp + df))
     Pt, Qt, dPat, gt = temme_parts(_where(temme, a, 100.0), _where(temme, x, 100.0))
     return (_where(temme, Pt, P), _where(temme, Qt, Q), _where(temme, dPat, pref * g),
