@@ -1447,7 +1447,8 @@ def sph_harm_y(n, m, theta, phi, diff_n=0):
     return _sph_harm(m, n, phi, theta, _static_n_max(n, None, "sph_harm_y"))
 
 
-from tracejit.scipy._incomplete import betainc, exp1, expi, expn, gammainc, gammaincc, hyp1f1  # noqa: E402,F401
+from tracejit.scipy._incomplete import exp1, expi, expn, gammainc, gammaincc, hyp1f1  # noqa: E402,F401
+from tracejit.scipy._betainc import betainc  # noqa: E402,F401
 from tracejit.scipy.special_more import (bessel_jn, boxcox, boxcox1p, dawsn, erfcx, fresnel,  # noqa: E402,F401
                                          hyp2f1, loggamma, owens_t, sici, wofz)
 from tracejit.scipy import special_more as _special_more  # noqa: E402
