@@ -14,7 +14,7 @@ Three methods, chosen per element:
   ``r2 = -sigma v / (1 - x0)``, ``E = a log1pmx(r1) + b log1pmx(r2)`` (the linear terms cancel
   exactly) and ``C`` the Stirling corrections of ``B(a, b)``: no term of size ~a is formed. The
   smaller tail (below x if x is under the mean, above it otherwise) is integrated with the
-  exp-sinh rule (fixed nodes, step 1/24) in ``w = lambda |v - v_x|``, where ``lambda`` is the
+  exp-sinh rule (186 fixed nodes, step 1/32) in ``w = lambda |v - v_x|``, where ``lambda`` is the
   density's logarithmic decay rate at ``x``. ``x - x0`` is formed from ``x (a + b) - a`` with
   error-free sums and products (Dekker), since ``x0`` rounded would shift ``v`` by
   ``eps sqrt(a + b)``. The derivatives in ``a`` and ``b`` are the same quadrature weighted by
@@ -42,7 +42,7 @@ from tracejit.transforms.api_ad import custom_jvp
 
 _QUAD_MIN_PARAM = 100.0
 _STEP = 1.0 / 32
-_TAU = np.arange(-128, 58) * _STEP                      # nodes from w = 1e-17 to w = 60
+_TAU = np.arange(-128, 58) * _STEP                      # nodes from w = 2e-19 to w = 90
 _NODE = np.exp(0.5 * np.pi * np.sinh(_TAU))
 _WEIGHT = _STEP * 0.5 * np.pi * np.cosh(_TAU) * _NODE
 _VELTKAMP = 134217729.0                                  # 2^27 + 1
