@@ -5,7 +5,8 @@ Covers two things the compiler does with such operands: a chain of transposes fe
 permutations), and a batched product whose batch axes do not merge without a copy runs as
 one product per index of its leading batch axis (``backends/cpu/runtime.py``). Each seed
 builds random axis roles (batch, free, contracted), a random storage order per operand, a
-random chain of 1-3 transposes and random input views (reversed or strided axes), with
+random chain of 1-3 transposes, read by one product, two products, or a product and an
+elementwise operation, and random input views (reversed or strided axes), with
 sizes that reach both the host's BLAS and the generated products, and compares ``jit``
 against NumPy's ``einsum`` in float64 (float32 and complex64 for some seeds).
 
@@ -68,13 +69,22 @@ def _case(seed):
     rhs, rchain, rspec = operand(rhs_axes)
     out_spec = "".join(batch + m_free + n_free)
     spec = f"{lspec},{rspec}->{out_spec}"
+    # how the transposed lhs is read besides the product: not at all, by a second product (it
+    # stays a view for both), or by an elementwise operation too (it must be materialized); drawn
+    # from its own generator so that the seeds' other choices are unchanged
+    reuse = int(np.random.default_rng(seed + 1_000_003).integers(3))
 
     def fn(x, y, xp=np):
         for perm in lchain:
             x = xp.transpose(x, perm)
         for perm in rchain:
             y = xp.transpose(y, perm)
-        return xp.einsum(spec, x, y)
+        out = xp.einsum(spec, x, y)
+        if reuse == 1:
+            return out, xp.einsum(spec, x, y * 0.5 - 1.0)
+        if reuse == 2:
+            return out, x * 2.0
+        return out
 
     return fn, lhs, rhs, spec, int(np.prod([size[c] for c in contracted]))
 
@@ -85,8 +95,11 @@ def test_contraction_of_transpose_chains(seed):
     got = tracejit.jit(fn)(lhs, rhs)
     wide = np.complex128 if lhs.dtype.kind == "c" else np.float64
     want = fn(lhs.astype(wide), rhs.astype(wide))
-    assert got.shape == want.shape and got.dtype == lhs.dtype, (spec, got.shape, want.shape, got.dtype)
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
     eps = np.finfo(lhs.dtype).eps
-    scale = np.abs(lhs).max(initial=1.0) * np.abs(rhs).max(initial=1.0) * length   # |sum| bound
+    # |sum| bound (the second product's rhs is y / 2 - 1: at most 1.5 times larger)
+    scale = np.abs(lhs).max(initial=1.0) * (np.abs(rhs).max(initial=1.0) + 1.0) * length
     tol = 4 * eps * np.sqrt(length) + 1e-2 * eps * length
-    np.testing.assert_allclose(got, want, rtol=0, atol=tol * scale, err_msg=spec)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == lhs.dtype, (spec, g.shape, w.shape, g.dtype)
+        np.testing.assert_allclose(g, w, rtol=0, atol=tol * scale, err_msg=spec)

@@ -267,11 +267,18 @@ class Planner:
                     m.discard(id(a))
         # Dot operands that are transposes of materialized buffers stay views (BLAS flags), also
         # through a chain of transposes (attention's ``k.transpose(0, 2, 1, 3).transpose(0, 1, 3, 2)``).
+        # A transpose read only by products (one or several: the backward of attention reads
+        # q, k and v transposed in two products each) is never materialized.
         self.dot_views: dict[int, tuple] = {}
+        dot_reads: dict[int, int] = {}
+        for e in prog.eqns:
+            if self.kinds[id(e)] == "dot":
+                for a in e.inputs:
+                    dot_reads[id(a)] = dot_reads.get(id(a), 0) + 1
 
-        def transposed_once(v):
+        def transposed_once(v, readers=1):
             pe = self.producer.get(id(v))
-            if pe is not None and pe.primitive is transpose_p and self.uses.get(id(v), 0) == 1 \
+            if pe is not None and pe.primitive is transpose_p and self.uses.get(id(v), 0) == readers \
                     and v not in prog.outputs:
                 return pe
             return None
@@ -280,7 +287,7 @@ class Planner:
             if self.kinds[id(e)] != "dot":
                 continue
             for a in e.inputs:
-                pe = transposed_once(a)
+                pe = transposed_once(a, dot_reads[id(a)])
                 if pe is None:
                     continue
                 base, perm = pe.inputs[0], tuple(pe.params["permutation"])
