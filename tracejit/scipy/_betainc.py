@@ -240,23 +240,16 @@ def _betacf(a, b, x):
     return _iterate(step, lambda new, old: jnp.abs(new[3] - 1.0) <= _EPS, init)[2]
 
 
-def _swapped_logs(swap, x):
-    """(log xx, log yy) for xx = 1 - x, yy = x when swapped, else xx = x, yy = 1 - x: log1p(-x)
-    rather than the log of a rounded 1 - x (for x ~ 1e-14, 1 - x has lost 1% of x, and times b ~ 1e14
-    in the prefactor that was a 100% error)."""
-    log_x = jnp.log(x)
-    log_1mx = jnp.log1p(-x)
-    return _where(swap, log_1mx, log_x), _where(swap, log_x, log_1mx)
-
-
-def _betainc64(a, b, x):
-    sp = _sp()
-    bad = (a <= 0) | (b <= 0) | (x < 0) | (x > 1) | jnp.isnan(a) | jnp.isnan(b) | jnp.isnan(x)
-    edge = (x == 0) | (x == 1)
-    ok = ~bad & ~edge
-    quad, val_q, _, _ = _quadrature_lanes(a, b, x, ok)
-    small_large, val_s, _, _ = _small_large_lanes(a, b, x, ok, derivs=False)
-    cf = ok & ~quad & ~small_large                # the other lanes converge at once at (1, 1, 0.5)
+def _methods(a, b, x, ok, derivs):
+    """Each element's method: ``(quad, small_large, cf)``, the first two ``(mask, I, dI/da, dI/db)``
+    and ``cf = (swap, aa, bb, xx, log_xx, log_yy, lpref)`` for the continued fraction of
+    ``I_xx(aa, bb)`` (swapped to ``1 - I_{1-x}(b, a)`` above ``(a + 1) / (a + b + 2)``), whose
+    other lanes are parked at (1, 1, 0.5), where it converges at once. ``lpref`` is the log of
+    ``xx^aa yy^bb / B(aa, bb)``, from log1p(-x) rather than the log of a rounded 1 - x (for
+    x ~ 1e-14, 1 - x has lost 1% of x, and times b ~ 1e14 that was a 100% error)."""
+    quad = _quadrature_lanes(a, b, x, ok)
+    small_large = _small_large_lanes(a, b, x, ok, derivs)
+    cf = ok & ~quad[0] & ~small_large[0]
     a_ = _where(cf, a, 1.0)
     b_ = _where(cf, b, 1.0)
     x_ = _where(cf, x, 0.5)
@@ -264,12 +257,24 @@ def _betainc64(a, b, x):
     aa = _where(swap, b_, a_)
     bb = _where(swap, a_, b_)
     xx = _where(swap, 1.0 - x_, x_)
-    yy = _where(swap, x_, 1.0 - x_)
-    # x^a y^b / (a B(a, b)), with y = 1 - x computed without rounding when swapped
-    log_xx, log_yy = _swapped_logs(swap, x_)
-    lpref = aa * log_xx + bb * log_yy - sp._betaln64(aa, bb)
+    log_x = jnp.log(x_)
+    log_1mx = jnp.log1p(-x_)
+    log_xx = _where(swap, log_1mx, log_x)
+    log_yy = _where(swap, log_x, log_1mx)
+    lpref = aa * log_xx + bb * log_yy - _sp()._betaln64(aa, bb)
+    return quad, small_large, (swap, aa, bb, xx, log_xx, log_yy, lpref)
+
+
+def _domain(a, b, x):
+    return (a <= 0) | (b <= 0) | (x < 0) | (x > 1) | jnp.isnan(a) | jnp.isnan(b) | jnp.isnan(x)
+
+
+def _betainc64(a, b, x):
+    bad = _domain(a, b, x)
+    ok = ~bad & (x > 0) & (x < 1)
+    quad, small_large, (swap, aa, bb, xx, _, _, lpref) = _methods(a, b, x, ok, derivs=False)
     val = jnp.exp(lpref) * _betacf(aa, bb, xx) / aa
-    val = _where(quad, val_q, _where(small_large, val_s, _where(swap, 1.0 - val, val)))
+    val = _where(quad[0], quad[1], _where(small_large[0], small_large[1], _where(swap, 1.0 - val, val)))
     out = _where(x == 0, 0.0, _where(x == 1, 1.0, val))
     return _where(bad, np.nan, out)
 
@@ -334,22 +339,10 @@ def _betacf_with_derivs(a, b, x):
 def _betainc_grads(a, b, x):
     """(dI/da, dI/db) for a, b > 0, 0 < x < 1 (other elements: 0, NaN in the domain errors)."""
     sp = _sp()
-    bad = (a <= 0) | (b <= 0) | (x < 0) | (x > 1) | jnp.isnan(a) | jnp.isnan(b) | jnp.isnan(x)
+    bad = _domain(a, b, x)
     ok = ~bad & (x > 0) & (x < 1)
-    quad, _, da_q, db_q = _quadrature_lanes(a, b, x, ok)
-    small_large, _, da_s, db_s = _small_large_lanes(a, b, x, ok)
-    cf = ok & ~quad & ~small_large
-    a_ = _where(cf, a, 1.0)
-    b_ = _where(cf, b, 1.0)
-    x_ = _where(cf, x, 0.5)
-    swap = x_ > (a_ + 1.0) / (a_ + b_ + 2.0)
-    aa = _where(swap, b_, a_)
-    bb = _where(swap, a_, b_)
-    xx = _where(swap, 1.0 - x_, x_)
-    yy = _where(swap, x_, 1.0 - x_)
+    quad, small_large, (swap, aa, bb, xx, log_xx, log_yy, lpref) = _methods(a, b, x, ok, derivs=True)
     K, dKa, dKb = _betacf_with_derivs(aa, bb, xx)
-    log_xx, log_yy = _swapped_logs(swap, x_)
-    lpref = aa * log_xx + bb * log_yy - sp._betaln64(aa, bb)
     pref = jnp.exp(lpref) / aa
     dab = sp._digamma64(aa + bb)
     dlp_a = log_xx - (sp._digamma64(aa) - dab) - 1.0 / aa
@@ -357,8 +350,8 @@ def _betainc_grads(a, b, x):
     ga = pref * (K * dlp_a + dKa)            # d/d(first parameter) of the evaluated I
     gb = pref * (K * dlp_b + dKb)
     # I_x(a, b) = 1 - I_{1-x}(b, a) when swapped
-    da = _where(quad, da_q, _where(small_large, da_s, _where(swap, -gb, ga)))
-    db = _where(quad, db_q, _where(small_large, db_s, _where(swap, -ga, gb)))
+    da = _where(quad[0], quad[2], _where(small_large[0], small_large[2], _where(swap, -gb, ga)))
+    db = _where(quad[0], quad[3], _where(small_large[0], small_large[3], _where(swap, -ga, gb)))
     da = _where(ok, da, _where(bad, np.nan, 0.0))
     db = _where(ok, db, _where(bad, np.nan, 0.0))
     return da, db
