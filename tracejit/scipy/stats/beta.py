@@ -8,7 +8,7 @@ Examples
 """
 import tracejit.numpy as jnp
 from tracejit.scipy import special
-from tracejit.scipy.stats._util import NEG_INF, promote, where
+from tracejit.scipy.stats._util import NEG_INF, log_probability, promote, where
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
@@ -64,7 +64,7 @@ def logcdf(x, a, b, loc=0, scale=1):
     >>> round(float(beta.logcdf(0.5, 2.0, 3.0)), 12)
     -0.374693449441
     """
-    return jnp.log(cdf(x, a, b, loc, scale))
+    return log_probability(cdf(x, a, b, loc, scale), sf(x, a, b, loc, scale))
 
 
 def sf(x, a, b, loc=0, scale=1):
@@ -89,4 +89,4 @@ def logsf(x, a, b, loc=0, scale=1):
     >>> round(float(beta.logsf(0.5, 2.0, 3.0)), 12)
     -1.163150809806
     """
-    return jnp.log(sf(x, a, b, loc, scale))
+    return log_probability(sf(x, a, b, loc, scale), cdf(x, a, b, loc, scale))

@@ -9,7 +9,7 @@ Examples
 import math
 
 import tracejit.numpy as jnp
-from tracejit.scipy.stats._util import promote
+from tracejit.scipy.stats._util import log_probability, promote
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
 
@@ -63,7 +63,7 @@ def logcdf(x, loc=0, scale=1):
     >>> round(float(cauchy.logcdf(0.0)), 12)
     -0.69314718056
     """
-    return jnp.log(cdf(x, loc, scale))
+    return log_probability(cdf(x, loc, scale), sf(x, loc, scale))
 
 
 def sf(x, loc=0, scale=1):
@@ -89,7 +89,7 @@ def logsf(x, loc=0, scale=1):
     >>> round(float(cauchy.logsf(1.0)), 12)
     -1.38629436112
     """
-    return jnp.log(sf(x, loc, scale))
+    return log_probability(sf(x, loc, scale), cdf(x, loc, scale))
 
 
 def ppf(q, loc=0, scale=1):

@@ -10,7 +10,7 @@ import math
 
 import tracejit.numpy as jnp
 from tracejit.scipy import special
-from tracejit.scipy.stats._util import NEG_INF, promote, where
+from tracejit.scipy.stats._util import NEG_INF, log_probability, promote, where
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
@@ -66,7 +66,7 @@ def logcdf(x, df, loc=0, scale=1):
     >>> round(float(chi2.logcdf(2.0, 2.0)), 12)
     -0.458675145387
     """
-    return jnp.log(cdf(x, df, loc, scale))
+    return log_probability(cdf(x, df, loc, scale), sf(x, df, loc, scale))
 
 
 def sf(x, df, loc=0, scale=1):
@@ -91,4 +91,4 @@ def logsf(x, df, loc=0, scale=1):
     >>> round(float(chi2.logsf(2.0, 2.0)), 12)
     -1.0
     """
-    return jnp.log(sf(x, df, loc, scale))
+    return log_probability(sf(x, df, loc, scale), cdf(x, df, loc, scale))

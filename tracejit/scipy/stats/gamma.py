@@ -8,7 +8,7 @@ Examples
 """
 import tracejit.numpy as jnp
 from tracejit.scipy import special
-from tracejit.scipy.stats._util import NEG_INF, promote, where
+from tracejit.scipy.stats._util import NEG_INF, log_probability, promote, where
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
@@ -63,7 +63,7 @@ def logcdf(x, a, loc=0, scale=1):
     >>> round(float(gamma.logcdf(2.0, 1.0)), 12)
     -0.145413457869
     """
-    return jnp.log(cdf(x, a, loc, scale))
+    return log_probability(cdf(x, a, loc, scale), sf(x, a, loc, scale))
 
 
 def sf(x, a, loc=0, scale=1):
@@ -88,4 +88,4 @@ def logsf(x, a, loc=0, scale=1):
     >>> round(float(gamma.logsf(2.0, 1.0)), 12)
     -2.0
     """
-    return jnp.log(sf(x, a, loc, scale))
+    return log_probability(sf(x, a, loc, scale), cdf(x, a, loc, scale))
