@@ -23,7 +23,10 @@ def log_probability(p, complement):
     """log(p) given p and its complement 1 - p, each computed directly: log1p(-complement) where p
     is near 1 (log of a p rounded near 1 loses the complement: gamma.logsf(0.01, 10) was 0.0 for
     -2.7e-27)."""
-    return where(p <= 0.5, jnp.log(p), jnp.log1p(-complement))
+    low = p <= 0.5
+    # each branch's unused operand replaced: the other branch's inf (log1p(-1)) would make the
+    # gradient inf * 0 = NaN
+    return where(low, jnp.log(where(low, p, 1.0)), jnp.log1p(-where(low, 0.0, complement)))
 
 
 def log_diff_exp(u, v):
