@@ -69,3 +69,35 @@ def test_log_tail_gradients_are_finite(dist, method, args):
     h = 1e-6 * args[0]
     fd = (float(fn(args[0] + h, *args[1:])) - float(fn(args[0] - h, *args[1:]))) / (2 * h)
     assert np.isfinite(float(g)) and abs(float(g) - fd) <= 1e-5 * abs(fd) + 1e-300, (float(g), fd)
+
+
+def _log_gamma_density(x, a):
+    with mpmath.workdps(80):
+        x, a = mpmath.mpf(x), mpmath.mpf(a)
+        return float((a - 1) * mpmath.log(x) - x - mpmath.loggamma(a))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_log_densities_for_large_shapes(jit):
+    # gamma.logpdf(1e20, 1e20) was 0.0 (true -23.94), chi2.logpdf(2e20, 2e20) 0.0 (-24.64),
+    # poisson.logpmf(1e15, 1e15) -16.0 (-18.19): three terms of size ~a log a cancelled. Measured
+    # against mpmath: at most 1.9 eps.
+    rng = np.random.default_rng(1)
+    a = np.concatenate([10 ** rng.uniform(0, 20, 30), [9.99, 10.0, 1e20]])
+    x = np.concatenate([a[:30] * np.exp(rng.uniform(-0.3, 0.3, 30)), [12.0, 12.0, 1e20]])
+    k = np.floor(a)
+    wrap = tracejit.jit if jit else (lambda f: f)
+    got = np.asarray(wrap(stats.gamma.logpdf)(x, a))
+    ref = np.array([_log_gamma_density(*p) for p in zip(x, a)])
+    assert np.all(np.abs(got - ref) <= 4 * EPS64 * np.abs(ref)), np.max(np.abs(got - ref) / np.abs(ref)) / EPS64
+    got = np.asarray(wrap(stats.chi2.logpdf)(2.0 * x, 2.0 * a))
+    ref = ref - np.log(2.0)
+    assert np.all(np.abs(got - ref) <= 4 * EPS64 * np.abs(ref)), np.max(np.abs(got - ref) / np.abs(ref)) / EPS64
+    got = np.asarray(wrap(stats.poisson.logpmf)(k, x))
+    with mpmath.workdps(80):
+        ref = np.array([float(mpmath.mpf(ki) * mpmath.log(xi) - xi - mpmath.loggamma(mpmath.mpf(ki) + 1))
+                        for ki, xi in zip(k, x)])
+    assert np.all(np.abs(got - ref) <= 4 * EPS64 * np.abs(ref)), np.max(np.abs(got - ref) / np.abs(ref)) / EPS64
+    # far from the mean, and where k / mu overflows or rounds to 0
+    assert float(stats.gamma.logpdf(1e300, 20.0)) == -1e300
+    assert abs(float(stats.poisson.logpmf(20, 1e-300)) - (-13857.846174425027)) <= 4 * EPS64 * 13858

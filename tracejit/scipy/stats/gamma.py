@@ -8,7 +8,7 @@ Examples
 """
 import tracejit.numpy as jnp
 from tracejit.scipy import special
-from tracejit.scipy.stats._util import NEG_INF, log_probability, promote, where
+from tracejit.scipy.stats._util import NEG_INF, log_poisson_term, log_probability, promote, where
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
@@ -25,8 +25,15 @@ def logpdf(x, a, loc=0, scale=1):
     x, a, loc, scale = promote(x, a, loc, scale)
     y = (x - loc) / scale
     ys = where(y < 0, jnp.ones_like(y), y)
-    val = special.xlogy(a - 1.0, ys) - ys - special.gammaln(a) - jnp.log(scale)
-    return where(y < 0, NEG_INF, val)
+    val = special.xlogy(a - 1.0, ys) - ys - special.gammaln(a)
+    # for a >= 10 the three terms (each ~a log a) cancel: the density is (a / y) p_a(y) with
+    # p_a(y) = y^a e^-y / Gamma(a + 1) in Loader's saddle-point form (gamma.logpdf(1e20, 1e20) was
+    # 0.0 for -23.94)
+    big = (a >= 10.0) & (ys > 0) & jnp.isfinite(ys)
+    a_b = where(big, a, 10.0)
+    y_b = where(big, ys, 10.0)
+    val = where(big, jnp.log(a_b) - jnp.log(y_b) + log_poisson_term(a_b, y_b)[0], val)
+    return where(y < 0, NEG_INF, val - jnp.log(scale))
 
 
 def pdf(x, a, loc=0, scale=1):

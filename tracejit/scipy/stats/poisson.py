@@ -14,13 +14,14 @@ import tracejit.numpy as jnp
 from tracejit.ops.control_flow_functions import fori_loop
 from tracejit.scipy import special
 from tracejit.scipy._incomplete import _log1pmx
-from tracejit.scipy.stats._util import NEG_INF, promote, where
+from tracejit.scipy.stats._util import NEG_INF, log_poisson_term, promote, where
 
 __all__ = ["logpmf", "pmf", "cdf", "entropy"]
 
 
 def logpmf(k, mu, loc=0):
-    """``k log(mu) - mu - gammaln(k + 1)`` at non-negative integers ``k - loc``, else -inf.
+    """``k log(mu) - mu - gammaln(k + 1)`` at non-negative integers ``k - loc``, else -inf
+    (Loader's saddle-point form from k = 10 on: no cancellation for large k and mu).
 
     Examples
     --------
@@ -32,7 +33,11 @@ def logpmf(k, mu, loc=0):
     x = k - loc
     ok = (x >= 0) & (x == jnp.floor(x))
     xs = where(ok, x, jnp.zeros_like(x))
-    return where(ok, special.xlogy(xs, mu) - mu - special.gammaln(xs + 1.0), NEG_INF)
+    mu_pos = mu > 0
+    lp = log_poisson_term(xs, where(mu_pos, mu, 1.0))[0]
+    # mu == 0 (and the domain errors) as the direct formula gives them: 0 at k = 0, -inf above, NaN for mu < 0
+    direct = special.xlogy(xs, mu) - mu - special.gammaln(xs + 1.0)
+    return where(ok, where(mu_pos & jnp.isfinite(mu), lp, direct), NEG_INF)
 
 
 def pmf(k, mu, loc=0):
@@ -77,26 +82,8 @@ def _entropy_sum(mu):
     k1 = jnp.ceil(mu + width)
 
     def term(k, mu):
-        # log p_k = -stirlerr(k) - bd0(k, mu) - log(2 pi k) / 2 (Loader's saddle-point form: no
-        # cancellation between k log mu, mu and lgamma(k + 1)); bd0 = mu phi(t), t = k/mu - 1,
-        # phi(t) = (1 + t) log1p(t) - t = (1 + t) (log1p(t) - t) + t^2
-        ks = jnp.maximum(k, 1.0)
-        big = ks >= 10.0
-        kb = jnp.where(big, ks, 10.0)
-        ksm = jnp.where(big, 1.0, ks)
-        stirl = jnp.where(big, special._stirling_correction(kb),
-                          special.gammaln(ksm + 1.0) - (ksm + 0.5) * jnp.log(ksm) + ksm - _HALF_LOG_2PI)
-        t = (ks - mu) / mu
-        near = jnp.abs(t) < 0.5
-        tn = jnp.where(near, t, 0.0)
-        tf = jnp.where(near, 1.0, t)
-        phi = jnp.where(near, (1.0 + tn) * _log1pmx(tn) + tn * tn, (1.0 + tf) * jnp.log1p(tf) - tf)
-        lp = -stirl - mu * phi - 0.5 * jnp.log(2.0 * math.pi * ks)
-        # k < 10: k log mu - mu - lgamma(k + 1) directly (no cancellation there; the saddle-point
-        # form would carry the rounding of mu (1 + t) log1p(t) ~ -log mu for tiny mu)
-        kd = jnp.where(big, 0.0, k)
-        lp = jnp.where(big, lp, special.xlogy(kd, mu) - mu - special.gammaln(kd + 1.0))
-        # ... and p_k = mu^k e^-mu / k! there from the power (exp(lp) would carry lp's rounding, |lp| ulps)
+        lp, big, kd = log_poisson_term(k, mu)
+        # ... and p_k = mu^k e^-mu / k! below k = 10 from the power (exp(lp) would carry lp's rounding, |lp| ulps)
         p = jnp.where(big, jnp.exp(lp), jnp.power(mu, kd) * jnp.exp(-mu) / special.gamma(kd + 1.0))
         return -p * lp
 
