@@ -35,7 +35,7 @@ import numpy as np
 
 import tracejit.numpy as jnp
 from tracejit.scipy._common import finish, promote_args_inexact
-from tracejit.scipy._incomplete import _EPS, _TINY, _iterate, _log1pmx, _sp, _where
+from tracejit.scipy._incomplete import _EPS, _TINY, _iterate, _log1pmx, _sp, _two_sum, _where
 from tracejit.transforms.api_ad import custom_jvp
 
 # ---------------------------------------------------------------------------- large a and b
@@ -46,13 +46,6 @@ _TAU = np.arange(-128, 58) * _STEP                      # nodes from w = 2e-19 t
 _NODE = np.exp(0.5 * np.pi * np.sinh(_TAU))
 _WEIGHT = _STEP * 0.5 * np.pi * np.cosh(_TAU) * _NODE
 _VELTKAMP = 134217729.0                                  # 2^27 + 1
-
-
-def _two_sum(a, b):
-    """(s, e) with s + e == a + b exactly (Knuth)."""
-    s = a + b
-    bv = s - a
-    return s, (a - (s - bv)) + (b - bv)
 
 
 def _two_prod(a, b):
