@@ -101,3 +101,43 @@ def test_log_densities_for_large_shapes(jit):
     # far from the mean, and where k / mu overflows or rounds to 0
     assert float(stats.gamma.logpdf(1e300, 20.0)) == -1e300
     assert abs(float(stats.poisson.logpmf(20, 1e-300)) - (-13857.846174425027)) <= 4 * EPS64 * 13858
+
+
+def _mp_binom(k, n, p):
+    k, n, p = mpmath.mpf(k), mpmath.mpf(n), mpmath.mpf(p)
+    return (mpmath.loggamma(n + 1) - mpmath.loggamma(k + 1) - mpmath.loggamma(n - k + 1) + k * mpmath.log(p)
+            + (n - k) * mpmath.log1p(-p))
+
+
+def _mp_nbinom(k, n, p):
+    k, n, p = mpmath.mpf(k), mpmath.mpf(n), mpmath.mpf(p)
+    return mpmath.loggamma(n + k) - mpmath.loggamma(n) - mpmath.loggamma(k + 1) + n * mpmath.log(p) + k * mpmath.log1p(-p)
+
+
+def _mp_beta(x, a, b):
+    x, a, b = mpmath.mpf(x), mpmath.mpf(a), mpmath.mpf(b)
+    return ((a - 1) * mpmath.log(x) + (b - 1) * mpmath.log1p(-x)
+            - (mpmath.loggamma(a) + mpmath.loggamma(b) - mpmath.loggamma(a + b)))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_binom_nbinom_beta_log_mass_for_large_parameters(jit):
+    # binom.logpmf(5e14, 1e15, 0.5) was -21.25 (true -17.50), nbinom.logpmf(9.9e16, 1e15, 0.01) -61.75
+    # (-22.79), beta.logpdf(0.5, 1e15, 1e15) 17.5 (17.39). The Poisson means (n p, n q, ...) are
+    # rounded once: that costs |k - n p| eps (d/dmu (k log mu - mu) = k / mu - 1), about 1e-11 at
+    # n ~ 1e15; the rest is within a few eps of max(1, |value|) (measured at most 4).
+    rng = np.random.default_rng(2)
+    n = np.floor(10 ** rng.uniform(0, 16, 40))
+    p = rng.uniform(0.001, 0.999, 40)
+    k = np.clip(np.floor(n * p + rng.standard_normal(40) * np.sqrt(n * p * (1 - p) + 1)), 0, n)
+    r = np.floor(n * (1 - p) / p)
+    wrap = tracejit.jit if jit else (lambda f: f)
+    cases = ((stats.binom.logpmf, _mp_binom, (k, n, p), np.abs(k - n * p)),
+             (stats.nbinom.logpmf, _mp_nbinom, (r, n + 0.5, p), np.abs(r - (r + n + 0.5) * (1 - p))),
+             (stats.beta.logpdf, _mp_beta, (p, n * p + 0.5, n * (1 - p) + 0.5), np.abs(n * p + 0.5 - (n + 1) * p)))
+    with mpmath.workdps(80):
+        for fn, ref_fn, args, spread in cases:
+            got = np.asarray(wrap(fn)(*args))
+            ref = np.array([float(ref_fn(*t)) for t in zip(*args)])
+            tol = EPS64 * (16 * np.maximum(np.abs(ref), 1.0) + 8 * (spread + 1.0))
+            assert np.all(np.abs(got - ref) <= tol), (fn.__module__, np.max(np.abs(got - ref) / tol))

@@ -8,7 +8,7 @@ Examples
 """
 import tracejit.numpy as jnp
 from tracejit.scipy import special
-from tracejit.scipy.stats._util import NEG_INF, log_probability, promote, where
+from tracejit.scipy.stats._util import NEG_INF, log_poisson_term, log_probability, promote, where
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
@@ -26,8 +26,16 @@ def logpdf(x, a, b, loc=0, scale=1):
     y = (x - loc) / scale
     inside = (y >= 0) & (y <= 1)
     ys = where(inside, y, 0.5 * jnp.ones_like(y))
-    val = special.xlogy(a - 1.0, ys) + special.xlog1py(b - 1.0, -ys) - special.betaln(a, b) - jnp.log(scale)
-    return where(inside, val, NEG_INF)
+    val = special.xlogy(a - 1.0, ys) + special.xlog1py(b - 1.0, -ys) - special.betaln(a, b)
+    # for a + b >= 10 the terms cancel (beta.logpdf(0.5, 1e15, 1e15) was 17.5 for 17.39): with
+    # n = a + b the density is p_a(n y) p_b(n (1 - y)) / p_n(n) * a b / (n y (1 - y)) in Poisson
+    # terms p_k(mu) = mu^k e^-mu / Gamma(k + 1)
+    use = inside & (ys > 0) & (ys < 1) & (a > 0) & (b > 0) & (a + b >= 10.0) & jnp.isfinite(a + b)
+    a_, b_, y_ = where(use, a, 5.0), where(use, b, 5.0), where(use, ys, 0.5)
+    n = a_ + b_
+    saddle = (log_poisson_term(a_, n * y_)[0] + log_poisson_term(b_, n * (1.0 - y_))[0] - log_poisson_term(n, n)[0]
+              + jnp.log(a_) + jnp.log(b_) - jnp.log(n) - jnp.log(y_) - jnp.log1p(-y_))
+    return where(inside, where(use, saddle, val), NEG_INF) - jnp.log(scale)
 
 
 def pdf(x, a, b, loc=0, scale=1):

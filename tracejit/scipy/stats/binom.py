@@ -8,7 +8,7 @@ Examples
 """
 import tracejit.numpy as jnp
 from tracejit.scipy import special
-from tracejit.scipy.stats._util import NEG_INF, promote, where
+from tracejit.scipy.stats._util import NEG_INF, log_poisson_term, promote, where
 
 __all__ = ["logpmf", "pmf"]
 
@@ -27,7 +27,15 @@ def logpmf(k, n, p, loc=0):
     ok = (x >= 0) & (x <= n) & (x == jnp.floor(x))
     xs = where(ok, x, jnp.zeros_like(x))
     comb = special.gammaln(n + 1.0) - special.gammaln(xs + 1.0) - special.gammaln(n - xs + 1.0)
-    return where(ok, comb + special.xlogy(xs, p) + special.xlog1py(n - xs, -p), NEG_INF)
+    direct = comb + special.xlogy(xs, p) + special.xlog1py(n - xs, -p)
+    # for n >= 10 the terms (each ~n log n) cancel (binom.logpmf(5e14, 1e15, 0.5) was -21.25 for
+    # -17.50): C(n, k) p^k q^(n-k) = p_k(n p) p_(n-k)(n q) / p_n(n) in Poisson terms p_k(mu) = mu^k e^-mu / k!
+    use = ok & (n >= 10.0) & jnp.isfinite(n) & (p > 0) & (p < 1)
+    n_, p_ = where(use, n, 10.0), where(use, p, 0.5)
+    k_ = where(use, xs, 5.0)
+    saddle = (log_poisson_term(k_, n_ * p_)[0] + log_poisson_term(n_ - k_, n_ * (1.0 - p_))[0]
+              - log_poisson_term(n_, n_)[0])
+    return where(ok, where(use, saddle, direct), NEG_INF)
 
 
 def pmf(k, n, p, loc=0):
