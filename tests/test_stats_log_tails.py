@@ -141,3 +141,40 @@ def test_binom_nbinom_beta_log_mass_for_large_parameters(jit):
             ref = np.array([float(ref_fn(*t)) for t in zip(*args)])
             tol = EPS64 * (16 * np.maximum(np.abs(ref), 1.0) + 8 * (spread + 1.0))
             assert np.all(np.abs(got - ref) <= tol), (fn.__module__, np.max(np.abs(got - ref) / tol))
+
+
+def _mp_truncnorm(x, a, b):
+    """(pdf, logcdf) of the standard normal truncated to [a, b], mpmath at 50 digits (tails via erfc)."""
+    with mpmath.workdps(50):
+        x, a, b = (mpmath.mpf(v) for v in (x, a, b))
+
+        if a + b > 0:                                   # 1 - Phi(t): no rounding to 1 in the upper tail
+            def tail(t):
+                return -mpmath.erfc(t / mpmath.sqrt(2)) / 2
+        else:                                           # Phi(t)
+            def tail(t):
+                return mpmath.erfc(-t / mpmath.sqrt(2)) / 2
+        mass = tail(b) - tail(a)
+        return float(mpmath.npdf(x) / mass), float(mpmath.log((tail(x) - tail(a)) / mass))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_truncnorm_on_short_intervals(jit):
+    # truncnorm.pdf(5e-11, 0, 1e-10) was 9999993350 (1e10), logcdf(9.99e-11, 0, 1e-10) 4.6e-4 off:
+    # a difference of two log-CDFs. Measured: pdf within 2 eps at [0, 1e-10] and 0.6 eps (1 + a^2)
+    # in the tails, logcdf within 12 eps (of 1) and 0.4 eps (1 + a^2).
+    rng = np.random.default_rng(4)
+    a = np.concatenate([[0.0, 0.0], rng.uniform(-35, 35, 30)])
+    width = np.concatenate([[1e-10, 1e-10], 10 ** rng.uniform(-12, -1, 30)])
+    b = a + width
+    x = np.concatenate([[5e-11, 9.99e-11], a[2:] + rng.uniform(0, 1, 30) * width[2:]])
+    wrap = tracejit.jit if jit else (lambda f: f)
+    pdf = np.asarray(wrap(stats.truncnorm.pdf)(x, a, b))
+    logcdf = np.asarray(wrap(stats.truncnorm.logcdf)(x, a, b))
+    ref = np.array([_mp_truncnorm(*t) for t in zip(x, a, b)])
+    # exp(-x^2 / 2) at |x| ~ 35 carries the rounding of x^2: the condition number is ~x^2
+    cond = 1.0 + np.maximum(a * a, b * b)
+    assert np.all(np.abs(pdf - ref[:, 0]) <= 8 * EPS64 * cond * ref[:, 0]), np.max(np.abs(pdf / ref[:, 0] - 1) / cond) / EPS64
+    # (the logcdf is far worse conditioned still: ~|x| / width in x)
+    assert np.all(np.abs(logcdf - ref[:, 1]) <= 16 * EPS64 * cond * np.maximum(np.abs(ref[:, 1]), 1.0)), \
+        np.max(np.abs(logcdf - ref[:, 1]) / np.maximum(np.abs(ref[:, 1]), 1.0) / cond) / EPS64

@@ -72,13 +72,32 @@ def log_diff_exp(u, v):
     return u + jnp.log(-jnp.expm1(v - u))
 
 
+# 8-point Gauss-Legendre rule on [-1, 1]: exact for polynomials of degree 15
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(8)
+
+
 def log_ndtr_diff(u, v):
-    """log(Phi(u) - Phi(v)) for u >= v, mirrored into the lower tail when both are positive."""
+    """log(Phi(u) - Phi(v)) for u >= v, mirrored into the lower tail when both are positive.
+
+    Over a short interval (width h with h (|midpoint| + 1) <= 1/2) the difference of the two
+    log-CDFs cancels (truncnorm.pdf on [0, 1e-10] was 7e-7 off): there it is the integral of the
+    density by the 8-point Gauss-Legendre rule (error ~ (1/2)^16 / 16!), summed in log space."""
     from tracejit.scipy.special import log_ndtr
     mirror = v > 0
     upper = log_diff_exp(log_ndtr(-v), log_ndtr(-u))
     lower = log_diff_exp(log_ndtr(u), log_ndtr(v))
-    return where(mirror, upper, lower)
+    wide = where(mirror, upper, lower)
+    half = 0.5 * (u - v)
+    mid = 0.5 * (u + v)
+    short = (half * (jnp.abs(mid) + 1.0) <= 0.25) & (half > 0)
+    h = where(short, half, 0.25)
+    m = where(short, mid, 0.0)
+    t = m[..., None] + h[..., None] * jnp.asarray(_GL_NODES)
+    expo = -0.5 * t * t
+    top = jnp.max(expo, axis=-1)
+    total = jnp.sum(jnp.asarray(_GL_WEIGHTS) * jnp.exp(expo - top[..., None]), axis=-1)
+    narrow = jnp.log(h) + top + jnp.log(total) - _HALF_LOG_2PI
+    return where(short, narrow, wide)
 
 
 NEG_INF = -np.inf
