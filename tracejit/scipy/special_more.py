@@ -846,7 +846,8 @@ def _series_group(a, b, c, z, active):
         return s + t, t, sa + jnp.abs(t)
 
     def done(n, new, old):
-        return ((jnp.abs(new[1]) <= _EPS * jnp.abs(new[0])) & (n > past)) | ~jnp.isfinite(new[0])
+        # inactive elements finish at once (with past = |c - a| + |c - b| for large c they ran to maxiter)
+        return ((jnp.abs(new[1]) <= _EPS * jnp.abs(new[0])) & (n > past)) | ~jnp.isfinite(new[0]) | ~active
     return step, done, (one, one, one)
 
 
@@ -908,12 +909,21 @@ def _hyp2f1_64(a, b, c, x, extra_groups=()):
     # Euler's transformation turns c - a or c - b = -n into a polynomial: w^(c-a-b) 2F1(c-a, c-b; c; x)
     euler = ca_poly | cb_poly
     e_pre = _where(euler, jnp.power(w1, c - a - b), 1.0)
-    p1 = _where(ca_poly, c - a, _where(cb_poly, c - b, _where(pb, b, a)))     # the polynomial parameter
-    p2 = _where(ca_poly, c - b, _where(cb_poly, c - a, _where(pb, a, b)))
     is_poly = poly | euler
+    # x < 0 outside the documented range (|a| or |b| > 10): Pfaff with a and b swapped,
+    # (1 - x)^(-b) 2F1(b, c - a; c; z), when that series has terms of one sign and the default
+    # (1 - x)^(-a) 2F1(a, c - b; c; z) has not (its terms cancel: 2F1(1, 500; 1.5; -0.5) lost all digits)
+    swap = (~is_poly & (x < 0) & (x >= -1.0) & (jnp.maximum(jnp.abs(a), jnp.abs(b)) > 10.0) & (c > 0)
+            & ~((a > 0) & (c - b > 0)) & (b > 0) & (c - a > 0)
+            & (b * jnp.log1p(-_where(x < 0, x, 0.0)) < 690.0))     # its terms stay finite
+    p1 = _where(ca_poly, c - a, _where(cb_poly, c - b, _where(pb | swap, b, a)))     # the polynomial parameter
+    p2 = _where(ca_poly, c - b, _where(cb_poly, c - a, _where(pb | swap, a, b)))
     # x < 0: Pfaff, z = x / (x - 1) in (0, 1), 2F1(p1, p2; c; x) = (1 - x)^(-p1) 2F1(p1, c - p2; c; z);
     # in the general case p1 = a and the m = c - p1 - q2 below is b - a (formed from a and b directly)
-    neg = xs < 0
+    # (not for -1 < x < 0 with c large against a and b: the series at x itself converges fast, see fast)
+    fast_neg = (xs > -1.0) & (c >= 256.0) & (jnp.abs(a * b) <= 0.25 * c) \
+        & (jnp.abs(a) + jnp.abs(b) <= 0.25 * (c + 1.0))
+    neg = (xs < 0) & ~(fast_neg & ~is_poly)
     z = _where(neg, xs / (xs - 1.0), xs)
     w = _where(neg, 1.0 / w1, w1)
     q2 = _where(neg, c - p2, p2)
@@ -921,9 +931,15 @@ def _hyp2f1_64(a, b, c, x, extra_groups=()):
     gen = ~is_poly & ~c_pole & finite_x & (x < 1.0)
     # the series at z when it converges fast (z <= 1/2) or has terms of one sign (z <= 0.98)
     one_sign = (p1 > 0) & (q2 > 0) & (c > 0)
-    direct = gen & ((z <= 0.5) | ((z <= 0.98) & one_sign))
+    # ... or when c is large against p1 and q2 (c >= 256, |p1 q2| <= c/4, |p1| + |q2| <= (c + 1)/4):
+    # then term n + 1 / term n <= z (1/4 + n / (c + 1)) <= 1/2 for n <= 64, so the sum is reached
+    # within about 60 terms and sum |terms| <= 3 |sum|; the 1 - z form overflowed there (Gamma(c),
+    # and 2F1(c - a, c - b; 1 + m; w) times an underflowing w^m gave NaN: 2F1(0.5, -3.3; 1e4; 0.9))
+    fast = (c >= 256.0) & (jnp.abs(p1 * q2) <= 0.25 * c) & (jnp.abs(p1) + jnp.abs(q2) <= 0.25 * (c + 1.0)) \
+        & (jnp.abs(z) < 1.0)
+    direct = gen & ((z <= 0.5) | ((z <= 0.98) & one_sign) | fast)
     trans = gen & ~direct
-    m = _where(neg, b - a, c - a - b)
+    m = _where(neg, _where(swap, a - b, b - a), c - a - b)
 
     # --- 1 - z transformation (z > 1/2): 2F1(p1, q2; c; 1 - w), m = c - p1 - q2 ---------------------
     # DLMF 15.8.4 has two terms that each grow like 1/eps as m approaches an integer k (m = k + eps).
@@ -1119,7 +1135,11 @@ def hyp2f1(a, b, c, x):
     ``c - a - b`` and ``b - a``): parameters in ``[-10, 10]``: 99% within 1.2e-13 relative, maximum
     7e-12; in ``[0, 20]``: 99% within 7e-14. Where the sum is much smaller than its terms (large
     parameters of mixed sign, e.g. in ``[-20, 20]``) digits are lost in proportion (SciPy loses
-    more: its 99th percentiles there are 3.5e-11, 9.6e-10 and 8.5e-6).
+    more: its 99th percentiles there are 3.5e-11, 9.6e-10 and 8.5e-6). Outside that range: ``c`` in
+    ``[256, 1e6]`` with ``a``, ``b`` in ``[-10, 10]``, ``x`` in ``[-1, 0.999]`` (direct series): within
+    2.3e-16; ``b`` in ``[50, 1000]``, ``x`` in ``[-1, 0)``, ``0 < c < 10``, ``c > a`` (Pfaff with ``a`` and
+    ``b`` swapped): within 2.4e-13. Large ``a`` and ``b`` of one sign with ``x < 0`` (e.g.
+    ``2F1(1000, 500; 10; -0.5)``) still cancel catastrophically.
 
     Examples
     --------
