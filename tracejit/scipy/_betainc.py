@@ -35,7 +35,8 @@ import numpy as np
 
 import tracejit.numpy as jnp
 from tracejit.scipy._common import finish, promote_args_inexact
-from tracejit.scipy._incomplete import _EPS, _TINY, _iterate, _log1pmx, _sp, _two_sum, _where
+from tracejit.scipy._common import log1pmx
+from tracejit.scipy._incomplete import _EPS, _TINY, _iterate, _sp, _two_sum, _where
 from tracejit.transforms.api_ad import custom_jvp
 
 # ---------------------------------------------------------------------------- large a and b
@@ -91,7 +92,7 @@ def _quadrature(a, b, x):
     r2 = _where(inside, r2, 0.0)
     stirling = sp._stirling_correction
     c = stirling(a) + stirling(b) - stirling(n)
-    e = a[..., None] * _log1pmx(r1) + b[..., None] * _log1pmx(r2) - c[..., None]
+    e = a[..., None] * log1pmx(r1) + b[..., None] * log1pmx(r2) - c[..., None]
     dens = _where(inside, jnp.exp(e) / ((1.0 + r1) * (1.0 + r2)), 0.0)
     dens = dens * (jnp.asarray(_WEIGHT) / math.sqrt(2.0 * math.pi))
     # d log(density) / da = log t - digamma(a) + digamma(n), t = x0 (1 + r1), log x0 = log a - log n
@@ -136,14 +137,14 @@ def _gamma_like(p, q, z, derivs):
     r = p / q
     below = z * n <= p
     log1m = jnp.log1p(-z)
-    d_corr = -q * _log1pmx(r) - (p - 0.5) * jnp.log1p(r) + stirling(q) - stirling(n)
+    d_corr = -q * log1pmx(r) - (p - 0.5) * jnp.log1p(r) + stirling(q) - stirling(n)
     lgamma1p = _where(p <= 1.0, sp._lgamma1p(jnp.minimum(p, 1.0)), sp._lgamma64(jnp.maximum(p, 1.0) + 1.0))
     direct = p * jnp.log(q * z) + q * log1m - lgamma1p
     # for p >= 10 the three terms (each ~p log p) are recombined with Stirling's formula, with
     # q z = p (1 + tau): p log1pmx(tau) + q log1pmx(-z) - log(2 pi p) / 2 - stirling(p)
     p_big = jnp.maximum(p, 10.0)
     tau = (q * z - p_big) / p_big
-    stirling_form = (p_big * _log1pmx(tau) + q * _log1pmx(-z) - 0.5 * jnp.log(2.0 * math.pi * p_big)
+    stirling_form = (p_big * log1pmx(tau) + q * log1pmx(-z) - 0.5 * jnp.log(2.0 * math.pi * p_big)
                      - stirling(p_big))
     log_pre = _where(p >= 10.0, stirling_form, direct) - d_corr          # log z^p (1-z)^q / (p B)
     lmd_n = lmd(n, n)

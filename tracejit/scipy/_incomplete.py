@@ -16,7 +16,7 @@ import numpy as np
 import tracejit.numpy as jnp
 from tracejit.ops.control_flow_functions import while_loop
 from tracejit.transforms.api_ad import custom_jvp
-from tracejit.scipy._common import finish, promote_args_inexact
+from tracejit.scipy._common import finish, log1pmx, promote_args_inexact
 from tracejit.scipy._igamma_temme import in_temme_region, temme_parts
 from tracejit.transforms.api_ad import stop_gradient
 
@@ -55,23 +55,6 @@ def _iterate(step, converged, state, maxiter=_MAXITER):
     return while_loop(cond, body, (jnp.asarray(1.0), active0, tuple(state)))[2]
 
 
-def _log1pmx(t):
-    """log(1 + t) - t without cancellation near 0."""
-    # the series on -1/2 < t < 1 (|u| < 1/3, 20 terms): log1p(t) - t itself loses ~8 eps at
-    # t = 0.3 (betainc's quadrature evaluates it there, times a >= 100)
-    small = (t > -0.5) & (t < 1.0)
-    ts = _where(small, t, 0.0)
-    u = ts / (2.0 + ts)
-    u2 = u * u
-    s = jnp.zeros_like(u)
-    for k in range(20, 0, -1):
-        s = s * u2 + 1.0 / (2 * k + 1)
-    # log1p(t) = 2u (1 + u^2/3 + ...), t = 2u / (1 - u)
-    ser = -2.0 * u2 / (1.0 - u) + 2.0 * u * u2 * s
-    tl = _where(small, 0.0, t)
-    return _where(small, ser, jnp.log1p(tl) - tl)
-
-
 def _log_gamma_prefix(a, x):
     """log(x^a e^-x / Gamma(a)) for a, x > 0 (Stirling form for a >= 10: no cancellation)."""
     sp = _sp()
@@ -80,7 +63,7 @@ def _log_gamma_prefix(a, x):
     xb = _where(big, x, 10.0)
     t = (xb - ab) / ab
     # a (log(x/a) - (x-a)/a): the series form near x = a, log of the exact ratio away from it
-    core = _where(jnp.abs(t) < 0.3, ab * _log1pmx(t), ab * jnp.log(xb / ab) + (ab - xb))
+    core = _where(jnp.abs(t) < 0.3, ab * log1pmx(t), ab * jnp.log(xb / ab) + (ab - xb))
     stirling = core + 0.5 * jnp.log(ab / (2 * math.pi)) - sp._stirling_correction(ab)
     a_small = _where(big, 1.0, a)                # no overflow warnings from the unused lanes
     direct = a_small * jnp.log(x) - x - sp._lgamma64(a_small)

@@ -41,7 +41,7 @@ from tracejit.ops.binders import un
 from tracejit.transforms.api_ad import custom_jvp, stop_gradient
 from tracejit.numpy._util import convert, to_operand
 from tracejit.ops.random_bits import _GILES_F64
-from tracejit.scipy._common import B2K, F64, finish, horner, promote_args_inexact, result_float_dtype
+from tracejit.scipy._common import B2K, F64, finish, horner, log1pmx, promote_args_inexact, result_float_dtype
 
 __all__ = [
     "bernoulli", "beta", "betainc", "betaln", "comb", "digamma", "entr", "erf", "erfc", "erfinv", "exp1", "expi",
@@ -533,23 +533,13 @@ def poch(z, m):
     return finish(_where(m == 0, 1.0, val), dt)
 
 
-def _log1pmx_small(t):
-    """log(1 + t) - t, by its Taylor series for |t| < 0.1 (16 terms) and directly elsewhere."""
-    small = jnp.abs(t) < 0.1
-    ts = _where(small, t, 0.0)
-    ser = jnp.zeros_like(ts)
-    for k in range(17, 1, -1):
-        ser = ser * ts + (1.0 if k % 2 else -1.0) / k
-    return _where(small, ser * ts * ts, jnp.log1p(t) - t)
-
-
 def _poch_big(z, m):
     """Gamma(z + m) / Gamma(z) for z >= 10, z + m >= 10 without forming either lgamma:
     z^m exp(z (log1p(t) - t) + (m - 1/2) log1p(t) + stirling(z + m) - stirling(z)), t = m / z.
     z^m is taken as (z^(m/2))^2 by pow (exp(m log z) lost |m log z| eps: 1.5e-13 at
     z = 3.6e13, m = 17) while z^(m/2) stays in range, and exp of the whole log otherwise."""
     t = m / z
-    rest = (z * _log1pmx_small(t) + (m - 0.5) * jnp.log1p(t)
+    rest = (z * log1pmx(t) + (m - 0.5) * jnp.log1p(t)
             + (_stirling_correction(z + m) - _stirling_correction(z)))
     lzm = m * jnp.log(z)
     in_range = jnp.abs(lzm) < 1400.0

@@ -9,7 +9,7 @@ import numpy as np
 import tracejit.numpy as jnp
 from tracejit.numpy._util import convert, to_operand
 from tracejit.scipy._common import result_float_dtype
-from tracejit.scipy._incomplete import _log1pmx
+from tracejit.scipy._common import log1pmx
 
 
 def promote(*args):
@@ -59,7 +59,7 @@ def log_poisson_term(k, mu):
     tn = jnp.where(near, t, 0.0)
     # away from k = mu, bd0 = k log(k / mu) - k + mu from the two logs (k / mu can overflow or
     # round to 0: gamma.logpdf(1e300, 20) was NaN)
-    bd0 = jnp.where(near, mu * ((1.0 + tn) * _log1pmx(tn) + tn * tn), ks * (jnp.log(ks) - jnp.log(mu)) - ks + mu)
+    bd0 = jnp.where(near, mu * ((1.0 + tn) * log1pmx(tn) + tn * tn), ks * (jnp.log(ks) - jnp.log(mu)) - ks + mu)
     lp = -stirl - bd0 - 0.5 * jnp.log(2.0 * math.pi * ks)
     # k < 10: k log mu - mu - lgamma(k + 1) directly (no cancellation there; the saddle-point
     # form would carry the rounding of mu (1 + t) log1p(t) ~ -log mu for tiny mu)

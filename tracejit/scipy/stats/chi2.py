@@ -6,11 +6,10 @@ Examples
 >>> round(float(chi2.cdf(2.0, 2.0)), 12)  # 1 - exp(-1)
 0.632120558829
 """
-import math
-
 import tracejit.numpy as jnp
 from tracejit.scipy import special
-from tracejit.scipy.stats._util import NEG_INF, log_poisson_term, log_probability, promote, where
+from tracejit.scipy.stats import gamma
+from tracejit.scipy.stats._util import log_probability, promote
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
@@ -25,17 +24,8 @@ def logpdf(x, df, loc=0, scale=1):
     -1.69314718056
     """
     x, df, loc, scale = promote(x, df, loc, scale)
-    y = (x - loc) / scale
-    ys = where(y < 0, jnp.ones_like(y), y)
-    h = 0.5 * df
-    val = special.xlogy(h - 1.0, ys) - 0.5 * ys - h * math.log(2.0) - special.gammaln(h)
-    # for df >= 20, the gamma density of y / 2 in shape h as (h / (y/2)) p_h(y/2) / 2 in Loader's
-    # saddle-point form (chi2.logpdf(2e20, 2e20) was 0.0 for -24.64)
-    big = (h >= 10.0) & (ys > 0) & jnp.isfinite(ys)
-    h_b = where(big, h, 10.0)
-    y_b = where(big, 0.5 * ys, 10.0)
-    val = where(big, jnp.log(h_b) - jnp.log(y_b) + log_poisson_term(h_b, y_b)[0] - math.log(2.0), val)
-    return where(y < 0, NEG_INF, val - jnp.log(scale))
+    # the gamma density of shape df / 2 and scale 2 (its saddle-point form for large shapes included)
+    return gamma.logpdf(x, 0.5 * df, loc, 2.0 * scale)
 
 
 def pdf(x, df, loc=0, scale=1):

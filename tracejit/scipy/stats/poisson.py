@@ -13,7 +13,6 @@ import numpy as np
 import tracejit.numpy as jnp
 from tracejit.ops.control_flow_functions import fori_loop
 from tracejit.scipy import special
-from tracejit.scipy._incomplete import _log1pmx
 from tracejit.scipy.stats._util import NEG_INF, log_poisson_term, promote, where
 
 __all__ = ["logpmf", "pmf", "cdf", "entropy"]

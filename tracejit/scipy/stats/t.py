@@ -10,7 +10,7 @@ import math
 
 import tracejit.numpy as jnp
 from tracejit.scipy import special
-from tracejit.scipy._incomplete import _log1pmx
+from tracejit.scipy._common import log1pmx
 from tracejit.scipy.stats._util import promote
 
 __all__ = ["logpdf", "pdf"]
@@ -34,7 +34,7 @@ def logpdf(x, df, loc=0, scale=1):
     h = 0.5 * df
     hb = jnp.maximum(h, 10.0)
     ratio = jnp.where(h >= 10.0,
-                      hb * _log1pmx(0.5 / hb) + special._stirling_correction(hb + 0.5) - special._stirling_correction(hb),
+                      hb * log1pmx(0.5 / hb) + special._stirling_correction(hb + 0.5) - special._stirling_correction(hb),
                       -special.betaln(0.5, h) - 0.5 * jnp.log(h) + 0.5 * math.log(math.pi))
     return ratio - 0.5 * math.log(2.0 * math.pi) - jnp.log(scale) - half * jnp.log1p(z * z / df)
 
