@@ -193,7 +193,7 @@ def _gamma_like(p, q, z, derivs):
 def _small_large_lanes(a, b, x, ok, derivs=True):
     """(mask, I, dI/da, dI/db) where one parameter is under 100 and the other at least 100: the
     continued fraction is inaccurate there (betainc(20, 1e12, x) off by 1e-5 near the mean,
-    betainc(99, 1e30, x) -3.5e270). With b the small one, I_x(a, b) = 1 - I_{1-x}(b, a)."""
+    betainc(99, 1e30, x) 3.8e32 or -inf). With b the small one, I_x(a, b) = 1 - I_{1-x}(b, a)."""
     sl = ok & _small_large_region(a, b)
     mirror = b < a
     p = _where(sl, _where(mirror, b, a), 1.0)
