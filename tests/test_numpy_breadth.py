@@ -91,6 +91,16 @@ def test_pad_constant_values():
     check(lambda v: jnp.pad(v, 2, constant_values=cv), lambda v: np.pad(v, 2, constant_values=cv), x)
     got = tracejit.jit(lambda v, c: jnp.pad(v, 1, constant_values=c))(x, 9.0)
     assert_close(got, np.pad(x, 1, constant_values=9.0))
+    # Traced per-side and per-axis values follow NumPy's pairs rule; later axes fill the corners.
+    for cv in (np.array([[1.5, -2.0], [3.0, np.inf]]), np.array([4.0, -0.0]), np.array([[5.0], [6.0]]),
+               np.array([7.0])):
+        for widths in (1, ((1, 0), (0, 2)), ((0, 0), (2, 1))):
+            got = tracejit.jit(lambda v, c: jnp.pad(v, widths, constant_values=c))(x, cv)
+            np.testing.assert_array_equal(got, np.pad(x, widths, constant_values=cv))
+    widths = ((1, 2), (3, 0))
+    g = tracejit.grad(lambda c: jnp.pad(x, widths, constant_values=c).sum())(np.ones((2, 2)))
+    marks = np.pad(np.full(x.shape, -1), widths, constant_values=np.arange(4).reshape(2, 2))
+    np.testing.assert_array_equal(g.ravel(), np.bincount(marks[marks >= 0], minlength=4))  # cells each fills
     # Every NumPy mode runs traced now (tests/test_pad_modes.py); an unknown one is NumPy's ValueError.
     assert_close(tracejit.jit(lambda v: jnp.pad(v, 1, mode="mean"))(x), np.pad(x, 1, mode="mean"))
     with pytest.raises(ValueError, match="mode 'bogus' is not supported"):

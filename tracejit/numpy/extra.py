@@ -393,8 +393,8 @@ def pad(array, pad_width, mode="constant", **kwargs):
     'even' or 'odd'), 'wrap', and 'empty' (its padding is zeros on traced arrays; NumPy leaves it
     undefined). Axes are padded in order, as NumPy does, so statistics and ramps along later axes
     see the values padded along earlier ones. Pad widths and ``stat_length`` are static; the array,
-    a scalar ``constant_values`` and ``end_values`` may be traced. A callable ``mode`` runs only on
-    concrete arrays.
+    ``constant_values`` (a scalar, a pair, or a pair per axis) and ``end_values`` may be traced.
+    A callable ``mode`` runs only on concrete arrays.
 
     Examples
     --------
@@ -429,18 +429,19 @@ def pad(array, pad_width, mode="constant", **kwargs):
 
 def _pad_constant(x, widths, constant_values):
     d = aval(x).dtype
-    cv = np.asarray(constant_values) if not is_tracer(constant_values) else constant_values
-    if is_tracer(cv) and aval(cv).ndim > 0:
-        raise NotImplementedError("pad: traced constant_values must be a scalar")
-    if not is_tracer(cv) and cv.ndim > 0:
-        pairs = np.broadcast_to(cv, (len(widths), 2))
-        # Different values per side: pad one axis side at a time.
+    cv = constant_values if is_tracer(constant_values) else np.asarray(constant_values)
+    if aval(cv).ndim > 0:
+        # NumPy's pairs rule: one value, one (before, after) pair, or a pair per axis. A traced
+        # array is broadcast the same way and each side's value read from it as a traced scalar.
+        pairs = broadcast_to(cv, (len(widths), 2))
+        # Different values per side: pad one axis side at a time, in axis order, so a later axis's
+        # values fill the corners, as in NumPy.
         for ax, (lo, hi) in enumerate(widths):
             for side, w in ((0, lo), (1, hi)):
                 if w:
                     cfg = [(0, 0, 0)] * len(widths)
                     cfg[ax] = (w, 0, 0) if side == 0 else (0, w, 0)
-                    x = pad_p.bind(x, convert(np.asarray(pairs[ax, side]), d), padding_config=tuple(cfg))
+                    x = pad_p.bind(x, convert(pairs[ax, side], d), padding_config=tuple(cfg))
         return x
     if all(w == (0, 0) for w in widths):
         return x
