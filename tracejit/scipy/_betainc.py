@@ -234,13 +234,58 @@ def _betacf(a, b, x):
     return _iterate(step, lambda new, old: jnp.abs(new[3] - 1.0) <= _EPS, init)[2]
 
 
+def _lgamma_shift(a, b):
+    """lgamma(a + b) - lgamma(a) for a > 0, 0 < b <= 1 with an absolute error of a few eps times
+    the result (the difference of the two lgammas lost eps |lgamma(a)|): shifted to a' = a + k >= 10
+    by lgamma(a + b) - lgamma(a) = [lgamma(a' + b) - lgamma(a')] - sum_j log1p(b / (a + j)), then
+    Stirling's formula, (a' - 1/2) log1p(b / a') + b (log(a' + b) - 1) + stirling(a' + b) - stirling(a')."""
+    stirling = _sp()._stirling_correction
+    shift = jnp.zeros_like(a)
+    total = jnp.zeros_like(a)
+    for j in range(10):
+        below = a + j < 10.0
+        shift = shift + _where(below, 1.0, 0.0)
+        total = total + _where(below, jnp.log1p(b / (a + j)), 0.0)
+    a1 = a + shift
+    return ((a1 - 0.5) * jnp.log1p(b / a1) + b * (jnp.log(a1 + b) - 1.0)
+            + stirling(a1 + b) - stirling(a1) - total)
+
+
+def _small_b_upper(a, b, x, log_x, log_1mx):
+    """I_x(a, b) for b < 1 above (a + 1) / (a + b + 2), where it is O(b) and 1 - I_{1-x}(b, a)
+    cancelled (betainc(17.5, 0.0026, 0.95) was 2,400 eps off). With y = 1 - x,
+    I_y(b, a) = A x^a G, A = y^b / (b B(a, b)), G = 2F1(1, a + b; b + 1; y) (Euler's transform of
+    2F1(b, 1 - a; b + 1; y)), and G = x^-a + D, D = sum_n (c_n - e_n) y^n with c_n = (a + b)_n / (b + 1)_n,
+    e_n = (a)_n / n!: the differences d_n = c_n - e_n follow d_{n+1} = d_n (a + b + n) / (b + 1 + n)
+    + e_n b (1 - a) / ((b + 1 + n)(n + 1)), all of one sign, so I = 1 - A - A x^a D =
+    -expm1(log A) - A x^a D has no cancelled O(1) term. log A = b log y - lgamma1p(b)
+    + [lgamma(a + b) - lgamma(a)] (``_lgamma_shift``). About 20 to 90 terms (y <= 2/3)."""
+    y = 1.0 - x                       # exact for x >= 1/2; the series is insensitive to y's rounding below
+    log_a = b * log_1mx - _sp()._lgamma1p(b) + _lgamma_shift(a, b)
+    zero = jnp.zeros_like(x)
+
+    def step(n, c):
+        total, t, e = c
+        k = n - 1.0
+        t = y * (t * (a + b + k) / (b + 1.0 + k) + e * b * (1.0 - a) / ((b + 1.0 + k) * (k + 1.0)))
+        e = y * e * (a + k) / (k + 1.0)
+        return total + t, t, e
+    # past the terms' rise (n > a y / (1 - y) <= 2 here) a term under eps of the sum ends it
+    total = _iterate(step, lambda new, old: (jnp.abs(new[1]) <= _EPS * jnp.abs(new[0]))
+                     & (jnp.abs(new[1]) <= jnp.abs(old[1])), (zero, zero, jnp.ones_like(x)))[0]
+    return -jnp.expm1(log_a) - jnp.exp(log_a + a * log_x) * total
+
+
 def _methods(a, b, x, ok, derivs):
     """Each element's method: ``(quad, small_large, cf)``, the first two ``(mask, I, dI/da, dI/db)``
-    and ``cf = (swap, aa, bb, xx, log_xx, log_yy, lpref)`` for the continued fraction of
+    and ``cf = (swap, aa, bb, xx, log_xx, log_yy, pref)`` for the continued fraction of
     ``I_xx(aa, bb)`` (swapped to ``1 - I_{1-x}(b, a)`` above ``(a + 1) / (a + b + 2)``), whose
-    other lanes are parked at (1, 1, 0.5), where it converges at once. ``lpref`` is the log of
-    ``xx^aa yy^bb / B(aa, bb)``, from log1p(-x) rather than the log of a rounded 1 - x (for
-    x ~ 1e-14, 1 - x has lost 1% of x, and times b ~ 1e14 that was a 100% error)."""
+    other lanes are parked at (1, 1, 0.5), where it converges at once. ``pref`` is
+    ``xx^aa yy^bb / B(aa, bb)``: ``xx^aa`` by ``pow`` where ``xx`` is exact (x, or 1 - x for x >= 1/2),
+    as ``h (h rest)`` with ``h = xx^(aa/2)`` so that neither factor underflows (``exp(aa log xx)``
+    lost eps |aa log xx|: ~400 eps in the far tails), the rest from log1p(-x) rather than the log of
+    a rounded 1 - x (for x ~ 1e-14, 1 - x has lost 1% of x, and times b ~ 1e14 that was a 100%
+    error)."""
     quad = _quadrature_lanes(a, b, x, ok)
     small_large = _small_large_lanes(a, b, x, ok, derivs)
     cf = ok & ~quad[0] & ~small_large[0]
@@ -255,8 +300,26 @@ def _methods(a, b, x, ok, derivs):
     log_1mx = jnp.log1p(-x_)
     log_xx = _where(swap, log_1mx, log_x)
     log_yy = _where(swap, log_x, log_1mx)
-    lpref = aa * log_xx + bb * log_yy - _sp()._betaln64(aa, bb)
-    return quad, small_large, (swap, aa, bb, xx, log_xx, log_yy, lpref)
+    half = 0.5 * aa
+    h = _where(swap & (x_ < 0.5), jnp.exp(half * log_xx), jnp.power(xx, half))
+    rest = bb * log_yy - _sp()._betaln64(aa, bb)
+    pref = h * (h * jnp.exp(rest))
+    # both >= 10: Stirling's form, sqrt(aa bb / (2 pi n)) exp(E + stirling(n) - stirling(aa) -
+    # stirling(bb)), E = aa log1pmx(t / aa) + bb log1pmx(-t / bb), t = xx n - aa (error-free
+    # products): E is small near the mean, where |rest| ~ |betaln| (up to 138) was the error
+    big = (aa >= 10.0) & (bb >= 10.0)
+    ab = _where(big, aa, 10.0)
+    bs = _where(big, bb, 10.0)
+    xs = _where(big, xx, 0.5)
+    n, n_err = _two_sum(ab, bs)
+    hi, lo = _two_prod(xs, n)
+    t = ((hi - ab) + lo) + xs * n_err
+    stirling = _sp()._stirling_correction
+    e = (ab * log1pmx(jnp.maximum(t / ab, -1.0)) + bs * log1pmx(jnp.maximum(-t / bs, -1.0))
+         + (stirling(n) - stirling(ab) - stirling(bs)))
+    stirling_pref = jnp.sqrt(ab * bs / (2.0 * math.pi * n)) * jnp.exp(e)
+    pref = _where(big & (jnp.abs(e) < jnp.abs(rest) + jnp.abs(bb * log_yy)), stirling_pref, pref)
+    return quad, small_large, (swap, aa, bb, xx, log_xx, log_yy, pref), (a_, b_, x_, log_x, log_1mx)
 
 
 def _domain(a, b, x):
@@ -266,9 +329,15 @@ def _domain(a, b, x):
 def _betainc64(a, b, x):
     bad = _domain(a, b, x)
     ok = ~bad & (x > 0) & (x < 1)
-    quad, small_large, (swap, aa, bb, xx, _, _, lpref) = _methods(a, b, x, ok, derivs=False)
-    val = jnp.exp(lpref) * _betacf(aa, bb, xx) / aa
-    val = _where(quad[0], quad[1], _where(small_large[0], small_large[1], _where(swap, 1.0 - val, val)))
+    quad, small_large, (swap, aa, bb, xx, _, _, pref), (a_, b_, x_, log_x, log_1mx) = _methods(
+        a, b, x, ok, derivs=False)
+    val = pref * _betacf(aa, bb, xx) / aa
+    # b < 1 above the mean: I is O(b), evaluated directly rather than as 1 - I_{1-x}(b, a)
+    small_b = swap & (b_ < 1.0)
+    sb = _small_b_upper(_where(small_b, a_, 1.0), _where(small_b, b_, 0.5), _where(small_b, x_, 0.5),
+                        _where(small_b, log_x, -0.6931471805599453), _where(small_b, log_1mx, -0.6931471805599453))
+    val = _where(small_b, sb, _where(swap, 1.0 - val, val))
+    val = _where(quad[0], quad[1], _where(small_large[0], small_large[1], val))
     out = _where(x == 0, 0.0, _where(x == 1, 1.0, val))
     return _where(bad, np.nan, out)
 
@@ -335,9 +404,9 @@ def _betainc_grads(a, b, x):
     sp = _sp()
     bad = _domain(a, b, x)
     ok = ~bad & (x > 0) & (x < 1)
-    quad, small_large, (swap, aa, bb, xx, log_xx, log_yy, lpref) = _methods(a, b, x, ok, derivs=True)
+    quad, small_large, (swap, aa, bb, xx, log_xx, log_yy, pref), _ = _methods(a, b, x, ok, derivs=True)
     K, dKa, dKb = _betacf_with_derivs(aa, bb, xx)
-    pref = jnp.exp(lpref) / aa
+    pref = pref / aa
     dab = sp._digamma64(aa + bb)
     dlp_a = log_xx - (sp._digamma64(aa) - dab) - 1.0 / aa
     dlp_b = log_yy - (sp._digamma64(bb) - dab)
