@@ -3,8 +3,13 @@
 Three methods, chosen per element:
 
 - The continued fraction (modified Lentz for the value; the forward recurrence carrying the
-  derivatives in ``a`` and ``b``), with the symmetry ``I_x(a, b) = 1 - I_{1-x}(b, a)``. It needs
-  about sqrt(a + b) steps near the mean ``a / (a + b)`` and forms its prefactor
+  derivatives in ``a`` and ``b``), with the symmetry ``I_x(a, b) = 1 - I_{1-x}(b, a)``; for b < 1
+  above the mean, where that subtraction cancelled (up to ~11,000 eps), a series of one-signed
+  terms for the complement (``_small_b_upper``). Its prefactor takes ``x^a`` from ``pow`` and,
+  for a, b >= 10, Stirling's form: measured against mpmath for a, b in [1e-3, 100] (8,000 random
+  points, x uniform, near 0, near 1 and near the mean): at most 93 eps (SciPy: 115); 58 eps where
+  min(a, b) < 10 or I > 1e-8, more only in the tails of a, b >= 10, where |log I| and
+  |log B(a, b)| (~100) are rounded. The fraction needs about sqrt(a + b) steps near the mean ``a / (a + b)`` and forms its prefactor
   ``x^a (1-x)^b / B(a, b)`` from terms of size ~a: from a ~ 1e4 it lost accuracy (2,000 eps at
   a = b = 1e4), at a = b = 1e10 it stopped at its step cap (0.50078 for 0.5) and at 1e15 it
   returned 56.5.
@@ -38,6 +43,7 @@ from tracejit.scipy._common import finish, promote_args_inexact
 from tracejit.scipy._common import log1pmx
 from tracejit.scipy._incomplete import _EPS, _TINY, _iterate, _sp, _two_sum, _where
 from tracejit.transforms.api_ad import custom_jvp
+from tracejit.transforms.symbolic_zeros import SymbolicZero
 
 # ---------------------------------------------------------------------------- large a and b
 
@@ -66,8 +72,8 @@ def _in_quadrature_region(a, b):
     return (jnp.minimum(a, b) >= _QUAD_MIN_PARAM) & jnp.isfinite(a + b)
 
 
-def _quadrature(a, b, x):
-    """(I, dI/da, dI/db) for a, b >= 100, 0 < x < 1."""
+def _quadrature(a, b, x, derivs=True):
+    """(I, dI/da, dI/db) for a, b >= 100, 0 < x < 1 (the derivatives 0 unless ``derivs``)."""
     sp = _sp()
     n, n_err = _two_sum(a, b)
     # x n - a, exactly up to the final roundings; scaled by a power of two (exact) so that the
@@ -95,21 +101,24 @@ def _quadrature(a, b, x):
     e = a[..., None] * log1pmx(r1) + b[..., None] * log1pmx(r2) - c[..., None]
     dens = _where(inside, jnp.exp(e) / ((1.0 + r1) * (1.0 + r2)), 0.0)
     dens = dens * (jnp.asarray(_WEIGHT) / math.sqrt(2.0 * math.pi))
+    tail = jnp.sum(dens, axis=-1) / rate
+    value = _where(lower, tail, 1.0 - tail)
+    if not derivs:
+        zero = jnp.zeros_like(value)
+        return value, zero, zero
     # d log(density) / da = log t - digamma(a) + digamma(n), t = x0 (1 + r1), log x0 = log a - log n
     lmd_n = sp._log_minus_digamma(n, n)
     score_a = jnp.log1p(r1) + (sp._log_minus_digamma(a, a) - lmd_n)[..., None]
     score_b = jnp.log1p(r2) + (sp._log_minus_digamma(b, b) - lmd_n)[..., None]
-    tail = jnp.sum(dens, axis=-1) / rate
     tail_a = jnp.sum(dens * score_a, axis=-1) / rate
     tail_b = jnp.sum(dens * score_b, axis=-1) / rate
-    return (_where(lower, tail, 1.0 - tail), _where(lower, tail_a, -tail_a),
-            _where(lower, tail_b, -tail_b))
+    return value, _where(lower, tail_a, -tail_a), _where(lower, tail_b, -tail_b)
 
 
-def _quadrature_lanes(a, b, x, ok):
+def _quadrature_lanes(a, b, x, ok, derivs=True):
     """(mask, I, dI/da, dI/db): the elements the quadrature computes, with its values there."""
     quad = ok & _in_quadrature_region(a, b)
-    return (quad,) + _quadrature(_where(quad, a, 100.0), _where(quad, b, 100.0), _where(quad, x, 0.5))
+    return (quad,) + _quadrature(_where(quad, a, 100.0), _where(quad, b, 100.0), _where(quad, x, 0.5), derivs)
 
 
 # ---------------------------------------------------------------------------- one small, one large
@@ -157,16 +166,19 @@ def _gamma_like(p, q, z, derivs):
     zero = jnp.zeros_like(z)
 
     def step(k, c):
-        total, term, total_p, total_q, h_p, h_q = c
+        # (the value's arithmetic is the same with and without the derivative sums)
+        total, term = c[:2]
+        term = term * (n + k - 1.0) * zs / (p + k)
+        if not derivs:
+            return total + term, term
+        total_p, total_q, h_p, h_q = c[2:]
         h_q = h_q + 1.0 / (n + k - 1.0)
         h_p = h_p + (1.0 / (n + k - 1.0) - 1.0 / (p + k))
-        term = term * (n + k - 1.0) * zs / (p + k)
         return total + term, term, total_p + term * h_p, total_q + term * h_q, h_p, h_q
-    total, _, total_p, total_q, _, _ = _iterate(
-        step, lambda new, old: new[1] <= _EPS * new[0], (one, one, zero, zero, zero, zero))
+    series = _iterate(step, lambda new, old: new[1] <= _EPS * new[0],
+                      (one, one, zero, zero, zero, zero) if derivs else (one, one))
+    total = series[0]
     p_series = jnp.exp(log_pre) * total
-    dp_series = p_series * (log_zn - lmd_n - sp._digamma64(p + 1.0) + total_p / total)
-    dq_series = p_series * (dlog_q + total_q / total)
 
     # the quadrature of the upper tail
     rate = (q - 1.0) * z / (1.0 - z) - p                  # decay rate at d = 0
@@ -182,9 +194,13 @@ def _gamma_like(p, q, z, derivs):
     integrand = integrand * jnp.asarray(_WEIGHT)
     pre_q = jnp.exp(log_pre + jnp.log(p) - log1m)
     q_quad = pre_q * jnp.sum(integrand, axis=-1) / lam
-    dq_quad_p = q_quad * (log_zn - lmd_n - sp._digamma64(p)) + pre_q * jnp.sum(integrand * d, axis=-1) / lam
-    dq_quad_q = q_quad * dlog_q + pre_q * jnp.sum(integrand * log_ratio, axis=-1) / lam
-    if not derivs:
+    if derivs:
+        total_p, total_q = series[2:4]
+        dp_series = p_series * (log_zn - lmd_n - sp._digamma64(p + 1.0) + total_p / total)
+        dq_series = p_series * (dlog_q + total_q / total)
+        dq_quad_p = q_quad * (log_zn - lmd_n - sp._digamma64(p)) + pre_q * jnp.sum(integrand * d, axis=-1) / lam
+        dq_quad_q = q_quad * dlog_q + pre_q * jnp.sum(integrand * log_ratio, axis=-1) / lam
+    else:
         dp_series = dq_series = dq_quad_p = dq_quad_q = zero
     return (_where(below, p_series, 1.0 - q_quad), _where(below, 1.0 - p_series, q_quad),
             _where(below, dp_series, -dq_quad_p), _where(below, dq_series, -dq_quad_q))
@@ -286,7 +302,7 @@ def _methods(a, b, x, ok, derivs):
     lost eps |aa log xx|: ~400 eps in the far tails), the rest from log1p(-x) rather than the log of
     a rounded 1 - x (for x ~ 1e-14, 1 - x has lost 1% of x, and times b ~ 1e14 that was a 100%
     error)."""
-    quad = _quadrature_lanes(a, b, x, ok)
+    quad = _quadrature_lanes(a, b, x, ok, derivs)
     small_large = _small_large_lanes(a, b, x, ok, derivs)
     cf = ok & ~quad[0] & ~small_large[0]
     a_ = _where(cf, a, 1.0)
@@ -421,18 +437,29 @@ def _betainc_grads(a, b, x):
 
 
 def _betainc_jvp(primals, tangents):
+    """Symbolic zeros: differentiating in x alone (stats' pdf-like uses, grad in x) builds none of
+    the a-, b-derivative machinery (the continued fraction's derivative recurrence, the
+    quadratures' and series' derivative sums), which was most of jit(grad(betainc))'s compile time."""
     a, b, x = primals
     ta, tb, tx = tangents
-    sp = _sp()
-    inside = (x > 0) & (x < 1)
-    xs = _where(inside, x, 0.5)
-    dx = jnp.exp((a - 1.0) * jnp.log(xs) + (b - 1.0) * jnp.log1p(-xs) - sp._betaln64(a, b))
-    dx = _where(inside, dx, 0.0)
-    da, db = _betainc_grads(a, b, x)
-    return _betainc_cj(a, b, x), tx * dx + ta * da + tb * db
+    terms = []
+    if not isinstance(tx, SymbolicZero):
+        sp = _sp()
+        inside = (x > 0) & (x < 1)
+        xs = _where(inside, x, 0.5)
+        dx = jnp.exp((a - 1.0) * jnp.log(xs) + (b - 1.0) * jnp.log1p(-xs) - sp._betaln64(a, b))
+        terms.append(tx * _where(inside, dx, 0.0))
+    if not (isinstance(ta, SymbolicZero) and isinstance(tb, SymbolicZero)):
+        da, db = _betainc_grads(a, b, x)
+        terms += [t * d for t, d in ((ta, da), (tb, db)) if not isinstance(t, SymbolicZero)]
+    out = _betainc_cj(a, b, x)
+    tangent = terms[0] if terms else jnp.zeros_like(out)
+    for t in terms[1:]:
+        tangent = tangent + t
+    return out, tangent
 
 
-_betainc_cj.defjvp(_betainc_jvp)
+_betainc_cj.defjvp(_betainc_jvp, symbolic_zeros=True)
 
 
 def betainc(a, b, x):
