@@ -61,7 +61,14 @@ def logcdf(x, loc=0, scale=1):
     >>> float(expon.logcdf(0.0))
     -inf
     """
-    return jnp.log(cdf(x, loc, scale))
+    x, loc, scale = promote(x, loc, scale)
+    y = jnp.maximum((x - loc) / scale, 0.0)
+    # log(1 - e^-y): log1p(-e^-y) once e^-y <= 1/2 (log of the cdf rounded to 1 was 0.0 for
+    # -4.2e-18 at y = 40)
+    big = y > 0.6931471805599453
+    ys = where(big, 0.6931471805599453, y)
+    yb = where(big, y, 1.0)
+    return where(big, jnp.log1p(-jnp.exp(-yb)), jnp.log(-jnp.expm1(-ys)))
 
 
 def sf(x, loc=0, scale=1):

@@ -46,6 +46,22 @@ def _log_lower(x, loc, scale):
     return -jnp.exp(-z)
 
 
+def _log_upper(x, loc, scale):
+    """log P(Z > z) = log(1 - exp(-exp(-z))) for the right-skewed variable, without the rounding of
+    the inner probability to 1: log1p(-exp(-t)) for t = exp(-z) >= log 2 (it was 0.0 for
+    -1.4e-39 at z = -4.49), and -z - t/2 once t < 1e-8 (exp(-z) underflowing to 0 gave -inf for
+    -750 at z = 750)."""
+    x, loc, scale = promote(x, loc, scale)
+    z = _S * (x - loc) / scale
+    t = jnp.exp(-z)
+    tiny = t < 1e-8
+    big = t >= 0.6931471805599453
+    tm = jnp.where(tiny | big, 1.0, t)
+    tb = jnp.where(big, t, 1.0)
+    mid = jnp.log(-jnp.expm1(-tm))
+    return jnp.where(tiny, -z - 0.5 * t, jnp.where(big, jnp.log1p(-jnp.exp(-tb)), mid))
+
+
 def logcdf(x, loc=0, scale=1):
     """Log CDF.
 
@@ -55,8 +71,7 @@ def logcdf(x, loc=0, scale=1):
     >>> float(gumbel_l.logcdf(0.0)) == float(gumbel_l.logcdf(0.0))
     True
     """
-    lo = _log_lower(x, loc, scale)
-    return lo if _S > 0 else jnp.log(-jnp.expm1(lo))
+    return _log_lower(x, loc, scale) if _S > 0 else _log_upper(x, loc, scale)
 
 
 def logsf(x, loc=0, scale=1):
@@ -68,8 +83,7 @@ def logsf(x, loc=0, scale=1):
     >>> float(gumbel_l.logsf(0.0)) == float(gumbel_l.logsf(0.0))
     True
     """
-    lo = _log_lower(x, loc, scale)
-    return jnp.log(-jnp.expm1(lo)) if _S > 0 else lo
+    return _log_upper(x, loc, scale) if _S > 0 else _log_lower(x, loc, scale)
 
 
 def cdf(x, loc=0, scale=1):

@@ -24,7 +24,15 @@ def logpdf(x, c):
     -0.739264777741
     """
     x, c = promote(x, c)
-    val = jnp.log1p(-c * c) - math.log(2 * math.pi) - jnp.log1p(c * c - 2.0 * c * jnp.cos(x))
+    # for c >= 1/2: 1 - c^2 = (1 - c)(1 + c) and 1 + c^2 - 2c cos x = (1 - c)^2 + 4c sin^2(x/2), both
+    # without cancellation (c = 1 - 1e-10 gave inf at x = 0 for 21.88)
+    hi = c >= 0.5
+    cl = where(hi, 0.0, c)
+    ch = where(hi, c, 0.75)
+    s = jnp.sin(0.5 * x)
+    num = where(hi, jnp.log((1.0 - ch) * (1.0 + ch)), jnp.log1p(-cl * cl))
+    den = where(hi, jnp.log((1.0 - ch) * (1.0 - ch) + 4.0 * ch * (s * s)), jnp.log1p(cl * cl - 2.0 * cl * jnp.cos(x)))
+    val = num - math.log(2 * math.pi) - den
     inside = (x >= 0) & (x <= 2 * math.pi) & (c > 0) & (c < 1)
     return where(inside, val, where((c > 0) & (c < 1), NEG_INF, jnp.nan))
 
