@@ -129,3 +129,38 @@ def test_gradients_match_finite_differences(fn, args):
     h = 1e-6 * max(abs(args), 1e-3)
     fd = (float(fn(args + h)) - float(fn(args - h))) / (2 * h)
     assert np.isfinite(g) and abs(g - fd) <= 1e-5 * max(abs(fd), 1.0), (g, fd)
+
+
+def _wofz_ref(z):
+    """w(z) = exp(-z^2) erfc(-iz) at 40 digits, rounded to complex128 (inf where a part overflows)."""
+    with mp.workdps(40):
+        w = mp.exp(-mp.mpc(z) ** 2) * mp.erfc(-1j * mp.mpc(z))
+        return complex(float(w.real), float(w.imag))
+
+
+def test_wofz_lower_half_plane_overflow_and_huge_arguments():
+    """Below the real axis w(z) = 2 exp(-z^2) - w(-z). Where exp(-z^2) overflowed, forming its
+    complex value as re + 1j im made 0 * inf = NaN (wofz(-27j) was NaN, true inf + 0j), and where it
+    underflowed at huge |Re z| the phase 2xy overflowed and cos(inf) = NaN times 0 gave NaN
+    (wofz(-8.6e299 - 5.1e299j), true -2.86e-301 - 4.86e-301j)."""
+    rng = np.random.default_rng(3)
+    # overflowing: y^2 - x^2 > 710, y < 0
+    y_over = -rng.uniform(27.0, 30.0, 12)
+    x_over = rng.uniform(-1.0, 1.0, 12) * np.sqrt(y_over ** 2 - 712.0)
+    # huge |z|, |x| > |y|, y < 0: the exponential term underflows to 0 and w(z) ~ i / (sqrt(pi) z)
+    r = 10.0 ** rng.uniform(10, 300, 12)
+    t = rng.uniform(-0.24, -0.01, 12) * np.pi
+    t = np.where(rng.random(12) < 0.5, t, -np.pi - t)
+    z = np.concatenate([x_over + 1j * y_over, r * np.cos(t) + 1j * r * np.sin(t), [-27j, 0.3685 - 29.998j]])
+    want = np.array([_wofz_ref(v) for v in z])
+    for got in (np.asarray(sp.wofz(z)), np.asarray(tracejit.jit(sp.wofz)(z))):
+        for part in (np.real, np.imag):
+            g, w = part(got), part(want)
+            assert not np.isnan(g).any(), z[np.isnan(g)]
+            fin = np.isfinite(w)
+            np.testing.assert_array_equal(g[~fin], w[~fin])
+            # below the axis the exponential term's condition number is ~2 |z|^2 (the docstring's
+            # error bound); where it underflowed (huge |z|) only the asymptotic form remains
+            rtol = np.where(np.abs(z) > 1e5, 1e-14, 16.0 * np.abs(z) ** 2 * 2.0 ** -53)
+            err = np.abs(g - w) / np.maximum(np.abs(w), 1e-300)
+            assert (err[fin] <= rtol[fin]).all(), (z[fin][err[fin] > rtol[fin]], err[fin].max())

@@ -25,6 +25,7 @@ from tracejit.ops.control_flow_functions import fori_loop, while_loop
 from tracejit.transforms.api_ad import custom_jvp
 from tracejit.core import dtypes
 from tracejit.numpy._util import convert, to_operand
+from tracejit.ops.composites import complex_from_parts
 from tracejit.scipy import special as _sp
 from tracejit.scipy._common import finish, horner, promote_args_inexact
 
@@ -1387,7 +1388,7 @@ def _recip_scaled(z):
     den = (xs * xs + ys * ys) * ss
     re = _where(inf, 0.0, xs / den)
     im = _where(inf, 0.0, -ys / den)
-    return jnp.astype(re, np.complex128) + 1j * jnp.astype(im, np.complex128)
+    return complex_from_parts(re, im)
 
 
 def _wofz_upper(z):
@@ -1412,10 +1413,22 @@ def _wofz64(z):
     # w(z) = 2 exp(-z^2) - w(-z) below the real axis; -z^2 = (y - x)(y + x) - 2ixy
     xl = _where(lower, x, 0.0)
     yl = _where(lower, y, 0.0)
-    mag = jnp.exp((yl - xl) * (yl + xl))
+    u = (yl - xl) * (yl + xl)
     ph = -2.0 * xl * yl
-    e = jnp.astype(mag * jnp.cos(ph), np.complex128) + 1j * jnp.astype(mag * jnp.sin(ph), np.complex128)
-    out = _where(lower, 2.0 * e - wu, wu)
+    # 2 exp(u) cos(ph) may be finite where exp(u) is not: above u = 709 the magnitude is applied
+    # as two factors exp(u / 2)
+    split = u > 709.0
+    m1 = jnp.exp(_where(split, 0.5 * u, u))
+    m2 = _where(split, m1, 1.0)
+    # Each part on its own (re + 1j im would form 0 * inf = NaN where a part overflows): where the
+    # magnitude underflows (|x| > |y|, huge: the phase may be inf, cos(inf) NaN) the term is 0;
+    # on the imaginary axis its imaginary part is 0 even where the magnitude overflows
+    # (wofz(-27j) is inf + 0j, not NaN).
+    gone = m1 == 0.0
+    e2_re = _where(gone, 0.0, ((2.0 * m1) * jnp.cos(ph)) * m2)
+    e2_im = _where(gone | (ph == 0.0), 0.0, ((2.0 * m1) * jnp.sin(ph)) * m2)
+    # 2 e - w(-z), by parts as well
+    out = _where(lower, complex_from_parts(e2_re - jnp.real(wu), e2_im - jnp.imag(wu)), wu)
     nan = jnp.isnan(x) | jnp.isnan(y)
     return _where(nan, np.nan + 1j * np.nan, out)
 
@@ -1439,7 +1452,9 @@ def wofz(z):
     asymptotic ``i / (sqrt(pi) z)`` beyond ``|z| = 1e8``, and ``w(z) = 2 exp(-z**2) - w(-z)`` below the
     real axis. Measured against mpmath for ``1e-3 <= |z| <= 1e3``: 1.1e-15 relative in the upper half
     plane (JAX: 2.4e-13); in the lower half plane the function itself is ill-conditioned (relative
-    condition number ``2|z|**2``) and the error is about ``|z|**2`` ulps, as SciPy's.
+    condition number ``2|z|**2``) and the error is about ``|z|**2`` ulps, as SciPy's. Where
+    ``exp(-z**2)`` overflows there the parts are ``±inf`` as in SciPy (``wofz(-27j)`` is
+    ``inf + 0j``), not NaN.
 
     Examples
     --------
