@@ -44,9 +44,12 @@ CASES = [
     # p / q under/overflowed: rel_entr(den, 2) gave -inf, rel_entr(1, den) inf
     ("rel_entr", [["den", "den", 1.0, 0.5, 30.0, 1.0], [2.0, "max", "den", "den", "den", 3.0]], (F32, F64), 1e-13),
     # float32 lanes were computed in float32: kl_div(1.4e-45, 2) was -inf, kl_div(1, 1.4e-45) inf,
-    # kl_div(1, 0.999) off by 7% (cancellation)
-    ("kl_div", [[1.401298464324817e-45, 1.0, 0.5, 1.0, 2.0], [2.0, 1.401298464324817e-45, 1.401298464324817e-45,
-                                                            0.999, 3.0]], (F32, F64), 1e-12),
+    # kl_div(1, 0.999) off by 7% (cancellation). SciPy's own kl_div(1, 0.999) is 2.8e-10 off
+    # (5.003335836750722e-07; true, and ours, 5.003335835335010e-07): that lane is checked
+    # against mpmath in test_audit2_tails, here to 1e-9
+    ("kl_div", [[1.401298464324817e-45, 1.0, 0.5, 2.0], [2.0, 1.401298464324817e-45, 1.401298464324817e-45,
+                                                       3.0]], (F32, F64), 1e-12),
+    ("kl_div", [[1.0], [0.999]], (F32, F64), 1e-9),
     # boxcox1p(0.999, 1e10) was NaN (inf * 0 in the rounding correction), boxcox1p(max, -inf) NaN;
     # boxcox(-0.0, -1) was +inf
     ("boxcox1p", [[0.999, "max", 1.0, 3.0], [1e10, "-inf", 0.5, 2.0]], (F32, F64), 1e-13),

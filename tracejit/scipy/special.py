@@ -1135,12 +1135,9 @@ def kl_div(p, q):
     safe_p = _where(both_pos, p, jnp.ones_like(p))
     safe_q = _where(both_pos, q, jnp.ones_like(q))
     near, t = _near_ratio(safe_p, safe_q)
-    # near p = q: q ((1 + t) log1p(t) - t) = q ((1 + t) log1pmx(t) + t^2), no cancellation
-    # (kl_div(2.0077575e-36, 2.0077570e-36) was 4e-3 relative off). Only for |t| < 1e-3 for now:
-    # beyond it the old form's error is below ~3e-10 relative, and test_scipy_special_edges pins
-    # SciPy's value at kl_div(1, 0.999) (5.003335836750722e-07; the true value, which the
-    # series gives, is 5.003335835335010e-07).
-    near = near & (jnp.abs(t) < 1e-3)
+    # near p = q (|t| < 1/2): q ((1 + t) log1p(t) - t) = q ((1 + t) log1pmx(t) + t^2), no
+    # cancellation (kl_div(2.0077575e-36, 2.0077570e-36) was 4e-3 relative off, kl_div(1, 0.999)
+    # 2.8e-10 as SciPy's is)
     close = safe_q * ((1.0 + t) * log1pmx(t) + t * t)
     val = _where(near, close, _xlog_ratio(safe_p, safe_q) - safe_p + safe_q)
     out = _where(both_pos, val, _where((p == 0) & (q >= 0), q, jnp.full_like(p, _INF)))
