@@ -40,8 +40,8 @@ import numpy as np
 
 import tracejit.numpy as jnp
 from tracejit.scipy._common import finish, promote_args_inexact
-from tracejit.scipy._common import log1pmx
-from tracejit.scipy._incomplete import _EPS, _TINY, _iterate, _sp, _two_sum, _where
+from tracejit.scipy._common import log1pmx, two_sum
+from tracejit.scipy._incomplete import _EPS, _TINY, _iterate, _sp, _where
 from tracejit.transforms.api_ad import custom_jvp
 from tracejit.transforms.symbolic_zeros import SymbolicZero
 
@@ -75,7 +75,7 @@ def _in_quadrature_region(a, b):
 def _quadrature(a, b, x, derivs=True):
     """(I, dI/da, dI/db) for a, b >= 100, 0 < x < 1 (the derivatives 0 unless ``derivs``)."""
     sp = _sp()
-    n, n_err = _two_sum(a, b)
+    n, n_err = two_sum(a, b)
     # x n - a, exactly up to the final roundings; scaled by a power of two (exact) so that the
     # product's splitting cannot overflow
     scale = _where(n > 1e250, 2.0 ** -600, 1.0)
@@ -327,7 +327,7 @@ def _methods(a, b, x, ok, derivs):
     ab = _where(big, aa, 10.0)
     bs = _where(big, bb, 10.0)
     xs = _where(big, xx, 0.5)
-    n, n_err = _two_sum(ab, bs)
+    n, n_err = two_sum(ab, bs)
     hi, lo = _two_prod(xs, n)
     t = ((hi - ab) + lo) + xs * n_err
     stirling = _sp()._stirling_correction

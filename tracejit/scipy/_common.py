@@ -42,6 +42,23 @@ def finish(x, dt):
     return jnp.astype(x, dt)
 
 
+def two_sum(a, b):
+    """(s, e) with s = fl(a + b) and s + e = a + b exactly (Knuth's TwoSum: no ordering of |a|, |b|
+    needed)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def expm1_ratio(t):
+    """expm1(t) / t: its Taylor polynomial for |t| < 1e-3 (so also its derivative is right at 0)."""
+    small = jnp.abs(t) < 1e-3
+    ts = jnp.where(small, t, 0.0)
+    taylor = 1.0 + ts * (1 / 2 + ts * (1 / 6 + ts * (1 / 24 + ts * (1 / 120 + ts / 720))))
+    tl = jnp.where(small, 1.0, t)
+    return jnp.where(small, taylor, jnp.expm1(tl) / tl)
+
+
 def log1pmx(t):
     """log(1 + t) - t without cancellation near 0 (the special functions' and stats' shared helper)."""
     # the series on -1/2 < t < 1 (|u| < 1/3, 20 terms): log1p(t) - t itself loses ~8 eps at

@@ -1522,13 +1522,15 @@ def sph_harm_y(n, m, theta, phi, diff_n=0):
     return _sph_harm(m, n, phi, theta, _static_n_max(n, None, "sph_harm_y"))
 
 
-from tracejit.scipy._incomplete import exp1, expi, expn, gammainc, gammaincc, hyp1f1  # noqa: E402,F401
+from tracejit.scipy._incomplete import exp1, expi, expn, gammainc, gammaincc  # noqa: E402,F401
+from tracejit.scipy._hyp1f1 import hyp1f1  # noqa: E402,F401
 from tracejit.scipy._betainc import betainc  # noqa: E402,F401
 from tracejit.scipy.special_more import (bessel_jn, boxcox, boxcox1p, dawsn, erfcx, fresnel,  # noqa: E402,F401
-                                         hyp2f1, loggamma, owens_t, sici, wofz)
+                                         loggamma, owens_t, sici, wofz)
+from tracejit.scipy._hyp2f1 import hyp2f1  # noqa: E402,F401
 from tracejit.scipy import special_more as _special_more  # noqa: E402
 
-__all__ = sorted(__all__ + _special_more.__all__)
+__all__ = sorted(__all__ + _special_more.__all__ + ["hyp2f1"])
 
 
 def __dir__():
