@@ -134,6 +134,21 @@ _ODE_FRAC = 3.0
 _ODE_MAXTERMS = 200.0
 
 
+def taylor_step_end(S, Sd, k, dc, dn, x0, h):
+    """The bookkeeping of one Taylor term, shared by the Kummer (here) and Gauss (``_hyp2f1``)
+    integrations: with the new term d_{k+2} = ``dn`` added, (sum d, sum (j d_j), whether the step
+    has converged (two consecutive terms below eps/4 of |w| + |h w'|), the power-of-two exponent q
+    and scale 2^-q applied at its end, the scaled value w0, and the point reached, x0 + h once
+    converged: exact, as every h is a difference of two such points)."""
+    S2 = S + dn
+    Sd2 = Sd + (k + 2.0) * dn
+    m = jnp.abs(S2) + jnp.abs(Sd2)
+    conv = (k >= 1.0) & (jnp.abs(dc) + jnp.abs(dn) <= (0.25 * _EPS) * m)
+    q = _where(conv, jnp.round(jnp.log2(m)), 0.0)
+    sc = jnp.exp2(-q)
+    return S2, Sd2, conv, q, sc, S2 * sc, _where(conv, x0 + h, x0)
+
+
 def _kummer_ode_group(a, b, x, active):
     """Loop group integrating Kummer's equation x w'' + (b - x) w' - a w = 0 from 0 (w = M = 1,
     w' = a/b) to x by Taylor steps, one Taylor term per iteration (b > 0).
@@ -170,14 +185,7 @@ def _kummer_ode_group(a, b, x, active):
         first = (a + k1) * hdc / ((b + k1) * k2)         # the power series at 0
         second = ((k + a) * (h * dp) * h - k1 * (k + (b - x0)) * hdc) / (_where(at0, 1.0, x0) * k2 * k1)
         dn = _where(at0, first, second)
-        S2 = S + dn
-        Sd2 = Sd + k2 * dn
-        m = jnp.abs(S2) + jnp.abs(Sd2)
-        conv = (k >= 1.0) & (jnp.abs(dc) + jnp.abs(dn) <= (0.25 * _EPS) * m)
-        q = _where(conv, jnp.round(jnp.log2(m)), 0.0)
-        sc = jnp.exp2(-q)
-        w0 = S2 * sc
-        x1 = _where(conv, x0 + h, x0)          # exact: every h is a difference of two such points
+        S2, Sd2, conv, q, sc, w0, x1 = taylor_step_end(S, Sd, k, dc, dn, x0, h)
         ax1 = jnp.abs(x1)
         # |h| <= min(|x0| / FRAC, RHO / (|b - x0| / |x0| + sqrt(|a| / |x0|))) up to a factor 2
         hm = ax1 / (_ODE_FRAC + (jnp.abs(b - x1) + jnp.sqrt(absa * ax1)) * (1.0 / _ODE_RHO))

@@ -14,6 +14,7 @@ import tracejit.numpy as jnp
 from tracejit.ops.control_flow_functions import fori_loop, while_loop
 from tracejit.scipy import special as _sp
 from tracejit.scipy._common import expm1_ratio, finish, promote_args_inexact
+from tracejit.scipy._hyp1f1 import taylor_step_end
 from tracejit.transforms.api_ad import custom_jvp
 
 _PI = np.pi
@@ -173,14 +174,7 @@ def _gauss_ode_group(a, b, c, x, active):
         second = -(((1.0 - 2.0 * x0) * k + (c + q1 * x0)) * k1 * hdc + (-k * (k - 1.0) + q1 * k + r) * (dp * (h * h))) \
             / (p0 * k2 * k1)
         dn = _where(at0, first, second)
-        S2 = S + dn
-        Sd2 = Sd + k2 * dn
-        m = jnp.abs(S2) + jnp.abs(Sd2)
-        conv = (k >= 1.0) & (jnp.abs(dc) + jnp.abs(dn) <= (0.25 * _EPS) * m)
-        qe = _where(conv, jnp.round(jnp.log2(m)), 0.0)
-        sc = jnp.exp2(-qe)
-        w0 = S2 * sc
-        x1 = _where(conv, x0 + h, x0)
+        S2, Sd2, conv, qe, sc, w0, x1 = taylor_step_end(S, Sd, k, dc, dn, x0, h)
         p1 = x1 * (1.0 - x1)
         dist = jnp.minimum(jnp.abs(x1), 1.0 - x1)
         hm = jnp.minimum(dist / 3.0, 2.0 / (jnp.abs((c + q1 * x1) / p1) + jnp.sqrt(jnp.abs(r / p1))))

@@ -7,6 +7,7 @@ Examples
 0.367879441171
 """
 import tracejit.numpy as jnp
+from tracejit.scipy.stats._gumbel import log_lower, log_upper, standardized
 from tracejit.scipy.stats._util import promote
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf"]
@@ -39,29 +40,6 @@ def pdf(x, loc=0, scale=1):
     return jnp.exp(logpdf(x, loc, scale))
 
 
-def _log_lower(x, loc, scale):
-    """log P(Z <= z) for the right-skewed variable: -exp(-z)."""
-    x, loc, scale = promote(x, loc, scale)
-    z = _S * (x - loc) / scale
-    return -jnp.exp(-z)
-
-
-def _log_upper(x, loc, scale):
-    """log P(Z > z) = log(1 - exp(-exp(-z))) for the right-skewed variable, without the rounding of
-    the inner probability to 1: log1p(-exp(-t)) for t = exp(-z) >= log 2 (it was 0.0 for
-    -1.4e-39 at z = -4.49), and -z - t/2 once t < 1e-8 (exp(-z) underflowing to 0 gave -inf for
-    -750 at z = 750)."""
-    x, loc, scale = promote(x, loc, scale)
-    z = _S * (x - loc) / scale
-    t = jnp.exp(-z)
-    tiny = t < 1e-8
-    big = t >= 0.6931471805599453
-    tm = jnp.where(tiny | big, 1.0, t)
-    tb = jnp.where(big, t, 1.0)
-    mid = jnp.log(-jnp.expm1(-tm))
-    return jnp.where(tiny, -z - 0.5 * t, jnp.where(big, jnp.log1p(-jnp.exp(-tb)), mid))
-
-
 def logcdf(x, loc=0, scale=1):
     """Log CDF.
 
@@ -71,7 +49,8 @@ def logcdf(x, loc=0, scale=1):
     >>> float(gumbel_l.logcdf(0.0)) == float(gumbel_l.logcdf(0.0))
     True
     """
-    return _log_lower(x, loc, scale) if _S > 0 else _log_upper(x, loc, scale)
+    z = standardized(x, loc, scale, _S)
+    return log_lower(z) if _S > 0 else log_upper(z)
 
 
 def logsf(x, loc=0, scale=1):
@@ -83,7 +62,8 @@ def logsf(x, loc=0, scale=1):
     >>> float(gumbel_l.logsf(0.0)) == float(gumbel_l.logsf(0.0))
     True
     """
-    return _log_upper(x, loc, scale) if _S > 0 else _log_lower(x, loc, scale)
+    z = standardized(x, loc, scale, _S)
+    return log_upper(z) if _S > 0 else log_lower(z)
 
 
 def cdf(x, loc=0, scale=1):
