@@ -121,6 +121,27 @@ def test_betabinom_large_n():
     _check(stats.betabinom.logpmf, _ref(ref, k, n, a, b), (k, n, a, b), 0.0, 256 * EPS * 30)
 
 
+def test_betabinom_parameters_much_larger_than_counts():
+    """k <= a / 100, n - k <= b / 100: C(n, k) p^k q^(n-k) (p = a / (a + b)) cancelled like binom's
+    (1.4e-8 absolute at n = 1.7e8, 128,000 eps) until it took binom's saddle-point form; with a or b
+    below 10 the remainder terms R(b, m) - R(a + b, n) cancelled instead (betabinom.logpmf(0, 1e8,
+    0.3, 1e12): 4.3e-12 absolute where the beta-function form is exact to 1e-17)."""
+    rng = np.random.default_rng(11)
+    n = np.floor(10.0 ** rng.uniform(1, 9, 150))
+    k = np.floor(rng.uniform(0, 1, 150) * (n + 1))
+    a = (k + 1) * 10.0 ** rng.uniform(2, 6, 150)
+    b = (n - k + 1) * 10.0 ** rng.uniform(2, 6, 150)
+    k, n, a, b = (np.concatenate([v, [w]]) for v, w in zip((k, n, a, b), (0.0, 1e8, 0.3, 1e12)))
+
+    def ref(kk, nn, aa, bb):
+        return (mp.loggamma(nn + 1) - mp.loggamma(kk + 1) - mp.loggamma(nn - kk + 1) + mp.loggamma(kk + aa)
+                + mp.loggamma(nn - kk + bb) - mp.loggamma(nn + aa + bb) - mp.loggamma(aa) - mp.loggamma(bb)
+                + mp.loggamma(aa + bb))
+    want = _ref(ref, k, n, a, b)
+    # measured: 308 eps of max(1, |log pmf|) (Loader's form keeps an error of about |k - n p| eps)
+    _check(stats.betabinom.logpmf, want, (k, n, a, b), 1024 * EPS, 1024 * EPS)
+
+
 @pytest.mark.parametrize("fn,args", [
     (lambda p: sp.kl_div(p, 0.4), 0.3), (lambda p: sp.kl_div(p, 0.4), 0.4000001), (sp.logit, 0.5000001),
     (lambda q: stats.cauchy.ppf(q), 1e-3), (lambda x: stats.gennorm.cdf(x, 2.0), -3.0),
