@@ -205,3 +205,18 @@ def test_cancelling_negative_b_is_nan():
     # old wrong number (-4.65e17; the true value is -1.22e8)
     got = float(tracejit.jit(hyp1f1)(44.71557892442384, -31.570706909640524, -72.56200888854437))
     assert np.isnan(got)
+
+
+def test_infinite_x_limits():
+    """x = +-inf ran the series at x = 0 and gave 1.0 (SciPy: inf and 0 for a, b > 0). The limits
+    from the asymptotic forms: a, b > 0: inf at +inf (Gamma(b)/Gamma(a) e^x x^(a-b)), 0 at -inf
+    (Gamma(b)/Gamma(b-a) |x|^-a); a = 0: 1; NaN where the sign is not settled here."""
+    rng = np.random.default_rng(5)
+    a = np.concatenate([10.0 ** rng.uniform(-3, 2, 8), [0.0, 0.0, -2.0, -2.5]])
+    b = np.concatenate([10.0 ** rng.uniform(-3, 2, 8), [1.0, 3.5, 1.0, 1.0]])
+    for x, pos in ((np.inf, np.inf), (-np.inf, 0.0)):
+        want = np.where(a > 0, pos, np.where(a == 0, 1.0, np.nan))
+        for fn in (hyp1f1, tracejit.jit(hyp1f1)):
+            np.testing.assert_array_equal(np.asarray(fn(a, b, np.full_like(a, x))), want)
+    # differentiating at an infinite x gives NaN, not the x = 0 derivative
+    assert np.isnan(float(tracejit.grad(hyp1f1, argnums=0)(1.0, 2.0, -np.inf)))

@@ -254,8 +254,13 @@ def _hyp1f1_64(a, b, x, derivs=False):
     aa = _where(neg, d, a_)
     aa_lo = _where(neg, d_lo, 0.0)
     ls = _where(neg, x_, 0.0)
+    # x = +-inf (run at x = 0 above, which gave 1.0): the limits where they follow from the
+    # asymptotic forms without sign questions -- a = 0: 1; a, b > 0: Gamma(b)/Gamma(a) e^x x^(a-b)
+    # -> inf and Gamma(b)/Gamma(b-a) |x|^-a -> 0 -- NaN elsewhere (and for the derivatives)
+    at_inf = jnp.isinf(x) & ~bad
+    inf_val = _where(a_ == 0, 1.0, _where((a_ > 0) & (b_ > 0), _where(x > 0, np.inf, 0.0), np.nan))
     if not derivs:
-        return _where(bad, np.nan, _hyp1f1_value(a_, b_, x_, aa, aa_lo, ls))
+        return _where(bad, np.nan, _where(at_inf, inf_val, _hyp1f1_value(a_, b_, x_, aa, aa_lo, ls)))
     s, sa, sb, ratio = _hyp1f1_series(aa, b_, jnp.abs(x_), derivs=True, log_scale=ls, a_lo=aa_lo)
     # after the transformation the first parameter is b - a: d/da = -d/d(first), d/db adds it
     da = _where(neg, -sa, sa)
@@ -263,8 +268,9 @@ def _hyp1f1_64(a, b, x, derivs=False):
     # where the value's series cancels by 2^26 or more its derivative series do too (the value
     # comes from the integration of Kummer's equation there, these do not): NaN, not wrong numbers
     lost = ratio > _CANCEL_NAN
-    da = _where(lost, np.nan, da)
-    db = _where(lost, np.nan, db)
+    da = _where(lost | at_inf, np.nan, da)
+    db = _where(lost | at_inf, np.nan, db)
+    s = _where(at_inf, inf_val, s)
     return tuple(_where(bad, np.nan, v) for v in (s, da, db))
 
 
@@ -302,6 +308,8 @@ def hyp1f1(a, b, x):
     cancel by ``2^26`` or more, as are ``d/da`` and ``d/db`` wherever they do (``d/dx`` is
     ``a/b hyp1f1(a+1, b+1, x)`` and follows the value; a forward-mode ``jvp`` multiplies the NaN
     ``d/da`` by a zero tangent, reverse mode does not).
+
+    At ``x = +-inf``: ``inf`` and 0 for ``a, b > 0``, 1 for ``a = 0``, NaN otherwise.
 
     Examples
     --------
