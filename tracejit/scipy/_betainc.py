@@ -9,10 +9,10 @@ Three methods, chosen per element:
   for a, b >= 10, Stirling's form: measured against mpmath for a, b in [1e-3, 100] (8,000 random
   points, x uniform, near 0, near 1 and near the mean): at most 93 eps (SciPy: 115); 58 eps where
   min(a, b) < 10 or I > 1e-8, more only in the tails of a, b >= 10, where |log I| and
-  |log B(a, b)| (~100) are rounded. The fraction needs about sqrt(a + b) steps near the mean ``a / (a + b)`` and forms its prefactor
-  ``x^a (1-x)^b / B(a, b)`` from terms of size ~a: from a ~ 1e4 it lost accuracy (2,000 eps at
-  a = b = 1e4), at a = b = 1e10 it stopped at its step cap (0.50078 for 0.5) and at 1e15 it
-  returned 56.5.
+  |log B(a, b)| (~100) are rounded. The fraction needs about sqrt(a + b) steps near the mean
+  ``a / (a + b)`` and forms its prefactor ``x^a (1-x)^b / B(a, b)`` from terms of size ~a: from
+  a ~ 1e4 it lost accuracy (2,000 eps at a = b = 1e4), at a = b = 1e10 it stopped at its step
+  cap (0.50078 for 0.5) and at 1e15 it returned 56.5.
 - For ``a, b >= 100``: quadrature in the standardized variable ``v = (t - x0) / sigma``
   (``x0 = a / (a + b)``, ``sigma^2 = a b / (a + b)^3``), where the beta density is
   ``exp(E(v) - C) / sqrt(2 pi) / ((1 + r1)(1 + r2))`` with ``r1 = sigma v / x0``,

@@ -159,7 +159,8 @@ def _gauss_ode_group(a, b, c, x, active):
     sgn = jnp.sign(x)
     q1 = -(a + b + 1.0)
     r = -a * b
-    h0 = sgn * jnp.minimum(jnp.abs(x), 0.5 / jnp.maximum(jnp.maximum(jnp.abs(r / c), 1.0 - q1), 1.0 + jnp.abs(a) + jnp.abs(b)))
+    h0 = sgn * jnp.minimum(jnp.abs(x), 0.5 / jnp.maximum(jnp.maximum(jnp.abs(r / c), 1.0 - q1),
+                                                         1.0 + jnp.abs(a) + jnp.abs(b)))
     h0 = sgn * jnp.minimum(jnp.abs(h0), 0.5)
     d1 = -r * h0 / c
 
