@@ -220,3 +220,15 @@ def test_infinite_x_limits():
             np.testing.assert_array_equal(np.asarray(fn(a, b, np.full_like(a, x))), want)
     # differentiating at an infinite x gives NaN, not the x = 0 derivative
     assert np.isnan(float(tracejit.grad(hyp1f1, argnums=0)(1.0, 2.0, -np.inf)))
+
+
+def test_jvp_in_x_alone_where_parameter_derivatives_are_nan():
+    """d/da and d/db are NaN where their series cancel by 2^26 (hyp1f1(100, 1, -10)); a jvp in x
+    alone multiplied them by zero tangents and came out NaN. The rule now builds them only for
+    differentiated parameters (symbolic zeros). d/dx = a/b hyp1f1(a + 1, b + 1, x)."""
+    want = float(100 * mp.hyp1f1(101, 2, -10))
+    f = lambda x: hyp1f1(100.0, 1.0, x)  # noqa: E731
+    _, t = tracejit.jvp(f, (-10.0,), (1.0,))
+    _, tj = tracejit.jit(lambda x, v: tracejit.jvp(f, (x,), (v,)))(-10.0, 1.0)
+    for got in (t, tj):
+        assert abs(float(got) - want) <= 1e-12 * abs(want), (float(got), want)

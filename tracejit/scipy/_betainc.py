@@ -40,7 +40,7 @@ import numpy as np
 
 import tracejit.numpy as jnp
 from tracejit.scipy._common import finish, promote_args_inexact
-from tracejit.scipy._common import log1pmx, two_sum
+from tracejit.scipy._common import log1pmx, tangent_sum, two_sum
 from tracejit.scipy._incomplete import _EPS, _TINY, _iterate, _sp, _where
 from tracejit.transforms.api_ad import custom_jvp
 from tracejit.transforms.symbolic_zeros import SymbolicZero
@@ -453,10 +453,7 @@ def _betainc_jvp(primals, tangents):
         da, db = _betainc_grads(a, b, x)
         terms += [t * d for t, d in ((ta, da), (tb, db)) if not isinstance(t, SymbolicZero)]
     out = _betainc_cj(a, b, x)
-    tangent = terms[0] if terms else jnp.zeros_like(out)
-    for t in terms[1:]:
-        tangent = tangent + t
-    return out, tangent
+    return out, tangent_sum(terms, out)
 
 
 _betainc_cj.defjvp(_betainc_jvp, symbolic_zeros=True)

@@ -42,6 +42,15 @@ def finish(x, dt):
     return jnp.astype(x, dt)
 
 
+def tangent_sum(terms, out):
+    """The sum of a custom jvp rule's tangent terms, zeros like ``out`` when there are none (every
+    input a symbolic zero)."""
+    tangent = terms[0] if terms else jnp.zeros_like(out)
+    for t in terms[1:]:
+        tangent = tangent + t
+    return tangent
+
+
 def two_sum(a, b):
     """(s, e) with s = fl(a + b) and s + e = a + b exactly (Knuth's TwoSum: no ordering of |a|, |b|
     needed)."""

@@ -14,9 +14,10 @@ import numpy as np
 
 import tracejit.numpy as jnp
 from tracejit.ops.control_flow_functions import while_loop
-from tracejit.scipy._common import finish, promote_args_inexact, two_sum
+from tracejit.scipy._common import finish, promote_args_inexact, tangent_sum, two_sum
 from tracejit.scipy._incomplete import _EPS, _iterate, _where
 from tracejit.transforms.api_ad import custom_jvp
+from tracejit.transforms.symbolic_zeros import SymbolicZero
 
 # |x| of up to ~1e5 needs ~|x| + 10 sqrt|x| terms (the terms peak near k = |x|)
 _HYP1F1_MAXITER = 250000
@@ -279,13 +280,23 @@ def _hyp1f1_cj(a, b, x):
     return _hyp1f1_64(a, b, x)
 
 
-@_hyp1f1_cj.defjvp
 def _hyp1f1_jvp(primals, tangents):
+    """d/dx M(a, b, x) = a / b M(a + 1, b + 1, x); the parameter derivatives are series of their
+    own, built only where a or b is differentiated (symbolic zeros): they are NaN where their
+    series cancel, and a zero tangent times NaN made a jvp in x alone NaN there."""
     a, b, x = primals
     ta, tb, tx = tangents
-    # d/dx M(a, b, x) = a / b M(a + 1, b + 1, x); the parameter derivatives are series of their own
-    _, da, db = _hyp1f1_64(a, b, x, derivs=True)
-    return _hyp1f1_cj(a, b, x), tx * (a / b) * _hyp1f1_cj(a + 1.0, b + 1.0, x) + ta * da + tb * db
+    terms = []
+    if not isinstance(tx, SymbolicZero):
+        terms.append(tx * (a / b) * _hyp1f1_cj(a + 1.0, b + 1.0, x))
+    if not (isinstance(ta, SymbolicZero) and isinstance(tb, SymbolicZero)):
+        _, da, db = _hyp1f1_64(a, b, x, derivs=True)
+        terms += [t * d for t, d in ((ta, da), (tb, db)) if not isinstance(t, SymbolicZero)]
+    out = _hyp1f1_cj(a, b, x)
+    return out, tangent_sum(terms, out)
+
+
+_hyp1f1_cj.defjvp(_hyp1f1_jvp, symbolic_zeros=True)
 
 
 def hyp1f1(a, b, x):
