@@ -533,14 +533,19 @@ def poch(z, m):
     return finish(_where(m == 0, 1.0, val), dt)
 
 
+def _log_poch_rest(z, m):
+    """lgamma(z + m) - lgamma(z) - m log(z) for z >= 10, z + m >= 10, with no term of size
+    z log z: z (log1p(t) - t) + (m - 1/2) log1p(t) + stirling(z + m) - stirling(z), t = m / z."""
+    t = m / z
+    return z * log1pmx(t) + (m - 0.5) * jnp.log1p(t) + (_stirling_correction(z + m) - _stirling_correction(z))
+
+
 def _poch_big(z, m):
     """Gamma(z + m) / Gamma(z) for z >= 10, z + m >= 10 without forming either lgamma:
     z^m exp(z (log1p(t) - t) + (m - 1/2) log1p(t) + stirling(z + m) - stirling(z)), t = m / z.
     z^m is taken as (z^(m/2))^2 by pow (exp(m log z) lost |m log z| eps: 1.5e-13 at
     z = 3.6e13, m = 17) while z^(m/2) stays in range, and exp of the whole log otherwise."""
-    t = m / z
-    rest = (z * log1pmx(t) + (m - 0.5) * jnp.log1p(t)
-            + (_stirling_correction(z + m) - _stirling_correction(z)))
+    rest = _log_poch_rest(z, m)
     lzm = m * jnp.log(z)
     in_range = jnp.abs(lzm) < 1400.0
     zh = jnp.power(z, _where(in_range, 0.5 * m, 0.0))

@@ -8,7 +8,6 @@ Examples
 """
 import tracejit.numpy as jnp
 from tracejit.scipy import special
-from tracejit.scipy._common import log1pmx
 from tracejit.scipy.stats._util import NEG_INF, log_poisson_term, promote, where
 
 __all__ = ["logpmf", "pmf"]
@@ -71,17 +70,10 @@ def _log_frac(u, rest, total):
 
 
 def _lgamma_rest(y, d):
-    """R(y, d) = lgamma(y + d) - lgamma(y) - d log y for y > 0, y + d > 0: Stirling's series where
-    y and y + d are >= 10, (y + d - 1/2) log1p(d / y) - d + corr(y + d) - corr(y) (no ~y log y terms;
-    as (y + d - 1/2) log1pmx(t) + (d - 1/2) t with t = d / y, no cancellation of d for small t),
-    else the log-gammas directly."""
+    """R(y, d) = lgamma(y + d) - lgamma(y) - d log y for y > 0, y + d > 0: Stirling's form where
+    y and y + d are >= 10 (poch's, no ~y log y terms), else the log-gammas directly."""
     st = (y >= 10.0) & (y + d >= 10.0)
-    ys = where(st, y, 10.0)
-    ds = where(st, d, 0.0)
-    corr = special._stirling_correction
-    t = ds / ys
-    # (y + d - 1/2) log1p(t) - d with t = d / y, written without cancelling the leading d
-    stirling = (ys + ds - 0.5) * log1pmx(t) + (ds - 0.5) * t + corr(ys + ds) - corr(ys)
+    stirling = special._log_poch_rest(where(st, y, 10.0), where(st, d, 0.0))
     yd = where(st, 1.0, y)
     dd = where(st, 0.0, d)
     direct = special.gammaln(yd + dd) - special.gammaln(yd) - special.xlogy(dd, yd)
