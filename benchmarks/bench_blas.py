@@ -36,7 +36,7 @@ _UNSET = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 # (batch, m, k, n): the shapes auto measures, then more of each class
 SHAPES = {
     "float32": [(1, 16, 768, 3072), (1, 4, 1024, 1024), (1, 768, 16, 768), (1, 128, 768, 3072),
-                (1, 64, 4096, 1024), (1, 512, 512, 512), (1, 1024, 1024, 1024), (1, 2048, 2048, 2048),
+                (1, 128, 3072, 12288), (1, 1024, 768, 3072), (1, 64, 4096, 1024), (1, 512, 512, 512), (1, 1024, 1024, 1024), (1, 2048, 2048, 2048),
                 (12, 128, 64, 128), (48, 64, 64, 64), (8, 256, 256, 256)],
     "float64": [(1, 16, 768, 3072), (1, 768, 16, 768), (1, 128, 768, 3072), (1, 512, 512, 512),
                 (1, 1024, 1024, 1024), (12, 128, 64, 128), (8, 256, 256, 256)],
@@ -188,7 +188,7 @@ def main(argv=None):
     print(f"  auto's table: {auto.source} ({'busy machine' if auto.table.get('busy') else 'quiet machine'}); "
           f"excluded: {auto.table['excluded'] or 'none'}")
     rng = np.random.default_rng(0)
-    summary = {}
+    summary, jitted = {}, []
     for dtype, shapes in (QUICK if quick else SHAPES).items():
         for nb, m, k, n in shapes:
             lead = (nb,) if nb > 1 else ()
@@ -196,11 +196,16 @@ def main(argv=None):
             flops = 2.0 * nb * m * k * n
             cls = blas.shape_class(m, n, k, nb)
             picked = auto.provider_for(dtype, cls).name
+            own = auto.table["own"][dtype][cls]
+            if own is not None and blas._serves_shape(providers[own], (nb, m, k, n)):
+                picked = own                  # generated code won this class and serves this shape
             print(f"\n  {dtype} {'%dx' % nb if nb > 1 else ''}({m}x{k}) @ ({k}x{n})  [{cls}; auto: {picked}]")
             ref = None
             repeat = 3 if quick else (5 if flops > 1e9 else 9)
             best = 0.0
             for name, p in providers.items():
+                if not blas._serves_shape(p, (nb, m, k, n)):
+                    continue                  # (generated code: NumPy's product would be timed)
                 out = np.empty(lead + (m, n), dtype)
                 time.sleep(SETTLE_S)
                 t = median_time(lambda: p.gemm(a, b, out), repeat=repeat, min_time=0.0 if quick else 0.01)
@@ -218,10 +223,31 @@ def main(argv=None):
             t = median_time(lambda: matmul(a, b), repeat=repeat, min_time=0.0 if quick else 0.01)
             gf = flops / t / 1e9
             print(row("tracejit jit(a @ b)", t, ref, f"{gf:7.1f} GFLOP/s  {100 * gf / best:5.1f}% of the best provider"))
+            jitted.append((dtype, nb, m, k, n, a, b, t, repeat))
     print("\n  best fraction of peak per provider:")
     for (name, dtype), fr in sorted(summary.items()):
         print(f"    {name:<9} {dtype:<8} {100 * max(fr):5.1f}%  (median over shapes {100 * np.median(fr):5.1f}%)")
+    against_jax(jitted, quick)
     small_products_in_loops(quick)
+
+
+def against_jax(jitted: list, quick: bool):
+    """JAX's jit(a @ b) on the same operands, after every provider: XLA's worker threads keep the
+    cores busy a while after its calls, which slowed the providers timed after it 10-30x."""
+    header("jit(a @ b): tracejit (times above) against JAX")
+    jax = jax_cpu()
+    if jax is None:
+        print("  (JAX not installed: skipped)")
+        return
+    jmatmul = jax.jit(lambda x, y: x @ y)
+    for dtype, nb, m, k, n, a, b, t, repeat in jitted:
+        ja, jb = jax.device_put(a), jax.device_put(b)
+        block(jmatmul(ja, jb))
+        t_jax = median_time(lambda: block(jmatmul(ja, jb)), repeat=repeat, min_time=0.0 if quick else 0.01)
+        flops = 2.0 * nb * m * k * n
+        print(row(f"{dtype} {'%dx' % nb if nb > 1 else ''}({m}x{k}) @ ({k}x{n})", t_jax, None,
+                  f"JAX {flops / t_jax / 1e9:7.1f} GFLOP/s, tracejit {flops / t / 1e9:7.1f}: "
+                  f"tracejit {t_jax / t:.2f}x JAX's speed"))
 
 
 SMALL_LOOP_SHAPES = [(16, 64), (32, 128), (64, 128), (128, 256)]

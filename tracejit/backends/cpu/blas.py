@@ -11,6 +11,11 @@ views are never copied. Providers, by name (``PROVIDERS``):
   points (``cblas_?gemm_64``) where the library has them.
 * ``system``: a CBLAS library of the system or conda environment (OpenBLAS or
   BLIS found by name in the usual library directories), when there is one.
+* ``tracejit``: generated code (``panel_gemm``) for real products of at most 256 rows
+  whose right operand's rows are contiguous; timed only on such shapes, against the
+  library chosen for the class on the same shapes, and used for the products it
+  serves in the classes where it won (``table["own"]``). ``TRACEJIT_OWN_GEMM=0``
+  leaves it out.
 
 ``auto`` (the default) picks by **measurement**, not by availability: at first
 use every provider that loads computes a tiny check product per dtype (one that
@@ -75,7 +80,7 @@ CLASSES = ("skinny", "rank_k", "panel", "square", "batched")
 SKINNY = 64          # M or N at most this: a product of a few rows or columns ("skinny")
 RANK_K = 64          # else K at most this: a rank-k update such as x.T @ g ("rank_k")
 PANEL = 256          # else M or N at most this: a panel such as (128, 768) @ (768, 3072) ("panel")
-FORMAT = 2           # version of the measurement and of its JSON file
+FORMAT = 3           # version of the measurement and of its JSON file
 # (batch, m, k, n) timed per class; m = 1 is absent: small_dots turns those into kernels. The classes
 # are where providers' strengths part: on a Zen 4 EPYC, NumPy's OpenBLAS ran (16, 768) @ (768, 3072)
 # 1.5x faster than MKL and (128, 768) @ (768, 3072) 1.1x faster, MKL (768, 16) @ (16, 768) 2.1x faster
@@ -373,11 +378,65 @@ def _load_mkl():
     return None
 
 
+class GeneratedBLAS:
+    """tracejit's own generated code (``panel_gemm``) for the real products it serves (at most
+    ``panel_gemm.MAX_ROWS`` rows, rows of ``b`` contiguous); NumPy's ``matmul`` for the rest.
+
+    It is measured only on the shapes it serves, against the libraries on those same shapes, and
+    :class:`AutoBLAS` sends a product to it only where it won its class (``table["own"]``) and it
+    serves that product; every other product goes to the library chosen for the class. It has no C
+    entry point (``fns``): native code calls that library instead."""
+
+    name = "tracejit"
+    pool = "openmp"          # the kernels' OpenMP team
+    settle_s = 0.002         # whose idle workers spin 1 ms (KMP_BLOCKTIME)
+    version = "generated code (panel_gemm)"
+    generated = True
+
+    def __init__(self, kernels, num_threads):
+        self.kernels, self._num_threads = kernels, num_threads
+        self.threads = num_threads()
+
+    def serves_shape(self, shape) -> bool:
+        """Whether a measured ``(batch, m, k, n)`` shape is one this code computes."""
+        nb, m, _, _ = shape
+        return nb == 1 and m <= self.kernels.max_rows
+
+    def serves(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float = 1.0, beta: float = 0.0) -> bool:
+        """Whether this product is computed by the generated code (not NumPy's fallback)."""
+        return self.kernels.serves(a, b, out, alpha, beta)
+
+    def gemm(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float = 1.0, beta: float = 0.0) -> None:
+        """``out[...] = alpha * (a @ b) + beta * out``; ``beta`` is 0 or 1."""
+        if self.kernels.serves(a, b, out, alpha, beta):
+            self.kernels.run(a, b, out, alpha, beta, threads=self._num_threads())
+        else:
+            _numpy_gemm(a, b, out, alpha, beta)
+
+
+def _load_generated():
+    from tracejit.config import env_flag
+    if not env_flag("TRACEJIT_OWN_GEMM", True):
+        return None
+    from tracejit.backends.cpu import panel_gemm
+    from tracejit.backends.cpu.runtime import num_threads
+    try:
+        kernels = panel_gemm.PanelKernels()
+    except RuntimeError:            # no fused multiply-add: nothing to generate
+        return None
+    return GeneratedBLAS(kernels, num_threads)
+
+
+def _generated_paths() -> list:
+    return [os.path.join(os.path.dirname(__file__), "panel_gemm.py")]
+
+
 # name -> loader (returns a provider or None); measured and reported in this order
-PROVIDERS = {"numpy": NumpyBLAS, "openblas": _load_openblas, "mkl": _load_mkl, "system": _load_system}
+PROVIDERS = {"numpy": NumpyBLAS, "openblas": _load_openblas, "mkl": _load_mkl, "system": _load_system,
+             "tracejit": _load_generated}
 # name -> the files that decide what the loader finds (part of the cache key; nothing is loaded)
 _LOCATORS = {"numpy": _numpy_openblas_paths, "openblas": _numpy_openblas_paths, "mkl": _mkl_paths,
-             "system": _system_paths}
+             "system": _system_paths, "tracejit": _generated_paths}
 
 _instances: dict = {}        # name -> loaded provider, or None when it does not load
 _chosen: dict = {}           # configured name -> what provider(name) returns
@@ -432,6 +491,7 @@ def check_provider(p) -> str | None:
             a, b, c = _rand((7, 5), dtype, rng), _rand((3, 5), dtype, rng).T, _rand((7, 3), dtype, rng)
             a3, b3 = _rand((3, 4, 6), dtype, rng), _rand((3, 6, 2), dtype, rng)
             cases = [(a, b, np.empty((7, 3), dtype), 1.0, 0.0, a.astype(wide) @ b.astype(wide)),
+                     (a, b.copy(), c.copy(), 1.0, 1.0, c.astype(wide) + a.astype(wide) @ b.astype(wide)),
                      (a, b, c.copy(), 2.0, 1.0, c.astype(wide) + 2.0 * (a.astype(wide) @ b.astype(wide))),
                      (a3, b3, np.empty((3, 4, 2), dtype), 1.0, 0.0, a3.astype(wide) @ b3.astype(wide))]
             for x, y, out, alpha, beta, want in cases:
@@ -500,13 +560,32 @@ def _time_all(usable: dict) -> dict:
             _warm_up(p, operands, rng)
             for dtype in ("float32", "float64"):
                 for shape in (s for cls_shapes in SHAPES.values() for s in cls_shapes):
-                    if dtype != "float32" and shape in _FLOAT32_ONLY:
+                    if (dtype != "float32" and shape in _FLOAT32_ONLY) or not _serves_shape(p, shape):
                         continue
                     flops = 2.0 * shape[0] * shape[1] * shape[2] * shape[3]
                     repeats = 2 if flops > 1e9 else 3 if flops > 1e8 else 5
                     got = _time_gemm(p, *_operands(operands, dtype, shape, rng), repeats)
                     samples[name].setdefault(dtype, {}).setdefault(shape, []).extend(got)
     return samples
+
+
+def _serves_shape(p, shape) -> bool:
+    """Whether provider ``p`` computes a ``(batch, m, k, n)`` product itself (generated code serves
+    some shapes only; a library serves all)."""
+    serves = getattr(p, "serves_shape", None)
+    return serves is None or serves(shape)
+
+
+def _geomean(rates) -> float:
+    return round(math.exp(sum(map(math.log, rates)) / len(rates)), 2)
+
+
+def _own_wins(rates: dict, generated: str, library: str, dtype: str, cls: str) -> bool:
+    """Whether generated code beat the library chosen for ``cls`` on the class's shapes it serves
+    (GFLOP/s per shape in ``rates[name][dtype]``; geometric means over the same shapes)."""
+    mine, theirs = rates.get(generated, {}).get(dtype, {}), rates.get(library, {}).get(dtype, {})
+    common = [_shape_name(s) for s in SHAPES[cls] if _shape_name(s) in mine and _shape_name(s) in theirs]
+    return bool(common) and _geomean([mine[s] for s in common]) > _geomean([theirs[s] for s in common])
 
 
 def _shape_name(shape) -> str:
@@ -601,16 +680,21 @@ def measure(providers: dict) -> dict:
                             rate = flops / max(statistics.median(per_shape[shape]), 1e-9) / 1e9
                             shapes[name].setdefault(dtype, {})[_shape_name(shape)] = round(rate, 2)
                             rates.append(rate)
-                    per_class[cls] = round(math.exp(sum(map(math.log, rates)) / len(rates)), 2)
+                    if rates:
+                        per_class[cls] = _geomean(rates)
                 gflops[name][dtype] = per_class
     busy = busy or _others_were_busy(cpu_start, time.perf_counter() - t_start)
-    choice = {}
+    choice, own = {}, {}
+    libraries = [nm for nm in usable if not getattr(usable[nm], "generated", False)] or ["numpy"]
     for dtype in ("float32", "float64"):
-        choice[dtype] = {}
+        choice[dtype], own[dtype] = {}, {}
         for cls in CLASSES:
-            # the fastest; ties (and a single candidate) go to the earlier name in PROVIDERS
-            choice[dtype][cls] = max(usable, key=lambda nm: gflops[nm].get(dtype, {}).get(cls, 0.0))
-    return {"choice": choice, "gflops": gflops, "shapes": shapes, "excluded": excluded,
+            # the fastest library; ties (and a single candidate) go to the earlier name in PROVIDERS
+            choice[dtype][cls] = max(libraries, key=lambda nm: gflops.get(nm, {}).get(dtype, {}).get(cls, 0.0))
+            # generated code, where it beat that library on the shapes it serves
+            own[dtype][cls] = next((nm for nm in usable if getattr(usable[nm], "generated", False)
+                                    and _own_wins(shapes, nm, choice[dtype][cls], dtype, cls)), None)
+    return {"choice": choice, "own": own, "gflops": gflops, "shapes": shapes, "excluded": excluded,
             "versions": {n: getattr(p, "version", "") for n, p in providers.items()},
             "threads": {n: getattr(p, "threads", None) for n, p in providers.items()},
             "busy": busy, "seconds": round(time.perf_counter() - t_start, 3)}
@@ -649,7 +733,7 @@ def _fingerprint(paths) -> list:
     return out
 
 
-_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS",
+_ENV = ("TRACEJIT_OWN_GEMM", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS",
         "MKL_NUM_THREADS", "MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE", "MKL_CBWR", "BLIS_NUM_THREADS",
         "KMP_BLOCKTIME", "TRACEJIT_OPENMP", "OPENBLAS_THREAD_TIMEOUT", "TRACEJIT_OPENBLAS_SHORT_POLL")
 
@@ -689,6 +773,8 @@ def _read(path: str, key: dict) -> dict | None:
             for cls in CLASSES:
                 if table["choice"][dtype][cls] not in PROVIDERS:
                     raise ValueError(f"unknown provider {table['choice'][dtype][cls]!r}")
+                if table["own"][dtype][cls] not in (None, *PROVIDERS):
+                    raise ValueError(f"unknown provider {table['own'][dtype][cls]!r}")
         return table
     except FileNotFoundError:
         return None
@@ -718,23 +804,33 @@ class AutoBLAS:
         self.table, self.source = table, source     # source: "measured" or the cache file's path
         self.providers = providers
         fallback = providers.get("numpy") or NumpyBLAS()
-        self._route = {}
+        self._route, self._own = {}, {}
         for dtype, measured_as in _MEASURED_AS.items():
             for cls in CLASSES:
                 self._route[dtype, cls] = providers.get(table["choice"][measured_as][cls], fallback)
+                generated = providers.get(table["own"][measured_as][cls] or "")
+                if generated is not None and dtype.kind == "f":
+                    self._own[dtype, cls] = generated
         self._fallback = fallback
 
     def provider_for(self, dtype, cls: str):
-        """The provider serving products of ``dtype`` and shape class ``cls``."""
+        """The library serving products of ``dtype`` and shape class ``cls`` (the one native code
+        calls; generated code may serve some of the class's products, see :meth:`gemm`)."""
         return self._route.get((np.dtype(dtype), cls), self._fallback)
 
     def gemm(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float = 1.0, beta: float = 0.0) -> None:
-        """``out[...] = alpha * (a @ b) + beta * out`` with the provider chosen for its dtype and shape class."""
+        """``out[...] = alpha * (a @ b) + beta * out`` with the provider chosen for its dtype and shape
+        class: generated code where it won the class and serves the product, else the library."""
         if out.ndim == 3:
             nb, m, n = out.shape
         else:
             (m, n), nb = out.shape, 1
-        self._route.get((out.dtype, shape_class(m, n, a.shape[-1], nb)), self._fallback).gemm(a, b, out, alpha, beta)
+        key = (out.dtype, shape_class(m, n, a.shape[-1], nb))
+        own = self._own.get(key)
+        if own is not None and own.serves(a, b, out, alpha, beta):
+            own.gemm(a, b, out, alpha, beta)
+        else:
+            self._route.get(key, self._fallback).gemm(a, b, out, alpha, beta)
 
 
 def _choose() -> AutoBLAS:
@@ -744,7 +840,7 @@ def _choose() -> AutoBLAS:
     if table is not None and table.get("busy") and not machine_busy():
         table = None        # measured on a busy machine: replace it now that the machine is quiet
     if table is not None:
-        names = {n for d in table["choice"].values() for n in d.values()}
+        names = {n for part in ("choice", "own") for d in table[part].values() for n in d.values() if n}
         loaded = {n: _instance(n) for n in names | {"numpy"}}
         if all(loaded[n] is not None for n in names):
             return AutoBLAS(table, loaded, path)
@@ -829,6 +925,10 @@ def native_symbol(dtype, m: int, n: int, k: int):
         if isinstance(p, NumpyBLAS):
             # NumPy's matmul runs the OpenBLAS it bundles: native code calls that library directly.
             p = _instance("openblas") or p
+    if isinstance(p, GeneratedBLAS):
+        # (generated code forced: its kernels are launched from Python; native code calls the library
+        # it falls back to, NumPy's OpenBLAS)
+        p = _instance("openblas") or p
     fn = getattr(p, "fns", {}).get(dtype)
     if fn is None or max(m, n, k) >= p.limit:
         return None
@@ -864,7 +964,7 @@ def report() -> list:
             for cls in CLASSES:
                 rate = table["gflops"].get(name, {}).get(dtype, {}).get(cls)
                 if isinstance(active, AutoBLAS):
-                    chosen = table["choice"][dtype][cls] == name
+                    chosen = name in (table["choice"][dtype][cls], table["own"][dtype][cls])
                 else:
                     chosen = active.name == name
                 rows.append({"provider": name, "dtype": dtype, "class": cls, "gflops": rate,

@@ -1,0 +1,303 @@
+"""Panel products generated in LLVM: ``out = alpha * a @ b`` or ``out += a @ b`` (float32, float64)
+with at most ``MAX_ROWS`` rows and any number of columns -- the products of a transformer's MLP and
+projections at a small batch, ``(128, 3072) @ (3072, 12288)``, and skinny ones such as
+``(16, 768) @ (768, 3072)``. ``blas`` offers this code as the provider ``tracejit`` and uses it only
+in the shape classes where it measured faster than the chosen library on the host
+(``blas.measure``), and only for the products it serves.
+
+Why it can win there: a BLAS's kernels are tuned for large square products; with M rows, each
+element of ``b`` it packs serves only 2M flops. On the 2-core EPYC (Zen 5, AVX-512), in one process,
+alternating, two threads: (128, 3072) @ (3072, 12288) float32 ran at 402 GFLOP/s here and 329 in
+NumPy's OpenBLAS, (16, 768) @ (768, 3072) at 287 and 109, float64 (128, 3072) @ (3072, 12288) at 192
+and 173; (256, 3072) @ (3072, 1024) was even (406, 412), and with M = 1024 OpenBLAS was faster.
+
+The loop nest, per thread of the OpenMP team (which splits the columns in whole column blocks):
+
+* column blocks of ``vectors`` vectors (6 x 16 float32 or 6 x 8 float64 columns with AVX-512; the
+  last block masked);
+* contraction blocks of 256 rows, each first copied (packed) from ``b`` into a contiguous
+  96 KB stack buffer (float32: 256 rows x 96 columns x 4 bytes), lanes past the last column zero.
+  Read in place, the rows of a block lie ``ldb`` apart -- 48 KB for 12288 float32 columns, which
+  maps them onto a few cache sets -- and the block did not stay in L2 between row blocks;
+* row blocks of ``rows`` rows of ``out`` (the last one smaller): ``rows x vectors`` accumulators
+  in registers; each step of the contraction loads ``vectors`` vectors of the packed block,
+  broadcasts one element of ``a`` per row and does ``rows x vectors`` fused multiply-adds. Four
+  rows by six vectors beat eight by three (206 against 190 GFLOP/s on one core): a broadcast costs
+  an issue slot the fused multiply-adds need, and this shape has one per six of them.
+
+Partial sums of a contraction block are stored in ``out`` and loaded by the next block. The
+summation order along the contraction is sequential, as a textbook loop's: results may differ from
+a BLAS's in the last bits, as two BLAS libraries differ. Each thread needs the 96 KB buffer on its
+stack (thread stacks are 2-8 MB by default).
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+from llvmlite import ir
+
+from tracejit.backends.cpu import llvm_engine, object_cache, parallel
+from tracejit.backends.cpu import lowering as L
+from tracejit.backends.cpu.pointers import data_address
+
+I32, I64, PTR, VOID = ir.IntType(32), ir.IntType(64), ir.PointerType(), ir.VoidType()
+_FLOATS = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
+MAX_ROWS = 256          # the panel class's rows (blas.PANEL); more rows are a BLAS's
+PACKED_BYTES = 96 << 10     # one contraction block of ``b``, packed (on each thread's stack)
+_DIMS = ("m", "n", "k", "a_row", "ldb", "accumulate")
+KERNEL_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+
+def contraction_block(dtype, lanes: int, vectors: int) -> int:
+    """Rows of ``b`` per contraction block: a packed block of ``PACKED_BYTES``."""
+    return PACKED_BYTES // (vectors * lanes * np.dtype(dtype).itemsize)
+
+
+def kernel_name(dtype) -> str:
+    return f"tracejit_panel_gemm_{np.dtype(dtype).name}"
+
+
+def emit_kernel(module: ir.Module, dtype, lanes: int, rows: int, vectors: int) -> ir.Function:
+    """``void kernel(ptr slots[4], i64 begin, i64 end)``: columns ``[begin, end)`` of the product.
+
+    ``slots``: ``a``, ``b``, ``out`` and an int64 array of the sizes and strides, in elements:
+    ``m, n, k, a_row, ldb, accumulate`` (``a[i, p]`` at ``a + i * a_row + p``,
+    ``b[p, j]`` at ``b + p * ldb + j``, ``out[i, j]`` at ``out + i * n + j``; ``accumulate``: 1 adds
+    the product to ``out``, 0 overwrites it). ``begin`` is a multiple of the column block,
+    ``vectors * lanes`` columns; blocks of ``rows`` rows."""
+    fn = ir.Function(module, parallel.KERNEL_TYPE, name=kernel_name(dtype))
+    _Emitter(fn, np.dtype(dtype), lanes, rows, vectors).emit()
+    return fn
+
+
+class _Emitter:
+    def __init__(self, fn, dtype, lanes: int, rows: int, vectors: int):
+        self.fn, self.t, self.lanes, self.rows, self.vectors = fn, _FLOATS[dtype], lanes, rows, vectors
+        self.item = dtype.itemsize
+        self.vt = ir.VectorType(self.t, lanes)
+        self.width = vectors * lanes
+        self.kc = contraction_block(dtype, lanes, vectors)
+        self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+
+    def _const(self, v):
+        return ir.Constant(I64, v)
+
+    def _at(self, ptr, offset):
+        return self.b.gep(ptr, [offset], source_etype=self.t)
+
+    def _loop(self, start, stop, step: int, body, name: str, carried=()):
+        """``for i in range(start, stop, step): carried = body(i, carried)`` with the index and the
+        carried values (vectors: the accumulators) in phis; returns the final carried values."""
+        b = self.b
+        pre = b.block
+        head, loop, done = (self.fn.append_basic_block(f"{name}.{s}") for s in ("head", "body", "done"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64, name=name)
+        i.add_incoming(start, pre)
+        phis = [b.phi(v.type) for v in carried]
+        for phi, v in zip(phis, carried):
+            phi.add_incoming(v, pre)
+        b.cbranch(b.icmp_signed("<", i, stop), loop, done)
+        b.position_at_end(loop)
+        new = body(i, phis)
+        for phi, v in zip(phis, new):
+            phi.add_incoming(v, b.block)
+        i.add_incoming(b.add(i, self._const(step)), b.block)
+        b.branch(head)
+        b.position_at_end(done)
+        return phis
+
+    # ------------------------------------------------------------------ the product
+    def emit(self):
+        b = self.b
+        slots, begin, end = self.fn.args
+        a, bm, out, dims = (b.load(b.gep(slots, [self._const(s)], source_etype=PTR), typ=PTR) for s in range(4))
+        d = {name: b.load(b.gep(dims, [self._const(s)], source_etype=I64), typ=I64) for s, name in enumerate(_DIMS)}
+        self.a, self.bm, self.out, self.d = a, bm, out, d
+        # the block of ``b`` being multiplied, copied contiguous (see the module docstring)
+        self.packed = b.alloca(self.vt, size=self._const(self.kc * self.vectors), name="packed_b")
+        self.packed.align = 64
+        self.full_rows = b.mul(b.sdiv(d["m"], self._const(self.rows)), self._const(self.rows))
+        self.tail_rows = b.sub(d["m"], self.full_rows)
+
+        def column_block(j0, _):
+            cols = b.sub(end, j0)
+            with b.if_else(b.icmp_signed(">=", cols, self._const(self.width))) as (full, partial):
+                with full:
+                    self._column_block(j0, None)
+                with partial:
+                    self._column_block(j0, [L.tail_mask(b, b.add(j0, self._const(v * self.lanes)), end, self.lanes)
+                                            for v in range(self.vectors)])
+            return []
+        self._loop(begin, end, self.width, column_block, "cols")
+        b.ret_void()
+
+    def _min(self, x, y):
+        return self.b.select(self.b.icmp_signed("<", x, y), x, y)
+
+    def _column_block(self, j0, masks):
+        b, d = self.b, self.d
+
+        def contraction_block(k0, _):
+            k1 = self._min(b.add(k0, self._const(self.kc)), d["k"])
+            # the first block starts from zero unless the product is added to ``out``
+            fresh = b.and_(b.icmp_signed("==", k0, self._const(0)), b.icmp_signed("==", d["accumulate"], self._const(0)))
+            self._pack(j0, k0, k1, masks)
+            rows = self.rows
+            self._loop(self._const(0), self.full_rows, rows,
+                       lambda i0, _: self._block(i0, j0, k0, k1, fresh, rows, masks) or [], "rows")
+            for tail in range(1, rows):
+                with b.if_then(b.icmp_signed("==", self.tail_rows, self._const(tail))):
+                    self._block(self.full_rows, j0, k0, k1, fresh, tail, masks)
+            return []
+        self._loop(self._const(0), d["k"], self.kc, contraction_block, "kc")
+
+    def _pack(self, j0, k0, k1, masks):
+        """Copy rows ``[k0, k1)`` of the column block at ``j0`` of ``b`` to ``packed`` (lanes past the
+        last column zero)."""
+        b, d = self.b, self.d
+        b_cols = [self._at(self.bm, b.add(j0, self._const(v * self.lanes))) for v in range(self.vectors)]
+
+        def row(p, _):
+            at = b.mul(b.sub(p, k0), self._const(self.vectors))
+            for v in range(self.vectors):
+                value = self._load(self._at(b_cols[v], b.mul(p, d["ldb"])), masks, v)
+                b.store(value, b.gep(self.packed, [b.add(at, self._const(v))], source_etype=self.vt), align=64)
+            return []
+        self._loop(k0, k1, 1, row, "pack")
+
+    def _block(self, i0, j0, k0, k1, fresh, rows, masks):
+        """Rows ``i0 .. i0 + rows`` by the column block at ``j0``, over the contraction ``[k0, k1)``."""
+        b, d, lanes = self.b, self.d, self.lanes
+        ptrs = [[self._at(self.out, b.add(b.add(b.mul(b.add(i0, self._const(r)), d["n"]), j0), self._const(v * lanes)))
+                 for v in range(self.vectors)] for r in range(rows)]
+        zero_bb, load_bb, go_bb = (self.fn.append_basic_block(s) for s in ("acc.zero", "acc.load", "acc.go"))
+        b.cbranch(fresh, zero_bb, load_bb)
+        b.position_at_end(load_bb)
+        loaded = [self._load(p, masks, v) for row in ptrs for v, p in enumerate(row)]
+        b.branch(go_bb)
+        b.position_at_end(zero_bb)
+        b.branch(go_bb)
+        b.position_at_end(go_bb)
+        accs = []
+        for value in loaded:
+            phi = b.phi(self.vt)
+            phi.add_incoming(value, load_bb)
+            phi.add_incoming(ir.Constant(self.vt, None), zero_bb)
+            accs.append(phi)
+        # row starts of ``a`` and column starts of ``b``, outside the loop: each step indexes them by p
+        a_rows = [self._at(self.a, b.mul(b.add(i0, self._const(r)), d["a_row"])) for r in range(rows)]
+
+        def step(p, accs):
+            at = b.mul(b.sub(p, k0), self._const(self.vectors))
+            bv = [b.load(b.gep(self.packed, [b.add(at, self._const(v))], source_etype=self.vt), typ=self.vt, align=64)
+                  for v in range(self.vectors)]
+            new = []
+            for r in range(rows):
+                x = L.splat(b, b.load(self._at(a_rows[r], p), typ=self.t), lanes)
+                new += [L.intrinsic(b, "llvm.fma", [x, bv[v], accs[r * self.vectors + v]]) for v in range(self.vectors)]
+            return new
+        accs = self._loop(k0, k1, 1, step, "p", accs)
+        for r in range(rows):
+            for v in range(self.vectors):
+                self._store(accs[r * self.vectors + v], ptrs[r][v], masks, v)
+
+    def _load(self, ptr, masks, v):
+        if masks is None:
+            return self.b.load(ptr, typ=self.vt, align=self.item)
+        fn = L.masked_intrinsic(self.fn.module, "load", self.vt)
+        return self.b.call(fn, [ptr, ir.Constant(I32, self.item), masks[v], ir.Constant(self.vt, None)])
+
+    def _store(self, value, ptr, masks, v):
+        if masks is None:
+            self.b.store(value, ptr, align=self.item)
+            return
+        fn = L.masked_intrinsic(self.fn.module, "store", self.vt)
+        self.b.call(fn, [value, ptr, ir.Constant(I32, self.item), masks[v]])
+
+
+# --------------------------------------------------------------------------- running it
+
+class PanelKernels:
+    """The kernels of this host (one per dtype, compiled at first use or loaded from the persistent
+    cache) and their launch over the OpenMP team."""
+
+    def __init__(self):
+        features = llvm_engine.host_cpu_features()
+        if "+fma" not in features:
+            raise RuntimeError("no fused multiply-add on this CPU")
+        self.vector_bytes = 64 if "+avx512f" in features else 32
+        # 4 rows x 6 vectors: 24 accumulators of AVX-512's 32 registers; AVX2's 16 hold 4 x 3
+        self.rows, self.vectors = 4, (6 if self.vector_bytes == 64 else 3)
+        self.team = parallel.runtime()
+        self.max_rows = MAX_ROWS
+        self._compiled: dict = {}
+        self._lock = threading.Lock()
+
+    def lanes(self, dtype) -> int:
+        return self.vector_bytes // np.dtype(dtype).itemsize
+
+    def _kernel(self, dtype):
+        """``(kernel address, the kernel as a ctypes function, trampoline address or None, the module
+        keeping them alive)``."""
+        hit = self._compiled.get(dtype)
+        if hit is not None:
+            return hit
+        with self._lock:
+            if dtype not in self._compiled:
+                team = self.team
+
+                def build():
+                    module = llvm_engine.new_module(kernel_name(dtype))
+                    emit_kernel(module, dtype, self.lanes(dtype), self.rows, self.vectors)
+                    if team is not None:
+                        parallel.emit_trampoline(module, team)
+                    return module
+                compiled, _ = object_cache.compile_module(
+                    build, name=kernel_name(dtype), vectorize=False,
+                    components={"panel_gemm": kernel_name(dtype), "rows": self.rows, "vectors": self.vectors,
+                                "packed_bytes": PACKED_BYTES,
+                                "vector_bytes": self.vector_bytes, "openmp": team.kind if team else None})
+                trampoline = compiled.address(parallel.TRAMPOLINE) if team is not None else None
+                address = compiled.address(kernel_name(dtype))
+                self._compiled[dtype] = (address, KERNEL_FN(address), trampoline, compiled)
+        return self._compiled[dtype]
+
+    def serves(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float, beta: float) -> bool:
+        """Whether :meth:`run` computes this product (else a BLAS must)."""
+        dtype = out.dtype
+        if dtype not in _FLOATS or a.dtype != dtype or b.dtype != dtype or out.ndim != 2 or a.ndim != 2 \
+                or b.ndim != 2 or not out.flags.c_contiguous or (beta == 1.0 and alpha != 1.0) \
+                or beta not in (0.0, 1.0):
+            return False
+        (m, k), (k2, n) = a.shape, b.shape
+        if out.shape != (m, n) or k2 != k or 0 in (m, n, k) or m > MAX_ROWS:
+            return False
+        item = dtype.itemsize
+        strides = (*a.strides, b.strides[0])
+        return (b.strides[1] == item and all(s >= 0 and s % item == 0 for s in strides)
+                and not np.may_share_memory(out, a) and not np.may_share_memory(out, b))
+
+    def run(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float = 1.0, beta: float = 0.0,
+            threads: int = 1) -> None:
+        """``out[...] = alpha * a @ b`` (``beta`` 0) or ``out += a @ b`` (``beta`` 1, ``alpha`` 1) for
+        operands :meth:`serves`, over ``threads`` threads of the team."""
+        dtype = out.dtype
+        kernel, call, trampoline, _ = self._kernel(dtype)
+        (m, k), n = a.shape, out.shape[1]
+        item = dtype.itemsize
+        if a.strides[1] != item:
+            # (the kernel reads rows of ``a``: a transposed one is copied, M x K against M x N x K flops)
+            a = np.ascontiguousarray(a)
+        dims = np.array([m, n, k, a.strides[0] // item, b.strides[0] // item, int(beta == 1.0)], np.int64)
+        slots = (ctypes.c_void_p * 4)(data_address(a), data_address(b), data_address(out), dims.ctypes.data)
+        width = self.vectors * self.lanes(dtype)
+        if threads > 1 and trampoline is not None and self.team.usable and n > width:
+            self.team.run(trampoline, kernel, slots, n, width, threads)
+        else:
+            call(ctypes.addressof(slots), 0, n)
+        if alpha != 1.0:
+            out *= dtype.type(alpha)
