@@ -38,6 +38,13 @@ def _check(got, want, k):
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=0, atol=tol)
 
 
+def _served(kernels, a, b, out, alpha=1.0, beta=0.0):
+    """What serves() must say: yes, except for products too small to repay the launch (run() computes
+    those too; the provider sends them to a library)."""
+    m, k = a.shape
+    return kernels.serves(a, b, out, alpha, beta) == (m * k * b.shape[1] >= panel_gemm.MIN_MACS[out.dtype])
+
+
 def _blocks(kernels, dtype):
     """(rows per block, columns per block, rows of b per packed block) of this host's kernel."""
     lanes = kernels.lanes(dtype)
@@ -60,7 +67,7 @@ def test_every_block_edge_against_float64(kernels, dtype, threads):
                 seed += 1
                 a, b = _rand((m, k), dtype, seed), _rand((k, n), dtype, seed + 1000)
                 out = np.full((m, n), np.nan, dtype)
-                assert kernels.serves(a, b, out, 1.0, 0.0)
+                assert _served(kernels, a, b, out)
                 kernels.run(a, b, out, threads=threads)
                 _check(out, a.astype(np.float64) @ b.astype(np.float64), k)
 
@@ -97,7 +104,7 @@ def test_views_strides_and_guards(kernels, dtype):
         guard = 37
         buf = np.full(m * n + 2 * guard, np.nan, dtype)
         out = buf[guard:guard + m * n].reshape(m, n)
-        assert kernels.serves(a, b, out, 1.0, 0.0)
+        assert _served(kernels, a, b, out)
         kernels.run(a, b, out, threads=2)
         _check(out, a.astype(np.float64) @ b.astype(np.float64), k)
         assert np.isnan(buf[:guard]).all() and np.isnan(buf[guard + m * n:]).all()
@@ -134,9 +141,10 @@ def test_special_values_like_numpy(kernels, dtype):
 
 
 def test_what_it_does_not_serve(kernels):
-    a, b = _rand((8, 40), np.float32), _rand((40, 30), np.float32, 1)
-    out = np.zeros((8, 30), np.float32)
+    a, b = _rand((8, 400), np.float32), _rand((400, 700), np.float32, 1)
+    out = np.zeros((8, 700), np.float32)
     assert kernels.serves(a, b, out, 1.0, 0.0)
+    assert not kernels.serves(a[:, :300], b[:300], out, 1.0, 0.0)                      # under MIN_MACS
     refused = [
         (a.astype(np.int32), b.astype(np.int32), out.astype(np.int32), 1.0, 0.0),     # not a float
         (a.astype(np.float64), b, out, 1.0, 0.0),                                       # mixed dtypes
@@ -145,14 +153,17 @@ def test_what_it_does_not_serve(kernels):
         (a, b, np.empty((30, 8), np.float32).T, 1.0, 0.0),                              # out not C-contiguous
         (a, b, out, 2.0, 1.0),                                                          # alpha with accumulate
         (a[:, :0], b[:0], out, 1.0, 0.0),                                               # empty contraction
-        (_rand((panel_gemm.MAX_ROWS + 1, 40), np.float32), b,
-         np.empty((panel_gemm.MAX_ROWS + 1, 30), np.float32), 1.0, 0.0),                # too many rows
+        (_rand((panel_gemm.MAX_ROWS + 1, 400), np.float32), b,
+         np.empty((panel_gemm.MAX_ROWS + 1, 700), np.float32), 1.0, 0.0),               # too many rows
         (a[None], b[None], out[None], 1.0, 0.0),                                        # batched
     ]
     for args in refused:
         assert not kernels.serves(*args)
-    square = _rand((40, 40), np.float32)
+    square = _rand((1000, 1000), np.float32)
+    assert kernels.serves(square[:8], square, square[8:16].copy(), 1.0, 0.0)
     assert not kernels.serves(square[:8], square, square[8:16], 1.0, 0.0)               # out overlaps b
+    assert kernels.serves(square[:8, :992], square[8:], square[:8].copy(), 1.0, 0.0)
+    assert not kernels.serves(square[:8, :992], square[8:], square[:8], 1.0, 0.0)       # out overlaps a
 
 
 def test_provider_falls_back_to_numpy_for_what_it_does_not_serve():

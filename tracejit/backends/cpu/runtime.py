@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from tracejit.config import config
 from tracejit.backends.cpu import blas
 from tracejit.backends.cpu.codegen import ELEMENTWISE_GRANULE
 from tracejit.backends.cpu.pointers import data_address
@@ -42,7 +43,6 @@ _CPU_COUNT = os.cpu_count() or 1
 
 
 def num_threads() -> int:
-    from tracejit.config import config
     return max(1, config.num_threads or _CPU_COUNT)
 
 
