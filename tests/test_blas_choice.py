@@ -135,6 +135,25 @@ def _fake_timer(calls):
     return time_gemm
 
 
+def isolated_chooser(monkeypatch, tmp_path, providers: dict, time_gemm):
+    """A generator for fixtures: PROVIDERS replaced by ``providers``, a private cache directory,
+    ``time_gemm`` as the timer, ``auto`` configured; yields the cache directory, then restores."""
+    monkeypatch.setattr(blas, "PROVIDERS", {n: (lambda p=p: p) for n, p in providers.items()})
+    monkeypatch.setattr(blas, "machine_busy", lambda: False)
+    # (the real reading sees whatever else the test machine runs: these tests decide "busy" themselves)
+    monkeypatch.setattr(blas, "_others_were_busy", lambda before, wall_s: False)
+    monkeypatch.setattr(blas, "_time_gemm", time_gemm)
+    saved = tracejit.config.compilation_cache_dir, tracejit.config.blas
+    cache = tmp_path / "cache"
+    tracejit.config.update("compilation_cache_dir", str(cache))
+    tracejit.config.update("blas", "auto")
+    blas.reset()
+    yield cache
+    blas.reset()
+    tracejit.config.update("compilation_cache_dir", saved[0])
+    tracejit.config.update("blas", saved[1])
+
+
 @pytest.fixture
 def fakes(monkeypatch, tmp_path):
     """PROVIDERS replaced by numpy plus fakes, a private cache directory, a fake timer."""
@@ -142,21 +161,9 @@ def fakes(monkeypatch, tmp_path):
     numpy.settle_s = 0.0                  # no pause between pools: the timer is fake
     fakes = {"numpy": numpy, "skinny": Fake("skinny"), "square": Fake("square"),
              "wrong": Fake("wrong", wrong=True), "raises": Fake("raises", raises=True)}
-    monkeypatch.setattr(blas, "PROVIDERS", {n: (lambda p=p: p) for n, p in fakes.items()})
-    monkeypatch.setattr(blas, "machine_busy", lambda: False)
-    # (the real reading sees whatever else the test machine runs: these tests decide "busy" themselves)
-    monkeypatch.setattr(blas, "_others_were_busy", lambda before, wall_s: False)
     calls = []
-    monkeypatch.setattr(blas, "_time_gemm", _fake_timer(calls))
-    saved = tracejit.config.compilation_cache_dir, tracejit.config.blas
-    cache = tmp_path / "cache"
-    tracejit.config.update("compilation_cache_dir", str(cache))
-    tracejit.config.update("blas", "auto")
-    blas.reset()
-    yield fakes, calls, cache
-    blas.reset()
-    tracejit.config.update("compilation_cache_dir", saved[0])
-    tracejit.config.update("blas", saved[1])
+    for cache in isolated_chooser(monkeypatch, tmp_path, fakes, _fake_timer(calls)):
+        yield fakes, calls, cache
 
 
 def _choice_files(cache):

@@ -17,6 +17,8 @@ import pytest
 import tracejit
 from tracejit.backends.cpu import blas, llvm_engine, panel_gemm
 
+from test_blas_choice import isolated_chooser
+
 pytestmark = pytest.mark.skipif("+fma" not in llvm_engine.host_cpu_features(),
                                 reason="the generated product needs fused multiply-add (it does not load)")
 FLOATS = [np.float32, np.float64]
@@ -241,28 +243,18 @@ class FakeGenerated(blas.NumpyBLAS):
 
 @pytest.fixture
 def with_generated(monkeypatch, tmp_path):
+    """The chooser with NumPy and a fake generated provider, fastest (by the fake timer) on panels."""
     numpy = blas.NumpyBLAS()
     numpy.settle_s = 0.0
     generated = FakeGenerated(fast={"panel"})
-    monkeypatch.setattr(blas, "PROVIDERS", {"numpy": lambda: numpy, "tracejit": lambda: generated})
-    monkeypatch.setattr(blas, "machine_busy", lambda: False)
-    monkeypatch.setattr(blas, "_others_were_busy", lambda before, wall_s: False)
     timed = []
 
     def time_gemm(p, a, b, out, repeats):
         timed.append((p.name, out.shape))
         cls = "batched" if out.ndim == 3 else blas.shape_class(out.shape[0], out.shape[1], a.shape[1])
-        fast = getattr(p, "fast", set())
-        return [(1e-4 if cls in fast else 1e-2)] * repeats
-    monkeypatch.setattr(blas, "_time_gemm", time_gemm)
-    saved = tracejit.config.compilation_cache_dir, tracejit.config.blas
-    tracejit.config.update("compilation_cache_dir", str(tmp_path / "cache"))
-    tracejit.config.update("blas", "auto")
-    blas.reset()
-    yield numpy, generated, timed
-    blas.reset()
-    tracejit.config.update("compilation_cache_dir", saved[0])
-    tracejit.config.update("blas", saved[1])
+        return [(1e-4 if cls in getattr(p, "fast", ()) else 1e-2)] * repeats
+    for _ in isolated_chooser(monkeypatch, tmp_path, {"numpy": numpy, "tracejit": generated}, time_gemm):
+        yield numpy, generated, timed
 
 
 def test_generated_code_is_timed_on_its_shapes_and_used_where_it_won(with_generated):

@@ -145,7 +145,7 @@ class _Emitter:
     def _column_block(self, j0, masks):
         b, d = self.b, self.d
 
-        def contraction_block(k0, _):
+        def rows_of_b(k0, _):
             k1 = self._min(b.add(k0, self._const(self.kc)), d["k"])
             # the first block starts from zero unless the product is added to ``out``
             fresh = b.and_(b.icmp_signed("==", k0, self._const(0)), b.icmp_signed("==", d["accumulate"], self._const(0)))
@@ -157,7 +157,7 @@ class _Emitter:
                 with b.if_then(b.icmp_signed("==", self.tail_rows, self._const(tail))):
                     self._block(self.full_rows, j0, k0, k1, fresh, tail, masks)
             return []
-        self._loop(self._const(0), d["k"], self.kc, contraction_block, "kc")
+        self._loop(self._const(0), d["k"], self.kc, rows_of_b, "kc")
 
     def _pack(self, j0, k0, k1, masks):
         """Copy rows ``[k0, k1)`` of the column block at ``j0`` of ``b`` to ``packed`` (lanes past the
