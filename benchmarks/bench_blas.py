@@ -197,14 +197,14 @@ def main(argv=None):
             cls = blas.shape_class(m, n, k, nb)
             picked = auto.provider_for(dtype, cls).name
             own = auto.table["own"][dtype][cls]
-            if own is not None and blas._serves_shape(providers[own], (nb, m, k, n)):
+            if own is not None and blas._serves_shape(providers[own], (nb, m, k, n), dtype):
                 picked = own                  # generated code won this class and serves this shape
             print(f"\n  {dtype} {'%dx' % nb if nb > 1 else ''}({m}x{k}) @ ({k}x{n})  [{cls}; auto: {picked}]")
             ref = None
             repeat = 3 if quick else (5 if flops > 1e9 else 9)
             best = 0.0
             for name, p in providers.items():
-                if not blas._serves_shape(p, (nb, m, k, n)):
+                if not blas._serves_shape(p, (nb, m, k, n), dtype):
                     continue                  # (generated code: NumPy's product would be timed)
                 out = np.empty(lead + (m, n), dtype)
                 time.sleep(SETTLE_S)

@@ -13,6 +13,7 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import tracejit
 from tracejit.backends.cpu import blas, llvm_engine, panel_gemm
@@ -41,10 +42,24 @@ def _check(got, want, k):
 
 
 def _served(kernels, a, b, out, alpha=1.0, beta=0.0):
-    """What serves() must say: yes, except for products too small to repay the launch (run() computes
-    those too; the provider sends them to a library)."""
+    """What serves() must say for these (accepted) layouts: what the shape rule says (run() computes
+    the other shapes too; the provider sends them to a library)."""
     m, k = a.shape
-    return kernels.serves(a, b, out, alpha, beta) == (m * k * b.shape[1] >= panel_gemm.MIN_MACS[out.dtype])
+    return kernels.serves(a, b, out, alpha, beta) == kernels.serves_shape(out.dtype, m, b.shape[1], k)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_the_shapes_it_serves(kernels, dtype):
+    dtype = np.dtype(dtype)
+    width = kernels.vectors * kernels.lanes(dtype)
+    n = panel_gemm.MIN_COLUMN_BLOCKS * width
+    k = -(-panel_gemm.MIN_MACS[dtype] // (8 * n))
+    assert kernels.serves_shape(dtype, 8, n, k)
+    assert not kernels.serves_shape(dtype, 8, n - 1, k)               # too few column blocks for the team
+    assert not kernels.serves_shape(dtype, 8, n, k - 1)               # too small to repay the launch
+    assert kernels.serves_shape(dtype, panel_gemm.MAX_ROWS, n, k)
+    assert not kernels.serves_shape(dtype, panel_gemm.MAX_ROWS + 1, n, k)
+    assert not kernels.serves_shape(np.int32, 8, n, k)
 
 
 def _blocks(kernels, dtype):
@@ -72,6 +87,28 @@ def test_every_block_edge_against_float64(kernels, dtype, threads):
                 assert _served(kernels, a, b, out)
                 kernels.run(a, b, out, threads=threads)
                 _check(out, a.astype(np.float64) @ b.astype(np.float64), k)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(dtype=st.sampled_from(FLOATS), m=st.integers(1, 40), n=st.integers(1, 400), k=st.integers(1, 700),
+       a_layout=st.sampled_from(["rows", "transposed", "row_step", "broadcast"]), ldb_extra=st.integers(0, 40),
+       accumulate=st.booleans(), threads=st.sampled_from([1, 2]), seed=st.integers(0, 2 ** 16))
+def test_random_products_against_float64(kernels, dtype, m, n, k, a_layout, ldb_extra, accumulate, threads, seed):
+    """Random sizes across the blocks' edges, layouts of ``a``, row lengths of ``b``, accumulation."""
+    if a_layout == "rows":
+        a = _rand((m, k), dtype, seed)
+    elif a_layout == "transposed":
+        a = _rand((k, m), dtype, seed).T
+    elif a_layout == "row_step":
+        a = _rand((2 * m, k + 3), dtype, seed)[::2, 1:k + 1]
+    else:
+        a = np.broadcast_to(_rand((1, k), dtype, seed), (m, k))
+    b = _rand((k, n + ldb_extra), dtype, seed + 1)[:, :n]
+    c = _rand((m, n), dtype, seed + 2)
+    out = c.copy()
+    kernels.run(a, b, out, 1.0, 1.0 if accumulate else 0.0, threads=threads)
+    want = a.astype(np.float64) @ b.astype(np.float64) + (c if accumulate else 0.0)
+    _check(out, want, k)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -152,7 +189,7 @@ def test_what_it_does_not_serve(kernels):
         (a.astype(np.float64), b, out, 1.0, 0.0),                                       # mixed dtypes
         (a, np.asfortranarray(b), out, 1.0, 0.0),                                       # columns of b strided
         (a[:, ::-1], b, out, 1.0, 0.0),                                                 # negative stride
-        (a, b, np.empty((30, 8), np.float32).T, 1.0, 0.0),                              # out not C-contiguous
+        (a, b, np.empty((700, 8), np.float32).T, 1.0, 0.0),                             # out not C-contiguous
         (a, b, out, 2.0, 1.0),                                                          # alpha with accumulate
         (a[:, :0], b[:0], out, 1.0, 0.0),                                               # empty contraction
         (_rand((panel_gemm.MAX_ROWS + 1, 400), np.float32), b,
@@ -171,7 +208,7 @@ def test_what_it_does_not_serve(kernels):
 def test_provider_falls_back_to_numpy_for_what_it_does_not_serve():
     p = blas._instance("tracejit")
     assert p is not None and p.generated and blas.check_provider(p) is None
-    a, b = _rand((300, 20), np.float64), _rand((20, 10), np.float64, 1)     # 300 rows: NumPy's
+    a, b = _rand((300, 20), np.float64), _rand((20, 10), np.float64, 1)     # 10 columns: NumPy's
     out = np.empty((300, 10))
     p.gemm(a, b, out)
     _check(out, a @ b, 20)
@@ -221,8 +258,8 @@ def test_fork_after_threaded_products(kernels):
 # --------------------------------------------------------------------------- how auto uses it, with fakes
 
 class FakeGenerated(blas.NumpyBLAS):
-    """NumPy's product as a generated provider that serves at most 256 rows; ``fast`` says on which
-    classes the fake timer makes it fastest."""
+    """NumPy's product as a generated provider that serves at most 256 rows (a rule of the fake's
+    own); ``fast`` says on which classes the fake timer makes it fastest."""
 
     generated = True
     settle_s = 0.0
@@ -230,7 +267,7 @@ class FakeGenerated(blas.NumpyBLAS):
     def __init__(self, fast):
         self.name, self.pool, self.fast, self.served = "tracejit", "openmp", fast, 0
 
-    def serves_shape(self, shape):
+    def serves_shape(self, shape, dtype="float32"):
         return shape[0] == 1 and shape[1] <= 256
 
     def serves(self, a, b, out, alpha=1.0, beta=0.0):
@@ -298,8 +335,8 @@ def test_own_gemm_switch_leaves_it_out(monkeypatch):
 
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_jit_products_through_the_generated_provider(dtype):
-    """A program's products with the provider forced: panels and skinny ones generated, the rest
-    (more rows, batches, a product added to an input) through its fallback."""
+    """A program's products with the provider forced: those it serves generated, the rest (few
+    columns: ``x.T @ x[:, :40]``) through its fallback."""
     saved = tracejit.config.blas
     tracejit.config.update("blas", "tracejit")
     try:

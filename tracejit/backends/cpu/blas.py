@@ -11,8 +11,8 @@ views are never copied. Providers, by name (``PROVIDERS``):
   points (``cblas_?gemm_64``) where the library has them.
 * ``system``: a CBLAS library of the system or conda environment (OpenBLAS or
   BLIS found by name in the usual library directories), when there is one.
-* ``tracejit``: generated code (``panel_gemm``) for real products of at most 256 rows
-  whose right operand's rows are contiguous; timed only on such shapes, against the
+* ``tracejit``: generated code (``panel_gemm``) for real products of at most 1024 rows
+  and enough columns whose right operand's rows are contiguous; timed only on such shapes, against the
   library chosen for the class on the same shapes, and used for the products it
   serves in the classes where it won (``table["own"]``). ``TRACEJIT_OWN_GEMM=0``
   leaves it out.
@@ -380,7 +380,8 @@ def _load_mkl():
 
 class GeneratedBLAS:
     """tracejit's own generated code (``panel_gemm``) for the real products it serves (at most
-    ``panel_gemm.MAX_ROWS`` rows, rows of ``b`` contiguous); NumPy's ``matmul`` for the rest.
+    ``panel_gemm.MAX_ROWS`` rows and enough columns, rows of ``b`` contiguous); NumPy's ``matmul``
+    for the rest.
 
     It is measured only on the shapes it serves, against the libraries on those same shapes, and
     :class:`AutoBLAS` sends a product to it only where it won its class (``table["own"]``) and it
@@ -397,10 +398,10 @@ class GeneratedBLAS:
         self.kernels, self._num_threads = kernels, num_threads
         self.threads = num_threads()
 
-    def serves_shape(self, shape) -> bool:
-        """Whether a measured ``(batch, m, k, n)`` shape is one this code computes."""
-        nb, m, _, _ = shape
-        return nb == 1 and m <= self.kernels.max_rows
+    def serves_shape(self, shape, dtype="float32") -> bool:
+        """Whether a measured ``(batch, m, k, n)`` shape of ``dtype`` is one this code computes."""
+        nb, m, k, n = shape
+        return nb == 1 and self.kernels.serves_shape(dtype, m, n, k)
 
     def serves(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float = 1.0, beta: float = 0.0) -> bool:
         """Whether this product is computed by the generated code (not NumPy's fallback)."""
@@ -560,7 +561,7 @@ def _time_all(usable: dict) -> dict:
             _warm_up(p, operands, rng)
             for dtype in ("float32", "float64"):
                 for shape in (s for cls_shapes in SHAPES.values() for s in cls_shapes):
-                    if (dtype != "float32" and shape in _FLOAT32_ONLY) or not _serves_shape(p, shape):
+                    if (dtype != "float32" and shape in _FLOAT32_ONLY) or not _serves_shape(p, shape, dtype):
                         continue
                     flops = 2.0 * shape[0] * shape[1] * shape[2] * shape[3]
                     repeats = 2 if flops > 1e9 else 3 if flops > 1e8 else 5
@@ -569,11 +570,11 @@ def _time_all(usable: dict) -> dict:
     return samples
 
 
-def _serves_shape(p, shape) -> bool:
-    """Whether provider ``p`` computes a ``(batch, m, k, n)`` product itself (generated code serves
-    some shapes only; a library serves all)."""
+def _serves_shape(p, shape, dtype="float32") -> bool:
+    """Whether provider ``p`` computes a ``(batch, m, k, n)`` product of ``dtype`` itself (generated
+    code serves some shapes only; a library serves all)."""
     serves = getattr(p, "serves_shape", None)
-    return serves is None or serves(shape)
+    return serves is None or serves(shape, dtype)
 
 
 def _geomean(rates) -> float:

@@ -1,15 +1,16 @@
 """Panel products generated in LLVM: ``out = alpha * a @ b`` or ``out += a @ b`` (float32, float64)
-with at most ``MAX_ROWS`` rows and any number of columns -- the products of a transformer's MLP and
-projections at a small batch, ``(128, 3072) @ (3072, 12288)``, and skinny ones such as
-``(16, 768) @ (768, 3072)``. ``blas`` offers this code as the provider ``tracejit`` and uses it only
-in the shape classes where it measured faster than the chosen library on the host
-(``blas.measure``), and only for the products it serves.
+with at most ``MAX_ROWS`` rows and many columns -- the products of a transformer's MLP and
+projections at a small batch, ``(128, 3072) @ (3072, 12288)``, skinny ones such as
+``(16, 768) @ (768, 3072)`` and rank-k updates. ``blas`` offers this code as the provider
+``tracejit`` and uses it only in the shape classes where it measured faster than the chosen library
+on the host (``blas.measure``), and only for the products it serves (``PanelKernels.serves``).
 
 Why it can win there: a BLAS's kernels are tuned for large square products; with M rows, each
 element of ``b`` it packs serves only 2M flops. On the 2-core EPYC (Zen 5, AVX-512), in one process,
 alternating, two threads: (128, 3072) @ (3072, 12288) float32 ran at 402 GFLOP/s here and 329 in
-NumPy's OpenBLAS, (16, 768) @ (768, 3072) at 287 and 109, float64 (128, 3072) @ (3072, 12288) at 192
-and 173; (256, 3072) @ (3072, 1024) was even (406, 412), and with M = 1024 OpenBLAS was faster.
+NumPy's OpenBLAS, (16, 768) @ (768, 3072) at 287 and 109, (1024, 64) @ (64, 1024) at 435 and 331,
+float64 (128, 3072) @ (3072, 12288) at 192 and 173; (512, 768) @ (768, 3072) at 454 and 416, but
+1024^3 at 405-436 and 375-476 (runs differ) and 2048^3 at 444 and 456.
 
 The loop nest, per thread of the OpenMP team (which splits the columns in whole column blocks):
 
@@ -44,7 +45,11 @@ from tracejit.backends.cpu.pointers import data_address
 
 I32, I64, PTR, VOID = ir.IntType(32), ir.IntType(64), ir.PointerType(), ir.VoidType()
 _FLOATS = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
-MAX_ROWS = 256          # the panel class's rows (blas.PANEL); more rows are a BLAS's
+# Rows and columns it serves. With more rows OpenBLAS was faster on square products (2048^2: 456
+# against 444 GFLOP/s); with fewer than four column blocks the team's two threads get one block each,
+# or two and one ((1024, 1024) @ (1024, 16): 43 against 217; (1024, 512) @ (512, 256): 329 against 448).
+MAX_ROWS = 1024
+MIN_COLUMN_BLOCKS = 4
 # Smaller products go to the library: this call costs ~4 us more than NumPy's matmul (a launch from
 # Python over the team), which larger products repay (measured crossover on the EPYC, one call at a
 # time: float32 near 2^21 multiply-adds, float64 near 2^18; at 2^23 it was 1.2x and 1.9x faster).
@@ -237,7 +242,6 @@ class PanelKernels:
         # 4 rows x 6 vectors: 24 accumulators of AVX-512's 32 registers; AVX2's 16 hold 4 x 3
         self.rows, self.vectors = 4, (6 if self.vector_bytes == 64 else 3)
         self.team = parallel.runtime()
-        self.max_rows = MAX_ROWS
         self._compiled: dict = {}
         self._lock = threading.Lock()
 
@@ -270,14 +274,21 @@ class PanelKernels:
                 self._compiled[dtype] = (address, KERNEL_FN(address), trampoline, compiled)
         return self._compiled[dtype]
 
+    def serves_shape(self, dtype, m: int, n: int, k: int) -> bool:
+        """Whether an ``(m, k) @ (k, n)`` product of ``dtype`` has a shape this code takes (the sizes
+        where it can win: see ``MAX_ROWS``, ``MIN_COLUMN_BLOCKS``, ``MIN_MACS``)."""
+        dtype = np.dtype(dtype)
+        return (dtype in _FLOATS and m <= MAX_ROWS and m * n * k >= MIN_MACS[dtype]
+                and n >= MIN_COLUMN_BLOCKS * self.vectors * self.lanes(dtype))
+
     def serves(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float, beta: float) -> bool:
         """Whether :meth:`run` computes this product (else a BLAS must)."""
         dtype = out.dtype
-        if (dtype not in _FLOATS or a.dtype != dtype or b.dtype != dtype or out.ndim != 2 or a.ndim != 2
-                or b.ndim != 2 or (beta != 0.0 and (beta != 1.0 or alpha != 1.0))):
+        if (a.dtype != dtype or b.dtype != dtype or out.ndim != 2 or a.ndim != 2 or b.ndim != 2
+                or (beta != 0.0 and (beta != 1.0 or alpha != 1.0))):
             return False
         (m, k), (k2, n) = a.shape, b.shape
-        if m > MAX_ROWS or m * n * k < MIN_MACS[dtype] or out.shape != (m, n) or k2 != k or not out.flags.c_contiguous:
+        if not self.serves_shape(dtype, m, n, k) or out.shape != (m, n) or k2 != k or not out.flags.c_contiguous:
             return False
         item = dtype.itemsize
         sa, sb = a.strides, b.strides
