@@ -153,7 +153,8 @@ class _Emitter:
         def rows_of_b(k0, _):
             k1 = self._min(b.add(k0, self._const(self.kc)), d["k"])
             # the first block starts from zero unless the product is added to ``out``
-            fresh = b.and_(b.icmp_signed("==", k0, self._const(0)), b.icmp_signed("==", d["accumulate"], self._const(0)))
+            fresh = b.and_(b.icmp_signed("==", k0, self._const(0)),
+                           b.icmp_signed("==", d["accumulate"], self._const(0)))
             self._pack(j0, k0, k1, masks)
             rows = self.rows
             self._loop(self._const(0), self.full_rows, rows,
