@@ -9,13 +9,15 @@ Why it can win there: a BLAS's kernels are tuned for large square products; with
 element of ``b`` it packs serves only 2M flops. On the 2-core EPYC (Zen 5, AVX-512), in one process,
 alternating, two threads: (128, 3072) @ (3072, 12288) float32 ran at 402 GFLOP/s here and 329 in
 NumPy's OpenBLAS, (16, 768) @ (768, 3072) at 287 and 109, (1024, 64) @ (64, 1024) at 435 and 331,
-float64 (128, 3072) @ (3072, 12288) at 192 and 173; (512, 768) @ (768, 3072) at 454 and 416, but
-1024^3 at 405-436 and 375-476 (runs differ) and 2048^3 at 444 and 456.
+(512, 768) @ (768, 3072) at 469 and 436, 1024^3 at 470 and 454, float64 (128, 3072) @ (3072, 12288)
+at 192 and 173; 2048^3 at 444 and 456 (hence ``MAX_ROWS``).
 
 The loop nest, per thread of the OpenMP team (which splits the columns in whole column blocks):
 
-* column blocks of ``vectors`` vectors (6 x 16 float32 or 6 x 8 float64 columns with AVX-512; the
-  last block masked);
+* column blocks of ``vectors`` vectors (6 x 16 float32 or 6 x 8 float64 columns with AVX-512); the
+  team's shares are whole vectors, not whole blocks, and the last block of a share has only the
+  vectors its columns need (the last one masked): with 1024 columns two threads got 6 and 4.7 blocks
+  of work, now 5.3 each (1024^3 float32: 405-436 -> 470 GFLOP/s, OpenBLAS 454 in the same run);
 * contraction blocks of 256 rows, each first copied (packed) from ``b`` into a contiguous
   96 KB stack buffer (float32: 256 rows x 96 columns x 4 bytes), lanes past the last column zero.
   Read in place, the rows of a block lie ``ldb`` apart -- 48 KB for 12288 float32 columns, which
@@ -74,8 +76,8 @@ def emit_kernel(module: ir.Module, dtype, lanes: int, rows: int, vectors: int) -
     ``slots``: ``a``, ``b``, ``out`` and an int64 array of the sizes and strides, in elements:
     ``m, n, k, a_row, ldb, accumulate`` (``a[i, p]`` at ``a + i * a_row + p``,
     ``b[p, j]`` at ``b + p * ldb + j``, ``out[i, j]`` at ``out + i * n + j``; ``accumulate``: 1 adds
-    the product to ``out``, 0 overwrites it). ``begin`` is a multiple of the column block,
-    ``vectors * lanes`` columns; blocks of ``rows`` rows."""
+    the product to ``out``, 0 overwrites it). ``begin`` is a multiple of ``lanes``; column blocks
+    of ``vectors * lanes`` columns from ``begin`` (the last one narrower), row blocks of ``rows``."""
     fn = ir.Function(module, parallel.KERNEL_TYPE, name=kernel_name(dtype))
     _Emitter(fn, np.dtype(dtype), lanes, rows, vectors).emit()
     return fn
@@ -136,10 +138,16 @@ class _Emitter:
             cols = b.sub(end, j0)
             with b.if_else(b.icmp_signed(">=", cols, self._const(self.width))) as (full, partial):
                 with full:
-                    self._column_block(j0, None)
+                    self._column_block(j0, self.vectors, None)
                 with partial:
-                    self._column_block(j0, [L.tail_mask(b, b.add(j0, self._const(v * self.lanes)), end, self.lanes)
-                                            for v in range(self.vectors)])
+                    # the last block of a range: as many vectors as its columns need (a thread's range
+                    # ends on any vector, so the team's shares are even), the last one masked
+                    needed = b.sdiv(b.add(cols, self._const(self.lanes - 1)), self._const(self.lanes))
+                    for vectors in range(1, self.vectors + 1):
+                        with b.if_then(b.icmp_signed("==", needed, self._const(vectors))):
+                            self._column_block(j0, vectors, [
+                                L.tail_mask(b, b.add(j0, self._const(v * self.lanes)), end, self.lanes)
+                                for v in range(vectors)])
             return []
         self._loop(begin, end, self.width, column_block, "cols")
         b.ret_void()
@@ -147,7 +155,7 @@ class _Emitter:
     def _min(self, x, y):
         return self.b.select(self.b.icmp_signed("<", x, y), x, y)
 
-    def _column_block(self, j0, masks):
+    def _column_block(self, j0, vectors: int, masks):
         b, d = self.b, self.d
 
         def rows_of_b(k0, _):
@@ -155,35 +163,36 @@ class _Emitter:
             # the first block starts from zero unless the product is added to ``out``
             fresh = b.and_(b.icmp_signed("==", k0, self._const(0)),
                            b.icmp_signed("==", d["accumulate"], self._const(0)))
-            self._pack(j0, k0, k1, masks)
+            self._pack(j0, k0, k1, vectors, masks)
             rows = self.rows
             self._loop(self._const(0), self.full_rows, rows,
-                       lambda i0, _: self._block(i0, j0, k0, k1, fresh, rows, masks) or [], "rows")
+                       lambda i0, _: self._block(i0, j0, k0, k1, fresh, rows, vectors, masks) or [], "rows")
             for tail in range(1, rows):
                 with b.if_then(b.icmp_signed("==", self.tail_rows, self._const(tail))):
-                    self._block(self.full_rows, j0, k0, k1, fresh, tail, masks)
+                    self._block(self.full_rows, j0, k0, k1, fresh, tail, vectors, masks)
             return []
         self._loop(self._const(0), d["k"], self.kc, rows_of_b, "kc")
 
-    def _pack(self, j0, k0, k1, masks):
-        """Copy rows ``[k0, k1)`` of the column block at ``j0`` of ``b`` to ``packed`` (lanes past the
-        last column zero)."""
+    def _pack(self, j0, k0, k1, vectors: int, masks):
+        """Copy rows ``[k0, k1)`` of the column block at ``j0`` (``vectors`` vectors) of ``b`` to
+        ``packed`` (lanes past the last column zero)."""
         b, d = self.b, self.d
-        b_cols = [self._at(self.bm, b.add(j0, self._const(v * self.lanes))) for v in range(self.vectors)]
+        b_cols = [self._at(self.bm, b.add(j0, self._const(v * self.lanes))) for v in range(vectors)]
 
         def row(p, _):
-            at = b.mul(b.sub(p, k0), self._const(self.vectors))
-            for v in range(self.vectors):
+            at = b.mul(b.sub(p, k0), self._const(vectors))
+            for v in range(vectors):
                 value = self._load(self._at(b_cols[v], b.mul(p, d["ldb"])), masks, v)
                 b.store(value, b.gep(self.packed, [b.add(at, self._const(v))], source_etype=self.vt), align=64)
             return []
         self._loop(k0, k1, 1, row, "pack")
 
-    def _block(self, i0, j0, k0, k1, fresh, rows, masks):
-        """Rows ``i0 .. i0 + rows`` by the column block at ``j0``, over the contraction ``[k0, k1)``."""
+    def _block(self, i0, j0, k0, k1, fresh, rows, vectors: int, masks):
+        """Rows ``i0 .. i0 + rows`` by the column block at ``j0`` (``vectors`` vectors), over the
+        contraction ``[k0, k1)``."""
         b, d, lanes = self.b, self.d, self.lanes
         ptrs = [[self._at(self.out, b.add(b.add(b.mul(b.add(i0, self._const(r)), d["n"]), j0), self._const(v * lanes)))
-                 for v in range(self.vectors)] for r in range(rows)]
+                 for v in range(vectors)] for r in range(rows)]
         zero_bb, load_bb, go_bb = (self.fn.append_basic_block(s) for s in ("acc.zero", "acc.load", "acc.go"))
         b.cbranch(fresh, zero_bb, load_bb)
         b.position_at_end(load_bb)
@@ -202,18 +211,18 @@ class _Emitter:
         a_rows = [self._at(self.a, b.mul(b.add(i0, self._const(r)), d["a_row"])) for r in range(rows)]
 
         def step(p, accs):
-            at = b.mul(b.sub(p, k0), self._const(self.vectors))
+            at = b.mul(b.sub(p, k0), self._const(vectors))
             bv = [b.load(b.gep(self.packed, [b.add(at, self._const(v))], source_etype=self.vt), typ=self.vt, align=64)
-                  for v in range(self.vectors)]
+                  for v in range(vectors)]
             new = []
             for r in range(rows):
                 x = L.splat(b, b.load(self._at(a_rows[r], p), typ=self.t), lanes)
-                new += [L.intrinsic(b, "llvm.fma", [x, bv[v], accs[r * self.vectors + v]]) for v in range(self.vectors)]
+                new += [L.intrinsic(b, "llvm.fma", [x, bv[v], accs[r * vectors + v]]) for v in range(vectors)]
             return new
         accs = self._loop(k0, k1, 1, step, "p", accs)
         for r in range(rows):
-            for v in range(self.vectors):
-                self._store(accs[r * self.vectors + v], ptrs[r][v], masks, v)
+            for v in range(vectors):
+                self._store(accs[r * vectors + v], ptrs[r][v], masks, v)
 
     def _load(self, ptr, masks, v):
         if masks is None:
@@ -310,9 +319,9 @@ class PanelKernels:
             a = np.ascontiguousarray(a)
         dims = np.array([m, n, k, a.strides[0] // item, b.strides[0] // item, int(beta == 1.0)], np.int64)
         slots = (ctypes.c_void_p * 4)(data_address(a), data_address(b), data_address(out), dims.ctypes.data)
-        width = self.vectors * self.lanes(dtype)
-        if threads > 1 and trampoline is not None and self.team.usable and n > width:
-            self.team.run(trampoline, kernel, slots, n, width, threads)
+        lanes = self.lanes(dtype)
+        if threads > 1 and trampoline is not None and self.team.usable and n > self.vectors * lanes:
+            self.team.run(trampoline, kernel, slots, n, lanes, threads)     # shares of whole vectors
         else:
             call(ctypes.addressof(slots), 0, n)
         if alpha != 1.0:
