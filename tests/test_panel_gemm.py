@@ -112,6 +112,21 @@ def test_random_products_against_float64(kernels, dtype, m, n, k, a_layout, ldb_
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
+def test_the_avx2_shaped_kernel(dtype):
+    """The blocking a CPU without AVX-512 gets (3 vectors of 32 bytes; compiled here for this CPU,
+    whose instructions include AVX2's): the same edges."""
+    narrow = panel_gemm.PanelKernels()
+    narrow.vector_bytes, narrow.vectors = 32, 3
+    mr, nr, kc = _blocks(narrow, np.dtype(dtype))
+    assert nr == 3 * 32 // np.dtype(dtype).itemsize
+    for seed, (m, n, k) in enumerate([(1, 1, 1), (mr + 1, nr - 1, kc + 1), (3 * mr + 2, 5 * nr + 3, 2 * kc + 5)]):
+        a, b, c = _rand((m, k), dtype, seed), _rand((k, n), dtype, seed + 1), _rand((m, n), dtype, seed + 2)
+        out = c.copy()
+        narrow.run(a, b, out, 1.0, 1.0, threads=2)
+        _check(out, c + a.astype(np.float64) @ b.astype(np.float64), k)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
 def test_accumulate_and_alpha(kernels, dtype):
     mr, nr, kc = _blocks(kernels, np.dtype(dtype))
     m, n, k = 2 * mr + 1, 2 * nr + 3, kc + 9
