@@ -135,12 +135,11 @@ _ODE_FRAC = 3.0
 _ODE_MAXTERMS = 200.0
 
 
-def taylor_step_end(S, Sd, k, dc, dn, x0, h):
-    """The bookkeeping of one Taylor term, shared by the Kummer (here) and Gauss (``_hyp2f1``)
-    integrations: with the new term d_{k+2} = ``dn`` added, (sum d, sum (j d_j), whether the step
-    has converged (two consecutive terms below eps/4 of |w| + |h w'|), the power-of-two exponent q
-    and scale 2^-q applied at its end, the scaled value w0, and the point reached, x0 + h once
-    converged: exact, as every h is a difference of two such points)."""
+def _taylor_step_end(S, Sd, k, dc, dn, x0, h):
+    """The bookkeeping of one Taylor term: with the new term d_{k+2} = ``dn`` added, (sum d,
+    sum (j d_j), whether the step has converged (two consecutive terms below eps/4 of |w| + |h w'|),
+    the power-of-two exponent q and scale 2^-q applied at its end, the scaled value w0, and the
+    point reached, x0 + h once converged: exact, as every h is a difference of two such points)."""
     S2 = S + dn
     Sd2 = Sd + (k + 2.0) * dn
     m = jnp.abs(S2) + jnp.abs(Sd2)
@@ -148,6 +147,32 @@ def taylor_step_end(S, Sd, k, dc, dn, x0, h):
     q = _where(conv, jnp.round(jnp.log2(m)), 0.0)
     sc = jnp.exp2(-q)
     return S2, Sd2, conv, q, sc, S2 * sc, _where(conv, x0 + h, x0)
+
+
+def taylor_ode(x, sgn, h0, d1, next_term, max_step):
+    """``(step, initial state)`` of a Taylor-step integration of a second-order linear equation from
+    0 (w = 1, h0 w' = ``d1``) to ``x`` (direction ``sgn``), one Taylor term per iteration: shared by
+    the Kummer (here) and Gauss (``_hyp2f1``) integrations, which differ in their coefficient
+    recurrence and step bound only.
+
+    ``next_term(x0, h, k, d_k, d_{k+1})`` is d_{k+2} (d_j = c_j h^j, the Taylor coefficients of the
+    step around x0); ``max_step(x1)`` bounds the next step from the point x1 reached. A converged
+    step rescales (w, h w') by a power of two (the exponent is carried) and forms the next step's
+    first two terms. State (x0, h, k, d_k, d_{k+1}, sum d, sum (j d_j), exponent); after arrival
+    (h = 0) it is a fixed point up to exact rescalings."""
+    def step(n, st):
+        x0, h, k, dp, dc, S, Sd, e = st
+        dn = next_term(x0, h, k, dp, dc)
+        S2, Sd2, conv, q, sc, w0, x1 = _taylor_step_end(S, Sd, k, dc, dn, x0, h)
+        # the step as the difference of two floats (exact: |h| <= |x1| / 3), so that the points
+        # reached are exactly the points the steps were taken to (a rounded x0 + h shifts the
+        # solution by eps |x0| per step: that error would grow with the steps like a phase error)
+        hn = (x1 + sgn * jnp.minimum(sgn * (x - x1), max_step(x1))) - x1
+        d1n = (Sd2 * sc) * (hn / _where(h == 0, 1.0, h))
+        return (x1, _where(conv, hn, h), _where(conv, 0.0, k + 1.0), _where(conv, w0, dc), _where(conv, d1n, dn),
+                _where(conv, w0 + d1n, S2), _where(conv, d1n, Sd2), e + q)
+    zero = jnp.zeros_like(x)
+    return step, (zero, h0, zero, jnp.ones_like(x), d1, 1.0 + d1, d1, zero)
 
 
 def _kummer_ode_group(a, b, x, active):
@@ -177,31 +202,24 @@ def _kummer_ode_group(a, b, x, active):
     h0 = sgn * jnp.minimum(jnp.abs(x), 0.5 * b / jnp.maximum(absa, b))
     d1 = a * h0 / b
 
-    def step(n, c):
-        x0, h, k, dp, dc, S, Sd, e = c
+    def next_term(x0, h, k, dp, dc):
         k1 = k + 1.0
         k2 = k + 2.0
         hdc = h * dc
         at0 = x0 == 0
         first = (a + k1) * hdc / ((b + k1) * k2)         # the power series at 0
         second = ((k + a) * (h * dp) * h - k1 * (k + (b - x0)) * hdc) / (_where(at0, 1.0, x0) * k2 * k1)
-        dn = _where(at0, first, second)
-        S2, Sd2, conv, q, sc, w0, x1 = taylor_step_end(S, Sd, k, dc, dn, x0, h)
+        return _where(at0, first, second)
+
+    def max_step(x1):
         ax1 = jnp.abs(x1)
         # |h| <= min(|x0| / FRAC, RHO / (|b - x0| / |x0| + sqrt(|a| / |x0|))) up to a factor 2
-        hm = ax1 / (_ODE_FRAC + (jnp.abs(b - x1) + jnp.sqrt(absa * ax1)) * (1.0 / _ODE_RHO))
-        # the step as the difference of two floats (exact: |h| <= |x1| / 3), so that the points
-        # reached are exactly the points the steps were taken to (a rounded x0 + h shifts the
-        # solution by eps |x0| per step: that error would grow with the steps like a phase error)
-        hn = (x1 + sgn * jnp.minimum(sgn * (x - x1), hm)) - x1
-        # after arrival (r = h = 0) the state is a fixed point up to exact rescalings: no freezing
-        d1n = (Sd2 * sc) * (hn / _where(h == 0, 1.0, h))
-        return (x1, _where(conv, hn, h), _where(conv, 0.0, k1), _where(conv, w0, dc), _where(conv, d1n, dn),
-                _where(conv, w0 + d1n, S2), _where(conv, d1n, Sd2), e + q)
+        return ax1 / (_ODE_FRAC + (jnp.abs(b - x1) + jnp.sqrt(absa * ax1)) * (1.0 / _ODE_RHO))
+    step, state = taylor_ode(x, sgn, h0, d1, next_term, max_step)
 
     def done(new):
         return ((new[0] == x) & (new[2] == 0.0)) | (new[2] > _ODE_MAXTERMS)
-    return step, done, (jnp.zeros_like(x), h0, jnp.zeros_like(x), jnp.ones_like(x), d1, 1.0 + d1, d1, jnp.zeros_like(x))
+    return step, done, state
 
 
 def _hyp1f1_value(a, b, x, aa, aa_lo, ls):

@@ -14,7 +14,7 @@ import tracejit.numpy as jnp
 from tracejit.ops.control_flow_functions import fori_loop, while_loop
 from tracejit.scipy import special as _sp
 from tracejit.scipy._common import expm1_ratio, finish, promote_args_inexact
-from tracejit.scipy._hyp1f1 import taylor_step_end
+from tracejit.scipy._hyp1f1 import taylor_ode
 from tracejit.transforms.api_ad import custom_jvp
 
 _PI = np.pi
@@ -164,8 +164,7 @@ def _gauss_ode_group(a, b, c, x, active):
     h0 = sgn * jnp.minimum(jnp.abs(h0), 0.5)
     d1 = -r * h0 / c
 
-    def step(n, st):
-        x0, h, k, dp, dc, S, Sd, e = st
+    def next_term(x0, h, k, dp, dc):
         k1 = k + 1.0
         k2 = k + 2.0
         hdc = h * dc
@@ -174,20 +173,17 @@ def _gauss_ode_group(a, b, c, x, active):
         p0 = _where(at0, 1.0, x0 * (1.0 - x0))
         second = -(((1.0 - 2.0 * x0) * k + (c + q1 * x0)) * k1 * hdc + (-k * (k - 1.0) + q1 * k + r) * (dp * (h * h))) \
             / (p0 * k2 * k1)
-        dn = _where(at0, first, second)
-        S2, Sd2, conv, qe, sc, w0, x1 = taylor_step_end(S, Sd, k, dc, dn, x0, h)
+        return _where(at0, first, second)
+
+    def max_step(x1):
         p1 = x1 * (1.0 - x1)
         dist = jnp.minimum(jnp.abs(x1), 1.0 - x1)
-        hm = jnp.minimum(dist / 3.0, 2.0 / (jnp.abs((c + q1 * x1) / p1) + jnp.sqrt(jnp.abs(r / p1))))
-        hn = (x1 + sgn * jnp.minimum(sgn * (x - x1), hm)) - x1
-        d1n = (Sd2 * sc) * (hn / _where(h == 0, 1.0, h))
-        return (x1, _where(conv, hn, h), _where(conv, 0.0, k1), _where(conv, w0, dc), _where(conv, d1n, dn),
-                _where(conv, w0 + d1n, S2), _where(conv, d1n, Sd2), e + qe)
+        return jnp.minimum(dist / 3.0, 2.0 / (jnp.abs((c + q1 * x1) / p1) + jnp.sqrt(jnp.abs(r / p1))))
+    step, state = taylor_ode(x, sgn, h0, d1, next_term, max_step)
 
     def done(n, new, old):
         return ~active | (new[0] == x) | (new[2] > 200.0)
-    zero = jnp.zeros_like(x)
-    return step, done, (zero, h0, zero, jnp.ones_like(x), d1, 1.0 + d1, d1, zero)
+    return step, done, state
 
 
 def _ode_value(st, x):
