@@ -288,9 +288,16 @@ class FakeGenerated(blas.NumpyBLAS):
     def serves(self, a, b, out, alpha=1.0, beta=0.0):
         return out.ndim == 2 and out.shape[0] <= 256
 
-    def gemm(self, a, b, out, alpha=1.0, beta=0.0):
-        self.served += self.serves(a, b, out, alpha, beta)
+    def run(self, a, b, out, alpha=1.0, beta=0.0):       # a product it serves (counted)
+        assert self.serves(a, b, out, alpha, beta)
+        self.served += 1
         super().gemm(a, b, out, alpha, beta)
+
+    def gemm(self, a, b, out, alpha=1.0, beta=0.0):
+        if self.serves(a, b, out, alpha, beta):
+            self.run(a, b, out, alpha, beta)
+        else:
+            super().gemm(a, b, out, alpha, beta)
 
 
 @pytest.fixture

@@ -407,10 +407,14 @@ class GeneratedBLAS:
         """Whether this product is computed by the generated code (not NumPy's fallback)."""
         return self.kernels.serves(a, b, out, alpha, beta)
 
+    def run(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float = 1.0, beta: float = 0.0) -> None:
+        """The generated product, on the kernels' thread count, for a product :meth:`serves`."""
+        self.kernels.run(a, b, out, alpha, beta, threads=self._num_threads())
+
     def gemm(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float = 1.0, beta: float = 0.0) -> None:
         """``out[...] = alpha * (a @ b) + beta * out``; ``beta`` is 0 or 1."""
         if self.kernels.serves(a, b, out, alpha, beta):
-            self.kernels.run(a, b, out, alpha, beta, threads=self._num_threads())
+            self.run(a, b, out, alpha, beta)
         else:
             _numpy_gemm(a, b, out, alpha, beta)
 
@@ -829,7 +833,7 @@ class AutoBLAS:
         key = (out.dtype, shape_class(m, n, a.shape[-1], nb))
         own = self._own.get(key)
         if own is not None and own.serves(a, b, out, alpha, beta):
-            own.gemm(a, b, out, alpha, beta)
+            own.run(a, b, out, alpha, beta)         # (checked once: not own.gemm)
         else:
             self._route.get(key, self._fallback).gemm(a, b, out, alpha, beta)
 

@@ -44,6 +44,7 @@ from llvmlite import ir
 from tracejit.backends.cpu import llvm_engine, object_cache, parallel
 from tracejit.backends.cpu import lowering as L
 from tracejit.backends.cpu.pointers import data_address
+from tracejit.backends.cpu.window import carried_loop
 
 I32, I64, PTR, VOID = ir.IntType(32), ir.IntType(64), ir.PointerType(), ir.VoidType()
 _FLOATS = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
@@ -98,29 +99,6 @@ class _Emitter:
     def _at(self, ptr, offset):
         return self.b.gep(ptr, [offset], source_etype=self.t)
 
-    def _loop(self, start, stop, step: int, body, name: str, carried=()):
-        """``for i in range(start, stop, step): carried = body(i, carried)`` with the index and the
-        carried values (vectors: the accumulators) in phis; returns the final carried values."""
-        b = self.b
-        pre = b.block
-        head, loop, done = (self.fn.append_basic_block(f"{name}.{s}") for s in ("head", "body", "done"))
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(I64, name=name)
-        i.add_incoming(start, pre)
-        phis = [b.phi(v.type) for v in carried]
-        for phi, v in zip(phis, carried):
-            phi.add_incoming(v, pre)
-        b.cbranch(b.icmp_signed("<", i, stop), loop, done)
-        b.position_at_end(loop)
-        new = body(i, phis)
-        for phi, v in zip(phis, new):
-            phi.add_incoming(v, b.block)
-        i.add_incoming(b.add(i, self._const(step)), b.block)
-        b.branch(head)
-        b.position_at_end(done)
-        return phis
-
     # ------------------------------------------------------------------ the product
     def emit(self):
         b = self.b
@@ -149,7 +127,7 @@ class _Emitter:
                                 L.tail_mask(b, b.add(j0, self._const(v * self.lanes)), end, self.lanes)
                                 for v in range(vectors)])
             return []
-        self._loop(begin, end, self.width, column_block, "cols")
+        carried_loop(self.b, begin, end, self.width, column_block, "cols")
         b.ret_void()
 
     def _min(self, x, y):
@@ -165,13 +143,13 @@ class _Emitter:
                            b.icmp_signed("==", d["accumulate"], self._const(0)))
             self._pack(j0, k0, k1, vectors, masks)
             rows = self.rows
-            self._loop(self._const(0), self.full_rows, rows,
+            carried_loop(self.b, self._const(0), self.full_rows, rows,
                        lambda i0, _: self._block(i0, j0, k0, k1, fresh, rows, vectors, masks) or [], "rows")
             for tail in range(1, rows):
                 with b.if_then(b.icmp_signed("==", self.tail_rows, self._const(tail))):
                     self._block(self.full_rows, j0, k0, k1, fresh, tail, vectors, masks)
             return []
-        self._loop(self._const(0), d["k"], self.kc, rows_of_b, "kc")
+        carried_loop(self.b, self._const(0), d["k"], self.kc, rows_of_b, "kc")
 
     def _pack(self, j0, k0, k1, vectors: int, masks):
         """Copy rows ``[k0, k1)`` of the column block at ``j0`` (``vectors`` vectors) of ``b`` to
@@ -185,7 +163,7 @@ class _Emitter:
                 value = self._load(self._at(b_cols[v], b.mul(p, d["ldb"])), masks, v)
                 b.store(value, b.gep(self.packed, [b.add(at, self._const(v))], source_etype=self.vt), align=64)
             return []
-        self._loop(k0, k1, 1, row, "pack")
+        carried_loop(self.b, k0, k1, 1, row, "pack")
 
     def _block(self, i0, j0, k0, k1, fresh, rows, vectors: int, masks):
         """Rows ``i0 .. i0 + rows`` by the column block at ``j0`` (``vectors`` vectors), over the
@@ -219,7 +197,7 @@ class _Emitter:
                 x = L.splat(b, b.load(self._at(a_rows[r], p), typ=self.t), lanes)
                 new += [L.intrinsic(b, "llvm.fma", [x, bv[v], accs[r * vectors + v]]) for v in range(vectors)]
             return new
-        accs = self._loop(k0, k1, 1, step, "p", accs)
+        accs = carried_loop(self.b, k0, k1, 1, step, "p", accs)
         for r in range(rows):
             for v in range(vectors):
                 self._store(accs[r * vectors + v], ptrs[r][v], masks, v)

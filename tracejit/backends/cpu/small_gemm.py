@@ -24,7 +24,7 @@ import numpy as np
 from llvmlite import ir
 
 from tracejit.backends.cpu import lowering as L
-from tracejit.backends.cpu.window import counted_loop
+from tracejit.backends.cpu.window import carried_loop, counted_loop
 
 I32, I64, PTR = ir.IntType(32), ir.IntType(64), ir.PointerType()
 _FLOATS = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
@@ -171,31 +171,17 @@ class _Emitter:
                 self._masked_store(value, ptr, masks[v])
 
     def _accumulating_loop(self, count: int, accs, body, name: str):
-        """``for i in range(count): accs = body(i, accs)`` with the accumulators in phis (registers)."""
-        b = self.b
-        pre = b.block
-        head = self.fn.append_basic_block(f"{name}.head")
-        loop = self.fn.append_basic_block(f"{name}.body")
-        done = self.fn.append_basic_block(f"{name}.done")
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(I64, name=name)
-        i.add_incoming(self._const(0), pre)
-        phis = [[b.phi(self.vt) for _ in row] for row in accs]
-        for row, start in zip(phis, accs):
-            for acc, value in zip(row, start):
-                acc.add_incoming(value, pre)
-        b.cbranch(b.icmp_signed("<", i, self._const(count)), loop, done)
-        b.position_at_end(loop)
-        new = body(i, phis)
-        end = b.block
-        for row, values in zip(phis, new):
-            for acc, value in zip(row, values):
-                acc.add_incoming(value, end)
-        i.add_incoming(b.add(i, self._const(1)), end)
-        b.branch(head)
-        b.position_at_end(done)
-        return phis
+        """``for i in range(count): accs = body(i, accs)`` with the accumulators (rows of vectors) in
+        phis (registers)."""
+        widths = [len(row) for row in accs]
+
+        def rows(flat):
+            at = [sum(widths[:r]) for r in range(len(widths))]
+            return [list(flat[s:s + w]) for s, w in zip(at, widths)]
+        flat = carried_loop(self.b, self._const(0), self._const(count), 1,
+                            lambda i, phis: [v for row in body(i, rows(phis)) for v in row], name,
+                            [v for row in accs for v in row])
+        return rows(flat)
 
     def _tap_loop(self, a, bm, i0, j0, rows, masks, accs):
         """``accs`` plus every tap's terms: a loop over the taps (their offsets from a constant table,

@@ -49,6 +49,31 @@ def counted_loop(b: ir.IRBuilder, count, body, name: str = "loop") -> None:
     b.position_at_end(done)
 
 
+def carried_loop(b: ir.IRBuilder, start, stop, step: int, body, name: str = "loop", carried=()) -> list:
+    """``for i in range(start, stop, step): carried = body(i, carried)`` at the builder's position,
+    the index and the carried values (a product's accumulators) in phis, so they stay in registers;
+    ``start``, ``stop``: i64 values. Returns the carried values after the loop."""
+    fn = b.function
+    pre = b.block
+    head, loop, done = (fn.append_basic_block(f"{name}.{part}") for part in ("head", "body", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I64, name=name)
+    i.add_incoming(start, pre)
+    phis = [b.phi(v.type) for v in carried]
+    for phi, v in zip(phis, carried):
+        phi.add_incoming(v, pre)
+    b.cbranch(b.icmp_signed("<", i, stop), loop, done)
+    b.position_at_end(loop)
+    new = body(i, phis)
+    for phi, v in zip(phis, new):
+        phi.add_incoming(v, b.block)
+    i.add_incoming(b.add(i, ir.Constant(I64, step)), b.block)
+    b.branch(head)
+    b.position_at_end(done)
+    return phis
+
+
 def _each_line(b: ir.IRBuilder, outer: int, inner: int, line) -> None:
     """``line(o, j)`` for every line along the axis of an ``(outer, n, inner)`` array."""
     counted_loop(b, outer, lambda o: counted_loop(b, inner, lambda j: line(o, j), "inner"), "outer")
