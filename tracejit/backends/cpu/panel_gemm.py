@@ -43,6 +43,7 @@ from llvmlite import ir
 
 from tracejit.backends.cpu import llvm_engine, object_cache, parallel
 from tracejit.backends.cpu import lowering as L
+from tracejit.backends.cpu.native import vector_bytes
 from tracejit.backends.cpu.pointers import data_address
 from tracejit.backends.cpu.window import carried_loop
 
@@ -223,10 +224,9 @@ class PanelKernels:
     cache) and their launch over the OpenMP team."""
 
     def __init__(self):
-        features = llvm_engine.host_cpu_features()
-        if "+fma" not in features:
+        if "+fma" not in llvm_engine.host_cpu_features():
             raise RuntimeError("no fused multiply-add on this CPU")
-        self.vector_bytes = 64 if "+avx512f" in features else 32
+        self.vector_bytes = vector_bytes()           # 64 with AVX-512, else 32 (FMA implies AVX)
         # 4 rows x 6 vectors: 24 accumulators of AVX-512's 32 registers; AVX2's 16 hold 4 x 3
         self.rows, self.vectors = 4, (6 if self.vector_bytes == 64 else 3)
         self.team = parallel.runtime()
