@@ -245,13 +245,18 @@ def _to_layout(a, canonical, spec):
     return np.ascontiguousarray(np.transpose(a, [canonical.index(ch) for ch in spec]))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_random_convolutions_and_cotangents(dtype, monkeypatch):
+@pytest.mark.parametrize("dtype, chunk_bytes", [(np.float32, None), (np.float64, None), (np.float32, 1),
+                                                (np.float64, 700)])
+def test_random_convolutions_and_cotangents(dtype, chunk_bytes, monkeypatch):
     # The class fuzzer of convolutions that read their windows in place: forward, kernel and input
     # cotangents under jit, random geometry and layouts, against float64 references (forward,
     # kernel cotangent) and the im2col form (input cotangent). CONV_WINDOWS_FUZZ_SEEDS=500 runs a
-    # campaign.
+    # campaign. ``chunk_bytes``: the kernel cotangent's chunks of output lines made small (one line
+    # each; a few lines, with shorter last chunks), as they are at real sizes.
     import os
+    from tracejit.backends.cpu import conv_gemm
+    if chunk_bytes is not None:
+        monkeypatch.setattr(conv_gemm, "WGRAD_CHUNK_BYTES", chunk_bytes)
     seeds = int(os.environ.get("CONV_WINDOWS_FUZZ_SEEDS", "14"))
     tol = 3e-5 if dtype == np.float32 else 1e-12
     taken = 0
@@ -295,6 +300,52 @@ def test_random_convolutions_and_cotangents(dtype, monkeypatch):
         assert np.allclose(got_dx, want_dx, rtol=tol * 10, atol=tol * 10 * (np.abs(want_dx).max() + 1)), \
             ("input cotangent", seed)
     assert taken >= seeds // 2        # (the others had an empty result: no product at all)
+
+
+@pytest.mark.parametrize("out_sizes, batch, chunk_bytes", [((5, 7, 3), 2, 2 * 3 * 4 * 4), ((9,), 7, 3 * 9 * 4 * 4),
+                                                             ((6, 4), 1, 1), ((6, 4), 3, 10 ** 6)])
+def test_kernel_cotangent_chunks_cover_every_line_once(out_sizes, batch, chunk_bytes, monkeypatch):
+    """Chunks are runs of lines in order, never across the second-to-last output axis (the batch in
+    1-D), at most ``WGRAD_CHUNK_BYTES`` of ``g`` unless one line is more; one or two layouts."""
+    from tracejit.backends.cpu import conv_gemm
+    monkeypatch.setattr(conv_gemm, "WGRAD_CHUNK_BYTES", chunk_bytes)
+    nsp = len(out_sizes)
+    conv = conv_gemm.ConvWeightGrad(np.dtype(np.float32), batch, tuple(s + 2 for s in out_sizes), 8, (3,) * nsp,
+                                    (1,) * nsp, (1,) * nsp, tuple(out_sizes), 4)
+    chunks = conv.chunks()
+    assert [line for first, n in chunks for line in range(first, first + n)] == list(range(conv.lines))
+    run = out_sizes[-2] if nsp > 1 else batch
+    line_bytes = out_sizes[-1] * 4 * 4
+    assert all(first // run == (first + n - 1) // run for first, n in chunks)
+    assert all(n * line_bytes <= max(chunk_bytes, line_bytes) for _, n in chunks)
+    starts = conv.line_starts()
+    layouts = {tuple(s - starts[first] for s in starts[first:first + n]) for first, n in chunks}
+    assert len(layouts) == (1 if run % max(1, min(run, chunk_bytes // line_bytes)) == 0 else 2)
+
+
+@pytest.mark.parametrize("x_shape, window, strides, dilation, out_features, lines_per_chunk", [
+    ((2, 9, 6, 19), (3, 3), (1, 1), (1, 1), 17, 3),       # runs of 7 lines: chunks of 3, 3 and 1
+    ((5, 11, 8), (3,), (2,), (1,), 5, 2),                 # 1-D: a run is the batch (5 lines)
+    ((1, 4, 9, 7, 9), (2, 3, 2), (1, 2, 1), (2, 1, 1), 16, 2),
+    ((3, 8, 8, 16), (3, 3), (1, 1), (1, 1), 40, 1)])
+def test_kernel_cotangent_in_chunks_matches_float64(x_shape, window, strides, dilation, out_features,
+                                                     lines_per_chunk, monkeypatch):
+    """The compiled kernel cotangent, its positions summed in chunks of a few lines (with a shorter
+    last chunk of a run), against the float64 sum over all positions."""
+    from tracejit.backends.cpu import conv_gemm
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    out_sizes = [(s - (k - 1) * d - 1) // st + 1 for s, k, st, d in zip(x_shape[1:-1], window, strides, dilation)]
+    g = rng.standard_normal((x_shape[0], *out_sizes, out_features)).astype(np.float32)
+    monkeypatch.setattr(conv_gemm, "WGRAD_CHUNK_BYTES", lines_per_chunk * out_sizes[-1] * out_features * 4)
+    fn = tracejit.jit(lambda a, b: conv_windows.conv_windows_wgrad(a, b, window, strides, dilation))
+    assert _plan_has_step(fn.lower(x, g).compile(), "conv_wgrad")
+    got = np.asarray(fn(x, g))
+    want, = conv_windows._wgrad_impl(x.astype(np.float64), g.astype(np.float64), window=window, strides=strides,
+                                     dilation=dilation)
+    scale, = conv_windows._wgrad_impl(np.abs(x).astype(np.float64), np.abs(g).astype(np.float64), window=window,
+                                      strides=strides, dilation=dilation)
+    assert np.all(np.abs(got - want) <= 1e-5 * (scale + 1))
 
 
 def test_empty_and_non_contiguous_operands(monkeypatch):
