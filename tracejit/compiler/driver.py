@@ -26,7 +26,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from tracejit.compiler.blas_epilogues import fold_axpy_into_products
+from tracejit.compiler.blas_epilogues import fold_axpy_into_products, fold_epilogues_into_products
 from tracejit.compiler.check_plan import check_plan
 from tracejit.compiler.fusion import Planner, merge_kernels, prune_dead_stores
 from tracejit.compiler.memory import donated_temporaries, donation_pairs, plan_memory
@@ -105,8 +105,12 @@ def prune(c: Optimized, target) -> None:
 
 @_plan_stage
 def blas_epilogues(c: Optimized, target) -> None:
-    """``c + alpha * (a @ b)`` folded into the product (BLAS's beta = 1)."""
+    """``c + alpha * (a @ b)`` folded into the product (BLAS's beta = 1), then other elementwise
+    functions of a product (bias, activation, residual) made its epilogue."""
+    from tracejit.config import env_flag
     fold_axpy_into_products(c.plan)
+    if env_flag("TRACEJIT_GEMM_EPILOGUES", True):      # (=0: products store, kernels read back; to compare)
+        fold_epilogues_into_products(c.plan)
 
 
 @_plan_stage

@@ -43,11 +43,16 @@ class DotStep:
     rhs_perm: tuple
     dimension_numbers: tuple
     accumulate: tuple = None   # (buffer c, alpha): out = c + alpha * (lhs . rhs), BLAS's beta = 1
+    # A one-phase elementwise Kernel over ``out``'s shape that reads the product as ``load(out)`` at
+    # the element it writes, and other buffers (a bias, a residual): ``out = f(lhs . rhs, ...)``,
+    # applied as each block of the product is stored (blas_epilogues.fold_epilogues_into_products).
+    epilogue: Kernel = None
 
     def describe(self) -> str:
         acc = f", accumulated into b{self.accumulate[0]} with alpha {self.accumulate[1]:g}" if self.accumulate else ""
+        epilogue = f", epilogue b{self.out} = {self.epilogue.phases[0].exprs[0]!r}" if self.epilogue else ""
         return (f"blas dot_general -> b{self.out} (lhs b{self.lhs} perm {self.lhs_perm}, "
-                f"rhs b{self.rhs} perm {self.rhs_perm}){acc}")
+                f"rhs b{self.rhs} perm {self.rhs_perm}){acc}{epilogue}")
 
 
 @dataclass
@@ -194,7 +199,9 @@ def step_reads(step) -> list:
     if isinstance(step, Kernel):
         return sorted({n.buffer for n in step.loads()})
     if isinstance(step, DotStep):
-        return [step.lhs, step.rhs] + ([step.accumulate[0]] if step.accumulate else [])
+        epilogue = [] if step.epilogue is None else [b for b in dict.fromkeys(n.buffer for n in step.epilogue.loads())
+                                                     if b != step.out]
+        return [step.lhs, step.rhs] + ([step.accumulate[0]] if step.accumulate else []) + epilogue
     if isinstance(step, WindowStep):
         return step.reads()
     return [b for b in step.inputs if isinstance(b, int)]

@@ -62,8 +62,10 @@ class CPUBackend:
         prime_in_background([pool for bid, pool in pools.items() if bid in native])
         module = llvm_engine.new_module(f"tracejit_{name}")
         vb = vector_bytes()
+        # (a product's epilogue is a kernel of its own where the product is a library call from Python)
+        epilogues = [s.epilogue for s in plan.steps if isinstance(s, DotStep) and s.epilogue is not None]
         emitters = [(k, native_emitter(module, k, plan.buffers, vb), f"{_symbol(name)}_k{i}")
-                    for i, k in enumerate(native_steps(plan))]
+                    for i, k in enumerate(native_steps(plan) + epilogues)]
         modules = spread_over_modules([em for _, em, _ in emitters], module, name)
         codegen_ms = [0.0]
         team = parallel.runtime()      # loaded (and its symbols registered) before any object code

@@ -169,7 +169,7 @@ def emit_entry(module, plan, offsets, layout: EntryLayout, emitters, fn_names) -
             out = address(step.out)
             if call.accumulate_from is not None:    # out = c + alpha * (a @ b): beta = 1 on a copy of c
                 memmove(b, out, address(call.accumulate_from), bufs[step.out].nbytes)
-            native_blas.emit_gemm(b, call, address(step.lhs), address(step.rhs), out)
+            native_blas.emit_gemm(b, call, address(step.lhs), address(step.rhs), out, address)
             continue
         if isinstance(step, (Kernel, WindowStep)):
             em = emitters[id(step)]

@@ -297,7 +297,7 @@ class _Frame:
                 out = self.address(step.out)
                 if call.accumulate_from is not None:      # out = c + alpha * (a @ b): BLAS's beta = 1 on a copy of c
                     memmove(builder, out, self.address(call.accumulate_from), self.sub.plan.buffers[step.out].nbytes)
-                native_blas.emit_gemm(builder, call, self.address(step.lhs), self.address(step.rhs), out)
+                native_blas.emit_gemm(builder, call, self.address(step.lhs), self.address(step.rhs), out, self.address)
                 continue
             em, (name, granule) = what, how
             kfn = drv.fn.module.globals[name]

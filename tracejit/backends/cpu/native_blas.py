@@ -13,6 +13,7 @@ the loop on the host.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -21,6 +22,7 @@ from llvmlite import ir
 
 from tracejit.config import env_flag
 from tracejit.backends.cpu import blas, llvm_engine, small_gemm
+from tracejit.backends.cpu.gemm_epilogue import EpilogueEmitter, epilogue_key
 from tracejit.backends.cpu.native import vector_bytes
 from tracejit.backends.cpu.window import counted_loop
 from tracejit.compiler.plan import DotStep, base_buffer
@@ -56,6 +58,8 @@ class GemmCall:
     stride_a: int = 0               # elements between consecutive matrices of each operand
     stride_b: int = 0
     own: small_gemm.SmallGemm | None = None     # generated here instead of calling ``symbol``
+    epilogue: object = None         # the step's epilogue kernel (DotStep.epilogue), applied to ``out``
+    buffers: list = None            # the plan's buffers (what the epilogue's loads index)
 
 
 def _matrix(shape, perm, contracted):
@@ -105,16 +109,17 @@ def gemm_call(step: DotStep, bufs) -> GemmCall:
         beta = 1.0
         if base_buffer(bufs, c) != base_buffer(bufs, step.out):
             source = c
-    own = _own_gemm(dtype, m, n, k, ta, lda, tb, ldb, float(alpha), beta, batch, stride_a, stride_b)
+    own = _own_gemm(dtype, m, n, k, ta, lda, tb, ldb, float(alpha), beta, batch, stride_a, stride_b,
+                    epilogue_key(step.epilogue) if step.epilogue is not None else "")
     found = blas.native_symbol(dtype, m, n, k) if own is None else ("", False)
     if found is None:
         raise NotImplementedError("body needs a BLAS product whose provider has no C entry point (NumPy)")
     symbol, int64 = found
     return GemmCall(symbol, int64, dtype, m, n, k, ta, lda, tb, ldb, float(alpha), beta, source,
-                    batch, stride_a, stride_b, own)
+                    batch, stride_a, stride_b, own, step.epilogue, bufs)
 
 
-def _own_gemm(dtype, m, n, k, ta, lda, tb, ldb, alpha, beta, batch, stride_a, stride_b):
+def _own_gemm(dtype, m, n, k, ta, lda, tb, ldb, alpha, beta, batch, stride_a, stride_b, epilogue):
     """The generated product (``small_gemm``) for a small real product whose right operand's rows
     are contiguous, on a CPU with fused multiply-add; None where BLAS serves it."""
     if (dtype not in _FLOATS or tb != blas.NO_TRANS or m * n * k > OWN_GEMM_MACS or k > OWN_GEMM_MAX_K
@@ -122,15 +127,34 @@ def _own_gemm(dtype, m, n, k, ta, lda, tb, ldb, alpha, beta, batch, stride_a, st
         return None
     a_row, a_col = (lda, 1) if ta == blas.NO_TRANS else (1, lda)
     return small_gemm.SmallGemm(np.dtype(dtype), m, n, k, a_row, a_col, ldb, alpha, beta == 1.0, batch,
-                                stride_a, stride_b)
+                                stride_a, stride_b, epilogue=epilogue)
 
 
-def emit_gemm(b: ir.IRBuilder, call: GemmCall, a, b_ptr, out) -> None:
+def emit_gemm(b: ir.IRBuilder, call: GemmCall, a, b_ptr, out, address=None) -> None:
     """Emit the call, one per matrix of a batch (``out`` already holds the accumulated value when
-    ``beta`` is 1)."""
+    ``beta`` is 1), and the step's epilogue; ``address(buffer id)``: the address of a buffer the
+    epilogue reads. Generated code applies the epilogue to each block of results before storing it;
+    after a library's product it runs over ``out``."""
     module = b.module
-    if call.own is not None:
-        b.call(small_gemm.function(module, call.own, vector_bytes() // call.dtype.itemsize), [a, b_ptr, out])
+    lanes = vector_bytes() // call.dtype.itemsize
+    epilogue = EpilogueEmitter(module, call.epilogue, call.buffers, lanes) if call.epilogue is not None else None
+    if call.own is not None and (epilogue is None or epilogue.vectorizes):
+        inputs = [address(x) for x in epilogue.inputs] if epilogue is not None else []
+        b.call(small_gemm.function(module, call.own, lanes, epilogue), [a, b_ptr, out] + inputs)
+        return
+    own = dataclasses.replace(call.own, epilogue="") if call.own is not None else None
+    _emit_product(b, call, own, a, b_ptr, out, lanes)
+    if epilogue is not None:
+        bases = {x: address(x) for x in epilogue.inputs}
+        bases[epilogue.out] = out
+        epilogue.apply_in_place(b, bases, call.batch * call.m)
+
+
+def _emit_product(b: ir.IRBuilder, call: GemmCall, own, a, b_ptr, out, lanes: int) -> None:
+    """The product alone: generated code (``own``) or the provider's ``?gemm``."""
+    module = b.module
+    if own is not None:
+        b.call(small_gemm.function(module, own, lanes), [a, b_ptr, out])
         return
     it = I64 if call.int64 else I32
     if call.dtype in _FLOATS:

@@ -304,6 +304,10 @@ def program_fingerprint(program, plan=None) -> str:
             elif isinstance(s, DotStep):
                 h.update(f"\ndot {s.out} {s.lhs} {s.rhs} {s.lhs_perm} {s.rhs_perm} {s.dimension_numbers} "
                          f"{s.accumulate}".encode())
+                if s.epilogue is not None:
+                    h.update(("\n" + s.epilogue.describe()).encode())
+                    for n in s.epilogue.loads():
+                        h.update(f"\nload b{n.buffer} {n.map}".encode())
             elif isinstance(s, WindowStep):
                 h.update(("\n" + s.describe()).encode())
                 for n in s.fused.loads() if s.fused is not None else ():

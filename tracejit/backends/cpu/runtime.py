@@ -427,6 +427,9 @@ class CPUExecutable:
         for step in plan.steps:
             if isinstance(step, (Kernel, WindowStep)):
                 self._steps.append(launch_of[id(step)])
+            elif isinstance(step, DotStep) and step.epilogue is not None:
+                self._steps.append(lambda env, s=step, epilogue=launch_of[id(step.epilogue)]: (run_dot(s, env),
+                                                                                          epilogue(env)))
             elif isinstance(step, DotStep):
                 self._steps.append(lambda env, s=step: run_dot(s, env))
             else:

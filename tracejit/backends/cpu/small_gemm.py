@@ -48,7 +48,11 @@ class SmallGemm:
 
     ``taps``: the contraction is the sum over taps ``(a_offset, b_row)`` of ``k`` terms each, ``a``
     read from ``a + a_offset`` and ``b`` from its row ``b_row`` on: a convolution's taps, whose
-    windows of its input overlap, so no im2col matrix is stored (``conv_gemm``)."""
+    windows of its input overlap, so no im2col matrix is stored (``conv_gemm``).
+
+    ``epilogue``: the key (``gemm_epilogue.epilogue_key``) of an epilogue applied to each block of
+    results before it is stored (the function then takes the epilogue's inputs' addresses after
+    ``out``)."""
 
     dtype: np.dtype
     m: int
@@ -63,6 +67,7 @@ class SmallGemm:
     stride_a: int = 0
     stride_b: int = 0
     taps: tuple = ((0, 0),)
+    epilogue: str = ""
 
     @property
     def name(self) -> str:
@@ -70,30 +75,32 @@ class SmallGemm:
         taps = "" if d.taps == ((0, 0),) else "_taps" + hashlib.sha1(repr(d.taps).encode()).hexdigest()[:12]
         return (f"tracejit_small_gemm_{d.dtype.name}_{d.m}x{d.n}x{d.k}_{d.a_row}_{d.a_col}_{d.ldb}_"
                 f"{'acc' if d.accumulate else 'set'}{float(d.alpha)!r}_{d.batch}_{d.stride_a}_{d.stride_b}{taps}"
-                ).replace(".", "p").replace("-", "m")
+                f"{'_epilogue' + d.epilogue if d.epilogue else ''}").replace(".", "p").replace("-", "m")
 
 
-def function(module: ir.Module, g: SmallGemm, lanes: int) -> ir.Function:
-    """The product as ``void name(a, b, out)`` in ``module`` (defined once per ``g``), vectors of
-    ``lanes`` elements."""
+def function(module: ir.Module, g: SmallGemm, lanes: int, epilogue=None) -> ir.Function:
+    """The product as ``void name(a, b, out, *inputs)`` in ``module`` (defined once per ``g``), vectors
+    of ``lanes`` elements; ``epilogue``: a ``gemm_epilogue.EpilogueEmitter`` (``g.epilogue`` its key)
+    whose ``inputs`` are the addresses after ``out``."""
     fn = module.globals.get(g.name)
     if fn is not None:
         return fn
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR]), name=g.name)
+    extra = len(epilogue.inputs) if epilogue is not None else 0
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * (3 + extra)), name=g.name)
     fn.linkage = "internal"
     if g.taps != ((0, 0),):
         # (a convolution's product is called per output line from every step of its geometry:
         # one body per module, not one inlined copy per step)
         fn.attributes.add("noinline")
-    for arg in fn.args:
-        arg.add_attribute("noalias")
-    _Emitter(fn, g, lanes).emit()
+    for arg in fn.args[:3]:
+        arg.add_attribute("noalias")    # (an epilogue's inputs may be one buffer twice, never the product)
+    _Emitter(fn, g, lanes, epilogue).emit()
     return fn
 
 
 class _Emitter:
-    def __init__(self, fn, g: SmallGemm, lanes: int):
-        self.fn, self.g, self.lanes = fn, g, lanes
+    def __init__(self, fn, g: SmallGemm, lanes: int, epilogue=None):
+        self.fn, self.g, self.lanes, self.epilogue = fn, g, lanes, epilogue
         self.t = _FLOATS[g.dtype]
         self.vt = ir.VectorType(self.t, lanes)
         self.b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -123,16 +130,22 @@ class _Emitter:
     # ------------------------------------------------------------------ the product
     def emit(self):
         g, b = self.g, self.b
-        a, bm, out = self.fn.args
+        a, bm, out = self.fn.args[:3]
+        if self.epilogue is not None:
+            self.bases = dict(zip(self.epilogue.inputs, self.fn.args[3:]))
+            self.bases[self.epilogue.out] = out
         if g.batch == 1:
-            self._matrix(a, bm, out)
+            self._matrix(a, bm, out, self._const(0))
         else:
             counted_loop(b, g.batch, lambda q: self._matrix(self._at(a, b.mul(q, self._const(g.stride_a))),
                                                             self._at(bm, b.mul(q, self._const(g.stride_b))),
-                                                            self._at(out, b.mul(q, self._const(g.m * g.n)))), "batch")
+                                                            self._at(out, b.mul(q, self._const(g.m * g.n))),
+                                                            b.mul(q, self._const(g.m))), "batch")
         self.b.ret_void()
 
-    def _matrix(self, a, bm, out):
+    def _matrix(self, a, bm, out, first_row):
+        """One matrix of the batch; ``first_row``: its first row's index in the whole result (what an
+        epilogue's other operands are indexed by)."""
         g, b, lanes = self.g, self.b, self.lanes
         width = 2 * lanes
         mr = row_block(g.m)
@@ -143,14 +156,14 @@ class _Emitter:
             masks = [self._mask(j0), self._mask(b.add(j0, self._const(lanes)))]
             if full_rows:
                 counted_loop(b, full_rows, lambda ib: self._block(a, bm, out, b.mul(ib, self._const(mr)), j0, mr,
-                                                                   masks), "rows")
+                                                                   masks, first_row), "rows")
             if tail_rows:
-                self._block(a, bm, out, self._const(full_rows * mr), j0, tail_rows, masks)
+                self._block(a, bm, out, self._const(full_rows * mr), j0, tail_rows, masks, first_row)
         counted_loop(b, -(-g.n // width), column_block, "cols")
 
-    def _block(self, a, bm, out, i0, j0, rows, masks):
+    def _block(self, a, bm, out, i0, j0, rows, masks, first_row):
         """``rows`` rows from ``i0`` by two vectors of columns from ``j0``, accumulated in registers
-        over each tap's contraction in turn."""
+        over each tap's contraction in turn, then stored (through the epilogue, if any)."""
         g, b = self.g, self.b
         zero = ir.Constant(self.vt, None)
         accs = [[zero, zero] for _ in range(rows)]
@@ -168,6 +181,10 @@ class _Emitter:
                     value = self._fma(alpha, value, self._masked_load(ptr, masks[v]))
                 elif g.alpha != 1.0:
                     value = b.fmul(alpha, value)
+                if self.epilogue is not None:
+                    flat = b.add(b.mul(b.add(first_row, b.add(i0, self._const(r))), self._const(g.n)),
+                                 b.add(j0, self._const(v * self.lanes)))
+                    value = self.epilogue.value(b, self.bases, value, flat, masks[v])
                 self._masked_store(value, ptr, masks[v])
 
     def _accumulating_loop(self, count: int, accs, body, name: str):
