@@ -22,9 +22,11 @@ from tracejit.backends.cpu.window import counted_loop
 I64 = ir.IntType(64)
 
 
-def epilogue_key(kernel: Kernel) -> str:
-    """A short name for the epilogue's code (its expression and every load's index map)."""
-    text = kernel.describe() + "".join(f"\nload b{n.buffer} {n.map}" for n in kernel.loads())
+def epilogue_key(kernel: Kernel, buffers) -> str:
+    """A short name for the epilogue's code: its expression, and every load's index map and buffer
+    (shape and dtype: the strides it is addressed with)."""
+    text = kernel.describe() + "".join(f"\nload b{n.buffer} {n.map} {buffers[n.buffer].shape} "
+                                       f"{buffers[n.buffer].dtype.str}" for n in kernel.loads())
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 

@@ -110,7 +110,7 @@ def gemm_call(step: DotStep, bufs) -> GemmCall:
         if base_buffer(bufs, c) != base_buffer(bufs, step.out):
             source = c
     own = _own_gemm(dtype, m, n, k, ta, lda, tb, ldb, float(alpha), beta, batch, stride_a, stride_b,
-                    epilogue_key(step.epilogue) if step.epilogue is not None else "")
+                    epilogue_key(step.epilogue, bufs) if step.epilogue is not None else "")
     found = blas.native_symbol(dtype, m, n, k) if own is None else ("", False)
     if found is None:
         raise NotImplementedError("body needs a BLAS product whose provider has no C entry point (NumPy)")

@@ -182,8 +182,13 @@ class _Emitter:
                 elif g.alpha != 1.0:
                     value = b.fmul(alpha, value)
                 if self.epilogue is not None:
-                    flat = b.add(b.mul(b.add(first_row, b.add(i0, self._const(r))), self._const(g.n)),
-                                 b.add(j0, self._const(v * self.lanes)))
+                    # A vector whose lanes are all past the last column (the second of the last block)
+                    # is addressed at the block's first column: the epilogue's per-row loads (a row's
+                    # scale) must not read the next row's, past the end on the last row.
+                    col = b.add(j0, self._const(v * self.lanes))
+                    if v:
+                        col = b.select(b.icmp_signed("<", col, self._const(g.n)), col, j0)
+                    flat = b.add(b.mul(b.add(first_row, b.add(i0, self._const(r))), self._const(g.n)), col)
                     value = self.epilogue.value(b, self.bases, value, flat, masks[v])
                 self._masked_store(value, ptr, masks[v])
 
