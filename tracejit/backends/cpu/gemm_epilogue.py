@@ -19,7 +19,7 @@ from tracejit.backends.cpu import lowering as L
 from tracejit.backends.cpu.codegen import KernelEmitter
 from tracejit.backends.cpu.window import counted_loop
 
-I64 = ir.IntType(64)
+I64, PTR = ir.IntType(64), ir.PointerType()
 
 
 def epilogue_key(kernel: Kernel, buffers) -> str:
@@ -38,6 +38,7 @@ class EpilogueEmitter:
 
     def __init__(self, module: ir.Module, kernel: Kernel, buffers, vector_lanes: int):
         self.kernel = kernel
+        self.key = epilogue_key(kernel, buffers)
         self.expr = kernel.phases[0].exprs[0]
         self.out = kernel.phases[0].outputs[0]
         self.columns = buffers[self.out].shape[-1]
@@ -76,7 +77,20 @@ class EpilogueEmitter:
             em.mask = None
 
     def apply_in_place(self, b: ir.IRBuilder, bases: dict, rows: int) -> None:
-        """The epilogue over ``rows`` rows of the product already stored at ``bases[out]``."""
+        """The epilogue over ``rows`` rows of the product already stored at ``bases[out]``: a call of
+        a function of the module (defined once), whose pointer arguments are opaque whatever the
+        caller's are (an arena's ``[n x i8]*``)."""
+        name = f"tracejit_gemm_epilogue_{self.key}_{rows}"
+        fn = b.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(b.module, ir.FunctionType(ir.VoidType(), [PTR] * (1 + len(self.inputs))), name=name)
+            fn.linkage = "internal"
+            self._emit_apply(fn, rows)
+        b.call(fn, [bases[self.out]] + [bases[x] for x in self.inputs])
+
+    def _emit_apply(self, fn: ir.Function, rows: int) -> None:
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        bases = dict(zip([self.out] + self.inputs, fn.args))
         em, lanes, n = self.em, self.lanes, self.columns
 
         def row(r):
@@ -95,3 +109,4 @@ class EpilogueEmitter:
                 em.mask = None
             counted_loop(b, -(-n // lanes), block, "epilogue_cols")
         counted_loop(b, rows, row, "epilogue_rows")
+        b.ret_void()
