@@ -3,7 +3,7 @@ forward+backward, float32: tracejit jit vs NumPy eager vs JAX jit (when installe
 import numpy as np
 
 import tracejit
-from benchmarks.common import block, header, jax_cpu, median_time, row
+from benchmarks.common import block, header, jax_cpu, median_time, paired_line, paired_times, row
 
 D, H, T, B = 768, 12, 128, 4
 
@@ -62,9 +62,9 @@ def main():
         jf = jax.jit(lambda p, x: layer(p, x, jnp_))
         jp, jx = [jax.device_put(p) for p in params], jax.device_put(x)
         block(jf(jp, jx))
-        t_jax = median_time(lambda: block(jf(jp, jx)), repeat=5)
+        (_, t_jax), ratios = paired_times([lambda: fwd(params, x), lambda: block(jf(jp, jx))])
         print(row("jax jit", t_jax, t_np, "vs numpy"))
-        print(f"  => tracejit vs jax: {t_jax / t_tj:.2f}x faster")
+        print(paired_line("jax", ratios))
 
     header(f"GPT-2 layer forward+backward, x[{B},{T},{D}] f32")
     bwd = tracejit.jit(tracejit.grad(loss))
@@ -74,9 +74,9 @@ def main():
     if jax is not None:
         jg = jax.jit(jax.grad(lambda p, x: loss(p, x, jnp_)))
         block(jg(jp, jx))
-        t_jax = median_time(lambda: block(jg(jp, jx)), repeat=5)
+        (_, t_jax), ratios = paired_times([lambda: bwd(params, x), lambda: block(jg(jp, jx))])
         print(row("jax jit(grad)", t_jax))
-        print(f"  => tracejit vs jax: {t_jax / t_tj:.2f}x faster")
+        print(paired_line("jax", ratios))
 
 
 if __name__ == "__main__":

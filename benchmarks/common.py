@@ -49,6 +49,38 @@ def median_time(fn, *, repeat: int = 7, warmup: int = 1, min_time: float = 0.0, 
     return statistics.median(times)
 
 
+def paired_times(fns, *, rounds: int = 5, repeat: int = 3) -> tuple:
+    """Medians of ``fns`` (callables) timed in turn, ``rounds`` times over: ``(medians, ratios)`` where
+    ``medians[i]`` is the median over rounds of ``fns[i]``'s per-round median of ``repeat`` calls, and
+    ``ratios`` each round's ``fns[1]`` time over ``fns[0]``'s.
+
+    Measured one after the other, a peer can land in a slow minute of a shared machine and the other
+    not (the same MLP gave 0.60x and 1.37x JAX's speed in two runs): alternating puts both in the same
+    minutes, and the per-round ratios show how much the machine moved. Each turn starts after the
+    same pause as :func:`median_time` (the previous peer's idle threads stop spinning).
+    """
+    per_round = [[] for _ in fns]
+    for fn in fns:
+        fn()                                            # warm-up
+    for _ in range(rounds):
+        for k, fn in enumerate(fns):
+            time.sleep(SETTLE_SECONDS)
+            times = []
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - t0)
+            per_round[k].append(statistics.median(times))
+    ratios = [b / a for a, b in zip(per_round[0], per_round[1])] if len(fns) > 1 else []
+    return [statistics.median(r) for r in per_round], ratios
+
+
+def paired_line(what: str, ratios) -> str:
+    """``=> tracejit vs <what>: median ratio (the rounds' range)``."""
+    return (f"  => tracejit vs {what}: {statistics.median(ratios):.2f}x its speed "
+            f"(alternating rounds: {min(ratios):.2f}-{max(ratios):.2f}x)")
+
+
 def first_call_time(make_and_call) -> float:
     t0 = time.perf_counter()
     make_and_call()
