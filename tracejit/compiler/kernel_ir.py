@@ -145,6 +145,12 @@ class Kernel:
         return "\n".join(lines)
 
 
+def exact_text(kernel: Kernel) -> str:
+    """``kernel.describe()`` and every load's index map (which describe() omits): what identifies the
+    kernel's code, for cache keys."""
+    return kernel.describe() + "".join(f"\nload b{n.buffer} {n.map}" for n in kernel.loads())
+
+
 def walk(exprs) -> list:
     """Every node reachable from ``exprs``, each once (expression DAGs share nodes)."""
     out, stack, seen = [], list(exprs), set()

@@ -21,7 +21,7 @@ import numpy as np
 from llvmlite import ir
 
 from tracejit.backends.cpu import lowering as L, small_gemm
-from tracejit.backends.cpu.window import counted_loop, zero_bytes
+from tracejit.backends.cpu.window import counted_loop
 
 I64, PTR, VOID = ir.IntType(64), ir.PointerType(), ir.VoidType()
 
@@ -187,15 +187,15 @@ def emit_weight_grad(module: ir.Module, conv: ConvWeightGrad, lanes: int, name: 
     tail = c - (blocks - 1) * rows
     starts = conv.line_starts()
     chunks = conv.chunks()
-    layouts = list(dict.fromkeys(tuple(s - starts[first] for s in starts[first:first + n]) for first, n in chunks))
+    # each chunk's lines' starts from its first line's: at most two distinct layouts
+    chunk_layouts = [tuple(s - starts[first] for s in starts[first:first + n]) for first, n in chunks]
+    layouts = list(dict.fromkeys(chunk_layouts))
     # fns[2 * layout + 1]: a unit over the last feature block (fewer rows) on that layout of chunk
     fns = [small_gemm.function(module, conv.block_product(r, lay), lanes) for lay in layouts for r in (rows, tail)]
     offsets = L.i64_table(module, f"{name}_tap_offsets", conv.tap_offsets())
     x_at = L.i64_table(module, f"{name}_chunk_x", [starts[first] for first, _ in chunks])
     g_at = L.i64_table(module, f"{name}_chunk_g", [first * conv.out_sizes[-1] * f for first, _ in chunks])
-    kind = L.i64_table(module, f"{name}_chunk_layout",
-                       [2 * layouts.index(tuple(s - starts[first] for s in starts[first:first + n]))
-                        for first, n in chunks])
+    kind = L.i64_table(module, f"{name}_chunk_layout", [2 * layouts.index(lay) for lay in chunk_layouts])
 
     def unit_at(u):
         """``(tap, first feature of the block, whether it is the short last block)``."""
@@ -211,7 +211,7 @@ def emit_weight_grad(module: ir.Module, conv: ConvWeightGrad, lanes: int, name: 
     def clear(u):
         tap, first, is_tail = unit_at(u)
         nbytes = b.select(is_tail, ir.Constant(I64, tail * f * item), ir.Constant(I64, rows * f * item))
-        zero_bytes(b, dw_at(tap, first), nbytes)
+        L.zero_bytes(b, dw_at(tap, first), nbytes)
 
     def chunk(k):
         x_k = b.gep(x, [L.load_i64(b, x_at, k)], source_etype=elem)

@@ -14,7 +14,7 @@ import hashlib
 
 from llvmlite import ir
 
-from tracejit.compiler.kernel_ir import Kernel, walk
+from tracejit.compiler.kernel_ir import Kernel, exact_text, walk
 from tracejit.backends.cpu import lowering as L
 from tracejit.backends.cpu.codegen import KernelEmitter
 from tracejit.backends.cpu.window import counted_loop
@@ -25,8 +25,8 @@ I64, PTR = ir.IntType(64), ir.PointerType()
 def epilogue_key(kernel: Kernel, buffers) -> str:
     """A short name for the epilogue's code: its expression, and every load's index map and buffer
     (shape and dtype: the strides it is addressed with)."""
-    text = kernel.describe() + "".join(f"\nload b{n.buffer} {n.map} {buffers[n.buffer].shape} "
-                                       f"{buffers[n.buffer].dtype.str}" for n in kernel.loads())
+    text = exact_text(kernel) + "".join(f"\nb{b} {buffers[b].shape} {buffers[b].dtype.str}"
+                                        for b in sorted({n.buffer for n in kernel.loads()}))
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
@@ -37,7 +37,6 @@ class EpilogueEmitter:
     reads besides the product, in the order a generated product takes their addresses."""
 
     def __init__(self, module: ir.Module, kernel: Kernel, buffers, vector_lanes: int):
-        self.kernel = kernel
         self.key = epilogue_key(kernel, buffers)
         self.expr = kernel.phases[0].exprs[0]
         self.out = kernel.phases[0].outputs[0]
@@ -70,11 +69,11 @@ class EpilogueEmitter:
         em.b, em.entry, em.base = b, b.function.entry_basic_block, bases
         index = self._digits(b, flat)
         em._set_row_bases(self.nodes, index[:-1])
-        em.mask = mask
+        previous, em.mask = em.mask, mask
         try:
             return em._eval(self.expr, self.lanes, index[-1], {id(n): product for n in self.product_loads})
         finally:
-            em.mask = None
+            em.mask = previous
 
     def apply_in_place(self, b: ir.IRBuilder, bases: dict, rows: int) -> None:
         """The epilogue over ``rows`` rows of the product already stored at ``bases[out]``: a call of
@@ -103,9 +102,7 @@ class EpilogueEmitter:
                     return
                 em.mask = mask = L.tail_mask(b, j, ir.Constant(I64, n), lanes)
                 product = em._masked_load(self.out, flat, lanes)
-                result = self.value(b, bases, product, flat, mask)
-                em.mask = mask
-                em._masked_store(self.out, flat, result)
+                em._masked_store(self.out, flat, self.value(b, bases, product, flat, mask))
                 em.mask = None
             counted_loop(b, -(-n // lanes), block, "epilogue_cols")
         counted_loop(b, rows, row, "epilogue_rows")

@@ -137,6 +137,15 @@ def tail_mask(b, j, stop, lanes: int):
     return b.icmp_signed("<", b.add(splat(b, j, lanes), ramp), splat(b, stop, lanes))
 
 
+def zero_bytes(b, ptr, nbytes) -> None:
+    """``memset(ptr, 0, nbytes)`` (``nbytes``: an i64 value or an int)."""
+    i8, i64 = ir.IntType(8), ir.IntType(64)
+    fill = b.module.globals.get("llvm.memset.p0.i64") or ir.Function(
+        b.module, ir.FunctionType(ir.VoidType(), [ir.PointerType(), i8, i64, I1]), name="llvm.memset.p0.i64")
+    size = nbytes if isinstance(nbytes, ir.Value) else ir.Constant(i64, nbytes)
+    b.call(fill, [ptr, ir.Constant(i8, 0), size, ir.Constant(I1, 0)])
+
+
 def i64_table(module, name: str, values) -> ir.GlobalVariable:
     """A private constant array of the i64 ``values``, named ``name`` in ``module`` (made once):
     offsets generated code looks up instead of computing (a convolution's taps and lines)."""

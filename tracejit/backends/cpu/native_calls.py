@@ -45,6 +45,7 @@ import numpy as np
 from llvmlite import ir
 
 from tracejit.ops import mpi_collectives
+from tracejit.backends.cpu import lowering as L
 
 I8, I32, I64, PTR, VOID = ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.PointerType(), ir.VoidType()
 HANDLES = ("comm", "rank", "size", "proc_null", "float32", "float64", "int32", "int64", "sum", "max", "min",
@@ -202,9 +203,7 @@ class CallEmitter:
 
     def _zero(self, bid):
         if self._nbytes(bid):
-            fn = self._function("llvm.memset.p0.i64", VOID, [PTR, I8, I64, ir.IntType(1)])
-            self.b.call(fn, [self.bases[bid], ir.Constant(I8, 0), ir.Constant(I64, self._nbytes(bid)),
-                             ir.Constant(ir.IntType(1), 0)])
+            L.zero_bytes(self.b, self.bases[bid], self._nbytes(bid))
 
     def _check_agreement(self, what=None):
         """Every rank makes this collective on the same shape and dtype (or, given ``what``, the

@@ -77,7 +77,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from tracejit.compiler.kernel_ir import Kernel
+from tracejit.compiler.kernel_ir import Kernel, exact_text
 from tracejit.compiler.plan import DotStep, WindowStep
 from tracejit.config import config
 from tracejit.version import __version__
@@ -298,16 +298,12 @@ def program_fingerprint(program, plan=None) -> str:
             h.update(f"\nbuffer {b.id} {b.shape} {b.dtype.str} {b.kind} {b.alias_of} {b.index}".encode())
         for s in plan.steps:
             if isinstance(s, Kernel):
-                h.update(("\n" + s.describe()).encode())
-                for n in s.loads():  # describe() omits the index maps of loads
-                    h.update(f"\nload b{n.buffer} {n.map}".encode())
+                h.update(("\n" + exact_text(s)).encode())
             elif isinstance(s, DotStep):
                 h.update(f"\ndot {s.out} {s.lhs} {s.rhs} {s.lhs_perm} {s.rhs_perm} {s.dimension_numbers} "
                          f"{s.accumulate}".encode())
                 if s.epilogue is not None:
-                    h.update(("\n" + s.epilogue.describe()).encode())
-                    for n in s.epilogue.loads():
-                        h.update(f"\nload b{n.buffer} {n.map}".encode())
+                    h.update(("\n" + exact_text(s.epilogue)).encode())
             elif isinstance(s, WindowStep):
                 h.update(("\n" + s.describe()).encode())
                 for n in s.fused.loads() if s.fused is not None else ():

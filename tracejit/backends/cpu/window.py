@@ -49,14 +49,6 @@ def counted_loop(b: ir.IRBuilder, count, body, name: str = "loop") -> None:
     b.position_at_end(done)
 
 
-def zero_bytes(b: ir.IRBuilder, ptr, nbytes) -> None:
-    """``memset(ptr, 0, nbytes)`` (``nbytes``: an i64 value or an int)."""
-    fill = b.module.globals.get("llvm.memset.p0.i64") or ir.Function(
-        b.module, ir.FunctionType(VOID, [PTR, I8, I64, I1]), name="llvm.memset.p0.i64")
-    size = nbytes if isinstance(nbytes, ir.Value) else ir.Constant(I64, nbytes)
-    b.call(fill, [ptr, ir.Constant(I8, 0), size, ir.Constant(I1, 0)])
-
-
 def carried_loop(b: ir.IRBuilder, start, stop, step: int, body, name: str = "loop", carried=()) -> list:
     """``for i in range(start, stop, step): carried = body(i, carried)`` at the builder's position,
     the index and the carried values (a product's accumulators) in phis, so they stay in registers;
@@ -447,7 +439,7 @@ class WindowEmitter:
         if not n:
             return
         if not isinstance(value, int) and not np.asarray(value[1], buf.dtype).tobytes().strip(b"\0"):
-            zero_bytes(b, bases[self.step.out], buf.nbytes)
+            L.zero_bytes(b, bases[self.step.out], buf.nbytes)
             return
         element = ir.ArrayType(I8, np.dtype(buf.dtype).itemsize)
         if isinstance(value, int):
