@@ -68,6 +68,21 @@ def test_no_element_outside_the_product_is_written():
     assert np.isnan(out[m * n:]).all()
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("blocks", [0.5, 1, 2, 2.5, 3])
+def test_whole_and_partial_column_blocks(dtype, blocks):
+    # whole column blocks (two vectors wide) load and store plainly, a partial last one masked:
+    # n at, below and past multiples of the block width, nothing written past the product
+    width = 2 * vector_bytes() // np.dtype(dtype).itemsize
+    m, n, k = 13, max(1, int(blocks * width) - (1 if blocks == 1 else 0)), 9
+    rng = np.random.default_rng(n)
+    a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+    out = np.full(m * n + 2 * width, np.nan, dtype)
+    _run(small_gemm.SmallGemm(np.dtype(dtype), m, n, k, k, 1, n), a, b, out)
+    np.testing.assert_allclose(out[:m * n].reshape(m, n), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    assert np.isnan(out[m * n:]).all()
+
+
 def test_ieee_special_values_as_numpy():
     a = np.array([[np.inf, 1.0, 0.0], [np.nan, 2.0, -0.0], [1e308, 1e308, 1.0], [-0.0, -0.0, -0.0]])
     b = np.array([[0.0, 1.0], [1.0, -np.inf], [2.0, 3.0]])

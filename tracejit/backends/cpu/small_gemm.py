@@ -6,11 +6,12 @@ choice of kernel and of threads, packing, waking its threads), and a small produ
 then: on this project's 2-core machines MKL takes 1.9 us for a 16x64 by 64x64 float32 product
 (about 20% of one core's peak) and 46 us for a 128x64 by 64x128 one called between other kernels.
 Here the product is a register-blocked loop nest with every size a constant: 4 to 8 rows of
-``out`` by two vectors of columns are held in registers, and each step of the contraction loads
-two vectors of a row of ``b``, broadcasts one element of a column of ``a`` per row and does two
-fused multiply-adds per row (1.2 and 13-14 us for the two products above, on one core). Columns past ``n`` are masked lanes of the last block;
-rows past the last full block are a smaller block. ``b`` must be row-major along ``n``
-(its rows contiguous); ``a`` may be read either way. Anything else is BLAS's.
+``out`` (4 to 6 with AVX2's 16 registers) by two vectors of columns are held in registers, and each
+step of the contraction loads two vectors of a row of ``b``, broadcasts one element of a column of
+``a`` per row and does two fused multiply-adds per row (1.2 and 13-14 us for the two products
+above, on one core). Columns past ``n`` are masked lanes of a last column block of their own (the
+whole blocks load and store plainly); rows past the last full block are a smaller block. ``b`` must
+be row-major along ``n`` (its rows contiguous); ``a`` may be read either way. Anything else is BLAS's.
 
 The summation order along the contraction is sequential (``p = 0, 1, ...``), as in a textbook
 loop: results may differ from a BLAS's in the last bits, as two BLAS libraries differ.
@@ -23,19 +24,24 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
+from tracejit.backends.cpu import llvm_engine
 from tracejit.backends.cpu import lowering as L
 from tracejit.backends.cpu.window import carried_loop, counted_loop
 
 I32, I64, PTR = ir.IntType(32), ir.IntType(64), ir.PointerType()
 _FLOATS = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
 # Rows of ``out`` per register block: from 4 (8 accumulators hide the fused multiply-add's latency
-# on two ports) to 8 (16 accumulators, 2 loads and 1 broadcast of 32 vector registers).
-ROW_BLOCKS = (8, 7, 6, 5, 4)
+# on two ports) to 8 (16 accumulators, 2 loads and 1 broadcast of AVX-512's 32 vector registers).
+# AVX2 has 16 registers: 6 rows (12 accumulators, 2 loads, 1 broadcast) is the most that fits. On
+# the Zen 3 EPYC, one core, float32, 8 rows spilled and ran at 32-51 GFLOP/s where 6 rows ran at
+# 52-94 (16x64x64 to 128x256x256; 4 rows 50-94, 3 rows 32-60).
+ROW_BLOCKS = {32: (8, 7, 6, 5, 4), 16: (6, 5, 4)}
 
 
 def row_block(m: int) -> int:
-    """The rows per block for ``m`` rows: fewest blocks, then the fullest last block."""
-    return min(ROW_BLOCKS, key=lambda r: (-(-m // r), -(m % r or r)))
+    """The rows per block for ``m`` rows on this host: fewest blocks, then the fullest last block."""
+    blocks = ROW_BLOCKS[32 if "+avx512f" in llvm_engine.host_cpu_features() else 16]
+    return min(blocks, key=lambda r: (-(-m // r), -(m % r or r)))
 
 
 @dataclass(frozen=True)
@@ -116,10 +122,16 @@ class _Emitter:
         return L.intrinsic(self.b, "llvm.fma", [x, y, z])
 
     def _masked_load(self, ptr, mask):
+        """A vector at ``ptr``, only its ``mask`` lanes read (all of them where ``mask`` is None)."""
+        if mask is None:
+            return self.b.load(ptr, typ=self.vt, align=self.g.dtype.itemsize)
         fn = L.masked_intrinsic(self.fn.module, "load", self.vt)
         return self.b.call(fn, [ptr, ir.Constant(I32, self.g.dtype.itemsize), mask, ir.Constant(self.vt, None)])
 
     def _masked_store(self, value, ptr, mask):
+        if mask is None:
+            self.b.store(value, ptr, align=self.g.dtype.itemsize)
+            return
         fn = L.masked_intrinsic(self.fn.module, "store", self.vt)
         self.b.call(fn, [value, ptr, ir.Constant(I32, self.g.dtype.itemsize), mask])
 
@@ -151,15 +163,20 @@ class _Emitter:
         mr = row_block(g.m)
         full_rows, tail_rows = divmod(g.m, mr)
 
-        def column_block(jb):
-            j0 = b.mul(jb, self._const(width))
-            masks = [self._mask(j0), self._mask(b.add(j0, self._const(lanes)))]
+        def column_block(j0, masks):
             if full_rows:
                 counted_loop(b, full_rows, lambda ib: self._block(a, bm, out, b.mul(ib, self._const(mr)), j0, mr,
                                                                    masks, first_row), "rows")
             if tail_rows:
                 self._block(a, bm, out, self._const(full_rows * mr), j0, tail_rows, masks, first_row)
-        counted_loop(b, -(-g.n // width), column_block, "cols")
+        # Whole column blocks use plain loads and stores: AVX2 has no mask registers, and its
+        # masked loads and stores (vmaskmovps) cost the inner loop 2-3x on the Zen 3 EPYC.
+        full_cols, tail_cols = divmod(g.n, width)
+        if full_cols:
+            counted_loop(b, full_cols, lambda jb: column_block(b.mul(jb, self._const(width)), [None, None]), "cols")
+        if tail_cols:
+            j0 = self._const(full_cols * width)
+            column_block(j0, [self._mask(j0), self._mask(b.add(j0, self._const(lanes)))])
 
     def _block(self, a, bm, out, i0, j0, rows, masks, first_row):
         """``rows`` rows from ``i0`` by two vectors of columns from ``j0``, accumulated in registers
