@@ -179,13 +179,17 @@ def test_gradients_through_the_windows_match_eager_ones():
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-11, atol=1e-11)
 
 
-def test_small_feature_counts_keep_the_im2col():
-    x = np.ones((1, 5, 5, conv_windows.MIN_FEATURES - 1), np.float32)
-    w = np.ones((3, 3, conv_windows.MIN_FEATURES - 1, 4), np.float32)
-    f = tracejit.jit(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "VALID",
+@pytest.mark.parametrize("dilation", [1, 2])
+def test_single_feature_inputs_read_windows_in_place(dilation):
+    # one input feature: each window line (or, dilated, each tap) is one run of the contraction
+    rng = np.random.default_rng(dilation)
+    x = rng.standard_normal((3, 9, 11, 1)).astype(np.float32)
+    w = rng.standard_normal((3, 4, 1, 5)).astype(np.float32)
+    f = tracejit.jit(lambda a, b: lax.conv_general_dilated(a, b, (1, 2), "VALID", rhs_dilation=(1, dilation),
                                                            dimension_numbers=("NHWC", "HWIO", "NHWC")))
-    assert not _plan_has_step(f.lower(x, w).compile())
-    np.testing.assert_array_equal(np.asarray(f(x, w)), np.full((1, 3, 3, 4), 9 * 7, np.float32))
+    assert _plan_has_step(f.lower(x, w).compile())
+    want = conv_ref(x.astype(np.float64), w.astype(np.float64), (1, 2), ((0, 0), (0, 0)), (1, 1), (1, dilation))
+    np.testing.assert_allclose(np.asarray(f(x, w)), want, rtol=1e-5, atol=1e-5)
 
 
 def test_the_primitive_eagerly_and_its_doctest():

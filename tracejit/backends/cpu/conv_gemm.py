@@ -56,11 +56,25 @@ class ConvGemm:
             step *= size
         return strides[::-1]
 
+    @property
+    def merges_last_axis(self) -> bool:
+        """Whether the taps along the window's last axis are one run: undilated, the window's
+        elements along that axis and their features lie next to each other in the input, in the
+        order the kernel's rows hold them."""
+        return self.dilation[-1] == 1
+
+    @property
+    def run(self) -> int:
+        """Contraction terms per run (a tap's features, or a whole window line's when merged)."""
+        return self.features * (self.window[-1] if self.merges_last_axis else 1)
+
     def tap_offsets(self) -> list:
-        """Where each tap's window starts in the input (elements), taps in C order."""
+        """Where each run's window starts in the input (elements), runs in C order (the taps, or the
+        window's lines when :attr:`merges_last_axis`; run ``r``'s kernel rows are ``r * run`` on)."""
         in_strides = self._in_strides()
+        window = self.window[:-1] + (1,) if self.merges_last_axis else self.window
         return [int(sum(k * d * s for k, d, s in zip(tap, self.dilation, in_strides)))
-                for tap in np.ndindex(*self.window)]
+                for tap in np.ndindex(*window)]
 
     def line_starts(self) -> list:
         """Where each output line's first window starts in the input (elements), lines in C order."""
@@ -70,11 +84,11 @@ class ConvGemm:
                 for n, *pos in np.ndindex(self.batch, *self.out_sizes[:-1])]
 
     def line_product(self) -> small_gemm.SmallGemm:
-        """One line's product: rows are the line's positions, each tap one run of the contraction."""
-        c = self.features
-        taps = tuple((offset, t * c) for t, offset in enumerate(self.tap_offsets()))
-        return small_gemm.SmallGemm(np.dtype(self.dtype), self.out_sizes[-1], self.out_features, c,
-                                    self.strides[-1] * c, 1, self.out_features, taps=taps)
+        """One line's product: rows are the line's positions, each run (:meth:`tap_offsets`) a
+        ``small_gemm`` tap of the contraction."""
+        taps = tuple((offset, t * self.run) for t, offset in enumerate(self.tap_offsets()))
+        return small_gemm.SmallGemm(np.dtype(self.dtype), self.out_sizes[-1], self.out_features, self.run,
+                                    self.strides[-1] * self.features, 1, self.out_features, taps=taps)
 
 
 def _slots(b, slots, count):
@@ -117,23 +131,24 @@ class ConvWeightGrad(ConvGemm):
     """The kernel's cotangent of a :class:`ConvGemm` (``ops.conv_windows.conv_windows_wgrad``):
     ``dw[t, c, f] = sum over output positions p of x[window of p at tap t, c] * g[p, f]``.
 
-    Units are (tap, block of input features): each is a generated product whose rows are the block's
-    features (``a_row = 1``), its contraction the positions of output lines (a *tap* of
-    ``small_gemm`` per line: the line's first input position and its row of ``g``), so ``g`` and the
-    input are read where they lie. The positions are summed chunk by chunk (:meth:`chunks`), each
-    chunk's sum added to ``dw`` in chunk order, positions in order within a chunk."""
+    Units are (run, block of its terms) (runs: :meth:`ConvGemm.tap_offsets`): each is a generated
+    product whose rows are the block's terms (``a_row = 1``), its contraction the positions of
+    output lines (a *tap* of ``small_gemm`` per line: the line's first input position and its row of
+    ``g``), so ``g`` and the input are read where they lie. The positions are summed chunk by chunk
+    (:meth:`chunks`), each chunk's sum added to ``dw`` in chunk order, positions in order within a
+    chunk."""
 
     @property
     def rows(self) -> int:
-        return small_gemm.row_block(self.features)
+        return small_gemm.row_block(self.run)
 
     @property
     def feature_blocks(self) -> int:
-        return -(-self.features // self.rows)
+        return -(-self.run // self.rows)
 
     @property
     def units(self) -> int:
-        return math.prod(self.window) * self.feature_blocks
+        return len(self.tap_offsets()) * self.feature_blocks
 
     def chunks(self) -> list:
         """``(first line, lines)`` of each chunk, in order: runs of consecutive lines along the
@@ -183,7 +198,7 @@ def emit_weight_grad(module: ir.Module, conv: ConvWeightGrad, lanes: int, name: 
     out, x, g = _slots(b, slots, 3)
     elem = L.scalar_type(np.dtype(conv.dtype))
     item = np.dtype(conv.dtype).itemsize
-    rows, blocks, c, f = conv.rows, conv.feature_blocks, conv.features, conv.out_features
+    rows, blocks, c, f = conv.rows, conv.feature_blocks, conv.run, conv.out_features
     tail = c - (blocks - 1) * rows
     starts = conv.line_starts()
     chunks = conv.chunks()

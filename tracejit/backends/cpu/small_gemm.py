@@ -9,8 +9,9 @@ Here the product is a register-blocked loop nest with every size a constant: 4 t
 ``out`` (4 to 6 with AVX2's 16 registers) by two vectors of columns are held in registers, and each
 step of the contraction loads two vectors of a row of ``b``, broadcasts one element of a column of
 ``a`` per row and does two fused multiply-adds per row (1.2 and 13-14 us for the two products
-above, on one core). Columns past ``n`` are masked lanes of a last column block of their own (the
-whole blocks load and store plainly); rows past the last full block are a smaller block. ``b`` must
+above, on one core). The columns left after the whole blocks are a last block of as many vectors
+as they need, read and written in plain pieces of the vector (no masked moves); rows past the last
+full block are a smaller block. ``b`` must
 be row-major along ``n`` (its rows contiguous); ``a`` may be read either way. Anything else is BLAS's.
 
 The summation order along the contraction is sequential (``p = 0, 1, ...``), as in a textbook
@@ -42,6 +43,12 @@ def row_block(m: int) -> int:
     """The rows per block for ``m`` rows on this host: fewest blocks, then the fullest last block."""
     blocks = ROW_BLOCKS[32 if "+avx512f" in llvm_engine.host_cpu_features() else 16]
     return min(blocks, key=lambda r: (-(-m // r), -(m % r or r)))
+
+
+def _lanes(indices) -> ir.Constant:
+    """A shuffle's lane selection."""
+    indices = list(indices)
+    return ir.Constant(ir.VectorType(I32, len(indices)), indices)
 
 
 @dataclass(frozen=True)
@@ -121,23 +128,43 @@ class _Emitter:
     def _fma(self, x, y, z):
         return L.intrinsic(self.b, "llvm.fma", [x, y, z])
 
-    def _masked_load(self, ptr, mask):
-        """A vector at ``ptr``, only its ``mask`` lanes read (all of them where ``mask`` is None)."""
-        if mask is None:
-            return self.b.load(ptr, typ=self.vt, align=self.g.dtype.itemsize)
-        fn = L.masked_intrinsic(self.fn.module, "load", self.vt)
-        return self.b.call(fn, [ptr, ir.Constant(I32, self.g.dtype.itemsize), mask, ir.Constant(self.vt, None)])
+    def _pieces(self, count: int):
+        """``(first lane, lanes)`` of the plain accesses that cover a vector's first ``count`` lanes:
+        the whole vector, or power-of-two runs (6 = 4 + 2). AVX2's masked stores (vmaskmovps) took
+        about 40 cycles each on the Zen 3 EPYC and its masked loads doubled the inner loop's time;
+        a masked product column costs these a few plain moves instead."""
+        if count == self.lanes:
+            return [(0, count)]
+        pieces, first = [], 0
+        for size in (16, 8, 4, 2, 1):
+            if count - first >= size:
+                pieces.append((first, size))
+                first += size
+        return pieces
 
-    def _masked_store(self, value, ptr, mask):
-        if mask is None:
-            self.b.store(value, ptr, align=self.g.dtype.itemsize)
-            return
-        fn = L.masked_intrinsic(self.fn.module, "store", self.vt)
-        self.b.call(fn, [value, ptr, ir.Constant(I32, self.g.dtype.itemsize), mask])
+    def _load(self, ptr, count: int):
+        """A vector of the ``count`` elements at ``ptr`` (lanes past them zero; nothing past them read)."""
+        b, value = self.b, ir.Constant(self.vt, None)
+        for first, size in self._pieces(count):
+            at = self._at(ptr, self._const(first))
+            if size == self.lanes:
+                return b.load(at, typ=self.vt, align=self.g.dtype.itemsize)
+            piece = b.load(at, typ=ir.VectorType(self.t, size), align=self.g.dtype.itemsize)
+            wide = b.shuffle_vector(piece, piece, _lanes([l if l < size else 0 for l in range(self.lanes)]))
+            value = b.shuffle_vector(value, wide, _lanes([self.lanes + l - first if first <= l < first + size else l
+                                                          for l in range(self.lanes)]))
+        return value
 
-    def _mask(self, j0):
-        """Lanes ``j0 + l < n``."""
-        return L.tail_mask(self.b, j0, self._const(self.g.n), self.lanes)
+    def _store(self, value, ptr, count: int):
+        """Store the first ``count`` lanes of ``value`` at ``ptr`` (nothing past them written)."""
+        b = self.b
+        for first, size in self._pieces(count):
+            at = self._at(ptr, self._const(first))
+            if size == self.lanes:
+                b.store(value, at, align=self.g.dtype.itemsize)
+            else:
+                piece = b.shuffle_vector(value, value, _lanes(range(first, first + size)))
+                b.store(piece, at, align=self.g.dtype.itemsize)
 
     # ------------------------------------------------------------------ the product
     def emit(self):
@@ -163,51 +190,49 @@ class _Emitter:
         mr = row_block(g.m)
         full_rows, tail_rows = divmod(g.m, mr)
 
-        def column_block(j0, masks):
+        def column_block(j0, counts):
             if full_rows:
                 counted_loop(b, full_rows, lambda ib: self._block(a, bm, out, b.mul(ib, self._const(mr)), j0, mr,
-                                                                   masks, first_row), "rows")
+                                                                   counts, first_row), "rows")
             if tail_rows:
-                self._block(a, bm, out, self._const(full_rows * mr), j0, tail_rows, masks, first_row)
-        # Whole column blocks use plain loads and stores: AVX2 has no mask registers, and its
-        # masked loads and stores (vmaskmovps) cost the inner loop 2-3x on the Zen 3 EPYC.
+                self._block(a, bm, out, self._const(full_rows * mr), j0, tail_rows, counts, first_row)
+        # ``counts``: the columns each vector of a block holds. The last block holds the columns
+        # left, in as many vectors as they need (no multiply-adds on lanes never stored).
         full_cols, tail_cols = divmod(g.n, width)
         if full_cols:
-            counted_loop(b, full_cols, lambda jb: column_block(b.mul(jb, self._const(width)), [None, None]), "cols")
+            counted_loop(b, full_cols, lambda jb: column_block(b.mul(jb, self._const(width)), [lanes, lanes]), "cols")
         if tail_cols:
-            j0 = self._const(full_cols * width)
-            column_block(j0, [self._mask(j0), self._mask(b.add(j0, self._const(lanes)))])
+            column_block(self._const(full_cols * width),
+                         [min(lanes, tail_cols - v * lanes) for v in range(-(-tail_cols // lanes))])
 
-    def _block(self, a, bm, out, i0, j0, rows, masks, first_row):
-        """``rows`` rows from ``i0`` by two vectors of columns from ``j0``, accumulated in registers
-        over each tap's contraction in turn, then stored (through the epilogue, if any)."""
+    def _block(self, a, bm, out, i0, j0, rows, counts, first_row):
+        """``rows`` rows from ``i0`` by ``len(counts)`` vectors of columns from ``j0`` (``counts[v]``
+        columns in vector ``v``), accumulated in registers over each tap's contraction in turn, then
+        stored (through the epilogue, if any)."""
         g, b = self.g, self.b
         zero = ir.Constant(self.vt, None)
-        accs = [[zero, zero] for _ in range(rows)]
+        accs = [[zero] * len(counts) for _ in range(rows)]
         if len(g.taps) == 1:
-            accs = self._tap(a, bm, i0, j0, rows, masks, accs, *(self._const(v) for v in g.taps[0]))
+            accs = self._tap(a, bm, i0, j0, rows, counts, accs, *(self._const(v) for v in g.taps[0]))
         else:
-            accs = self._tap_loop(a, bm, i0, j0, rows, masks, accs)
+            accs = self._tap_loop(a, bm, i0, j0, rows, counts, accs)
         alpha = L.splat(b, ir.Constant(self.t, g.alpha), self.lanes)
         for r in range(rows):
             row_at = b.add(b.mul(b.add(i0, self._const(r)), self._const(g.n)), j0)
-            for v in range(2):
+            for v, count in enumerate(counts):
                 ptr = self._at(out, b.add(row_at, self._const(v * self.lanes)))
                 value = accs[r][v]
                 if g.accumulate:
-                    value = self._fma(alpha, value, self._masked_load(ptr, masks[v]))
+                    value = self._fma(alpha, value, self._load(ptr, count))
                 elif g.alpha != 1.0:
                     value = b.fmul(alpha, value)
                 if self.epilogue is not None:
-                    # A vector whose lanes are all past the last column (the second of the last block)
-                    # is addressed at the block's first column: the epilogue's per-row loads (a row's
-                    # scale) must not read the next row's, past the end on the last row.
+                    # (the epilogue's own operands are read under a mask of the lanes that exist)
                     col = b.add(j0, self._const(v * self.lanes))
-                    if v:
-                        col = b.select(b.icmp_signed("<", col, self._const(g.n)), col, j0)
+                    mask = None if count == self.lanes else L.tail_mask(b, col, self._const(g.n), self.lanes)
                     flat = b.add(b.mul(b.add(first_row, b.add(i0, self._const(r))), self._const(g.n)), col)
-                    value = self.epilogue.value(b, self.bases, value, flat, masks[v])
-                self._masked_store(value, ptr, masks[v])
+                    value = self.epilogue.value(b, self.bases, value, flat, mask)
+                self._store(value, ptr, count)
 
     def _accumulating_loop(self, count: int, accs, body, name: str):
         """``for i in range(count): accs = body(i, accs)`` with the accumulators (rows of vectors) in
@@ -222,7 +247,7 @@ class _Emitter:
                             [v for row in accs for v in row])
         return rows(flat)
 
-    def _tap_loop(self, a, bm, i0, j0, rows, masks, accs):
+    def _tap_loop(self, a, bm, i0, j0, rows, counts, accs):
         """``accs`` plus every tap's terms: a loop over the taps (their offsets from a constant table,
         so the code is one tap's whatever their number) around :meth:`_tap`."""
         g, b = self.g, self.b
@@ -231,23 +256,23 @@ class _Emitter:
         def tap(t, phis):
             at = b.mul(t, self._const(2))
             a_offset, b_row = L.load_i64(b, table, at), L.load_i64(b, table, b.add(at, self._const(1)))
-            return self._tap(a, bm, i0, j0, rows, masks, phis, a_offset, b_row)
+            return self._tap(a, bm, i0, j0, rows, counts, phis, a_offset, b_row)
         return self._accumulating_loop(len(g.taps), accs, tap, "tap")
 
-    def _tap(self, a, bm, i0, j0, rows, masks, accs, a_offset, b_row):
+    def _tap(self, a, bm, i0, j0, rows, counts, accs, a_offset, b_row):
         """``accs`` plus one tap's ``k`` terms (``a_offset``, ``b_row``: i64 values): a loop whose
         accumulators are phis."""
         g, b, lanes = self.g, self.b, self.lanes
 
         def term(p, phis):
             b_row_at = b.add(b.mul(b.add(p, b_row), self._const(g.ldb)), j0)
-            bv = [self._masked_load(self._at(bm, b.add(b_row_at, self._const(v * lanes))), masks[v])
-                  for v in range(2)]
+            bv = [self._load(self._at(bm, b.add(b_row_at, self._const(v * lanes))), count)
+                  for v, count in enumerate(counts)]
             a_col = b.add(b.mul(p, self._const(g.a_col)), a_offset)
             new = []
             for r in range(rows):
                 a_at = b.add(b.mul(b.add(i0, self._const(r)), self._const(g.a_row)), a_col)
                 x = L.splat(b, b.load(self._at(a, a_at), typ=self.t), self.lanes)
-                new.append([self._fma(x, bv[v], phis[r][v]) for v in range(2)])
+                new.append([self._fma(x, bv[v], phis[r][v]) for v in range(len(counts))])
             return new
         return self._accumulating_loop(g.k, accs, term, "p")
