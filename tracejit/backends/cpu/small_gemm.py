@@ -11,8 +11,8 @@ step of the contraction loads two vectors of a row of ``b``, broadcasts one elem
 ``a`` per row and does two fused multiply-adds per row (1.2 and 13-14 us for the two products
 above, on one core). The columns left after the whole blocks are a last block of as many vectors
 as they need, read and written in plain pieces of the vector (no masked moves); rows past the last
-full block are a smaller block. ``b`` must
-be row-major along ``n`` (its rows contiguous); ``a`` may be read either way. Anything else is BLAS's.
+full block are a smaller block. ``b`` must be row-major along ``n`` (its rows contiguous); ``a`` may
+be read either way. Anything else is BLAS's.
 
 The summation order along the contraction is sequential (``p = 0, 1, ...``), as in a textbook
 loop: results may differ from a BLAS's in the last bits, as two BLAS libraries differ.
