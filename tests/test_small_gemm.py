@@ -69,18 +69,28 @@ def test_no_element_outside_the_product_is_written():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("blocks", [0.5, 1, 2, 2.5, 3])
-def test_whole_and_partial_column_blocks(dtype, blocks):
-    # whole column blocks (two vectors wide) load and store plainly, a partial last one masked:
-    # n at, below and past multiples of the block width, nothing written past the product
-    width = 2 * vector_bytes() // np.dtype(dtype).itemsize
-    m, n, k = 13, max(1, int(blocks * width) - (1 if blocks == 1 else 0)), 9
+@pytest.mark.parametrize("vectors, extra", [(1, 0), (1, 3), (2, -1), (2, 3), (4, 0), (5, 0), (5, 1), (6, 0)])
+@pytest.mark.parametrize("avx512", [False, True])
+def test_whole_and_partial_column_blocks(dtype, vectors, extra, avx512, monkeypatch):
+    # whole column blocks (two vectors wide) load and store plainly, a partial last one in plain
+    # pieces, or masked as on AVX-512 hosts (either code runs anywhere): n at, below and past
+    # multiples of the block width, nothing written past the product
+    monkeypatch.setattr(small_gemm, "_avx512", lambda: avx512)
+    lanes = vector_bytes() // np.dtype(dtype).itemsize
+    width = 2 * lanes
+    m, n, k = 13, vectors * lanes + extra, 9
     rng = np.random.default_rng(n)
     a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
     out = np.full(m * n + 2 * width, np.nan, dtype)
     _run(small_gemm.SmallGemm(np.dtype(dtype), m, n, k, k, 1, n), a, b, out)
     np.testing.assert_allclose(out[:m * n].reshape(m, n), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
     assert np.isnan(out[m * n:]).all()
+    # accumulating (the partial vector read back the same way)
+    c = rng.standard_normal((m, n)).astype(dtype)
+    acc = np.concatenate([c.ravel(), np.full(2 * width, np.nan, dtype)])
+    _run(small_gemm.SmallGemm(np.dtype(dtype), m, n, k, k, 1, n, -0.5, True), a, b, acc)
+    np.testing.assert_allclose(acc[:m * n].reshape(m, n), c - 0.5 * (a.astype(np.float64) @ b), rtol=1e-5, atol=1e-5)
+    assert np.isnan(acc[m * n:]).all()
 
 
 def test_ieee_special_values_as_numpy():

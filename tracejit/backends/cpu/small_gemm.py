@@ -41,8 +41,14 @@ ROW_BLOCKS = {32: (8, 7, 6, 5, 4), 16: (6, 5, 4)}
 
 def row_block(m: int) -> int:
     """The rows per block for ``m`` rows on this host: fewest blocks, then the fullest last block."""
-    blocks = ROW_BLOCKS[32 if "+avx512f" in llvm_engine.host_cpu_features() else 16]
+    blocks = ROW_BLOCKS[32 if _avx512() else 16]
     return min(blocks, key=lambda r: (-(-m // r), -(m % r or r)))
+
+
+def _avx512() -> bool:
+    """Whether this host has AVX-512: 32 vector registers, and mask registers that make a masked
+    move cost what a plain one does."""
+    return "+avx512f" in llvm_engine.host_cpu_features()
 
 
 def _lanes(indices) -> ir.Constant:
@@ -117,6 +123,7 @@ class _Emitter:
         self.t = _FLOATS[g.dtype]
         self.vt = ir.VectorType(self.t, lanes)
         self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.masks = None       # the last column block's masks, where the host has mask registers
 
     # ------------------------------------------------------------------ helpers
     def _at(self, ptr, offset):
@@ -130,9 +137,7 @@ class _Emitter:
 
     def _pieces(self, count: int):
         """``(first lane, lanes)`` of the plain accesses that cover a vector's first ``count`` lanes:
-        the whole vector, or power-of-two runs (6 = 4 + 2). AVX2's masked stores (vmaskmovps) took
-        about 40 cycles each on the Zen 3 EPYC and its masked loads doubled the inner loop's time;
-        a masked product column costs these a few plain moves instead."""
+        the whole vector, or power-of-two runs (6 = 4 + 2)."""
         if count == self.lanes:
             return [(0, count)]
         pieces, first = [], 0
@@ -142,9 +147,13 @@ class _Emitter:
                 first += size
         return pieces
 
-    def _load(self, ptr, count: int):
-        """A vector of the ``count`` elements at ``ptr`` (lanes past them zero; nothing past them read)."""
+    def _load(self, ptr, count: int, mask=None):
+        """A vector of the ``count`` elements at ``ptr`` (lanes past them zero; nothing past them
+        read): one load, a masked one under ``mask`` (AVX-512), else plain pieces."""
         b, value = self.b, ir.Constant(self.vt, None)
+        if mask is not None and count < self.lanes:
+            fn = L.masked_intrinsic(self.fn.module, "load", self.vt)
+            return b.call(fn, [ptr, ir.Constant(I32, self.g.dtype.itemsize), mask, value])
         for first, size in self._pieces(count):
             at = self._at(ptr, self._const(first))
             if size == self.lanes:
@@ -155,9 +164,13 @@ class _Emitter:
                                                           for l in range(self.lanes)]))
         return value
 
-    def _store(self, value, ptr, count: int):
+    def _store(self, value, ptr, count: int, mask=None):
         """Store the first ``count`` lanes of ``value`` at ``ptr`` (nothing past them written)."""
         b = self.b
+        if mask is not None and count < self.lanes:
+            fn = L.masked_intrinsic(self.fn.module, "store", self.vt)
+            b.call(fn, [value, ptr, ir.Constant(I32, self.g.dtype.itemsize), mask])
+            return
         for first, size in self._pieces(count):
             at = self._at(ptr, self._const(first))
             if size == self.lanes:
@@ -165,6 +178,10 @@ class _Emitter:
             else:
                 piece = b.shuffle_vector(value, value, _lanes(range(first, first + size)))
                 b.store(piece, at, align=self.g.dtype.itemsize)
+
+    def _mask_of(self, v: int, count: int):
+        """The mask of vector ``v`` of the block being emitted, where it has one."""
+        return self.masks[v] if count < self.lanes and self.masks else None
 
     # ------------------------------------------------------------------ the product
     def emit(self):
@@ -197,13 +214,20 @@ class _Emitter:
             if tail_rows:
                 self._block(a, bm, out, self._const(full_rows * mr), j0, tail_rows, counts, first_row)
         # ``counts``: the columns each vector of a block holds. The last block holds the columns
-        # left, in as many vectors as they need (no multiply-adds on lanes never stored).
+        # left, in as many vectors as they need (no multiply-adds on lanes never stored). Its
+        # partial vector is read and written under a mask where the host has mask registers
+        # (AVX-512), else in plain pieces: AVX2's masked moves (vmaskmovps) doubled the inner
+        # loop's time on the Zen 3 EPYC, and its masked stores took about 40 cycles each.
         full_cols, tail_cols = divmod(g.n, width)
         if full_cols:
             counted_loop(b, full_cols, lambda jb: column_block(b.mul(jb, self._const(width)), [lanes, lanes]), "cols")
         if tail_cols:
-            column_block(self._const(full_cols * width),
-                         [min(lanes, tail_cols - v * lanes) for v in range(-(-tail_cols // lanes))])
+            j0 = self._const(full_cols * width)
+            counts = [min(lanes, tail_cols - v * lanes) for v in range(-(-tail_cols // lanes))]
+            self.masks = [L.tail_mask(b, b.add(j0, self._const(v * lanes)), self._const(g.n), lanes)
+                          if count < lanes and _avx512() else None for v, count in enumerate(counts)]
+            column_block(j0, counts)
+            self.masks = None
 
     def _block(self, a, bm, out, i0, j0, rows, counts, first_row):
         """``rows`` rows from ``i0`` by ``len(counts)`` vectors of columns from ``j0`` (``counts[v]``
@@ -223,16 +247,17 @@ class _Emitter:
                 ptr = self._at(out, b.add(row_at, self._const(v * self.lanes)))
                 value = accs[r][v]
                 if g.accumulate:
-                    value = self._fma(alpha, value, self._load(ptr, count))
+                    value = self._fma(alpha, value, self._load(ptr, count, self._mask_of(v, count)))
                 elif g.alpha != 1.0:
                     value = b.fmul(alpha, value)
                 if self.epilogue is not None:
                     # (the epilogue's own operands are read under a mask of the lanes that exist)
                     col = b.add(j0, self._const(v * self.lanes))
-                    mask = None if count == self.lanes else L.tail_mask(b, col, self._const(g.n), self.lanes)
+                    mask = None if count == self.lanes else (
+                        self._mask_of(v, count) or L.tail_mask(b, col, self._const(g.n), self.lanes))
                     flat = b.add(b.mul(b.add(first_row, b.add(i0, self._const(r))), self._const(g.n)), col)
                     value = self.epilogue.value(b, self.bases, value, flat, mask)
-                self._store(value, ptr, count)
+                self._store(value, ptr, count, self._mask_of(v, count))
 
     def _accumulating_loop(self, count: int, accs, body, name: str):
         """``for i in range(count): accs = body(i, accs)`` with the accumulators (rows of vectors) in
@@ -266,7 +291,7 @@ class _Emitter:
 
         def term(p, phis):
             b_row_at = b.add(b.mul(b.add(p, b_row), self._const(g.ldb)), j0)
-            bv = [self._load(self._at(bm, b.add(b_row_at, self._const(v * lanes))), count)
+            bv = [self._load(self._at(bm, b.add(b_row_at, self._const(v * lanes))), count, self._mask_of(v, count))
                   for v, count in enumerate(counts)]
             a_col = b.add(b.mul(p, self._const(g.a_col)), a_offset)
             new = []
