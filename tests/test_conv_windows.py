@@ -192,6 +192,20 @@ def test_single_feature_inputs_read_windows_in_place(dilation):
     np.testing.assert_allclose(np.asarray(f(x, w)), want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("features, window, reads", [(7, (1, 1), False), (8, (1, 1), True), (1, (1, 2), True)])
+def test_one_tap_windows_need_more_features(features, window, reads):
+    # a one-tap window's im2col is the input itself: it reads windows in place only from
+    # MIN_FEATURES_ONE_TAP features on; any wider window from one feature on
+    rng = np.random.default_rng(features)
+    x = rng.standard_normal((2, 5, 6, features)).astype(np.float32)
+    w = rng.standard_normal((*window, features, 3)).astype(np.float32)
+    f = tracejit.jit(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "VALID",
+                                                           dimension_numbers=("NHWC", "HWIO", "NHWC")))
+    assert _plan_has_step(f.lower(x, w).compile()) == reads
+    want = conv_ref(x.astype(np.float64), w.astype(np.float64), (1, 1), ((0, 0), (0, 0)), (1, 1), (1, 1))
+    np.testing.assert_allclose(np.asarray(f(x, w)), want, rtol=1e-5, atol=1e-5)
+
+
 def test_the_primitive_eagerly_and_its_doctest():
     import doctest
     rng = np.random.default_rng(7)

@@ -25,10 +25,13 @@ from tracejit.ops.convolution import (_out_sizes, _spatial_prepare, channels_las
 # Input features from which the windows are read in place. The generated product reads a whole
 # window line (its taps along the last axis and their features) as one run of the contraction, so
 # even one feature is a run of the window's width: on the Zen 3 EPYC, float32, 2 threads, LeNet's
-# 5x5 convolutions ran at 1.4 ms (C=1, SAME) and 0.45 ms (C=6) against 2.0 and 2.2 ms as im2col,
-# their gradients 4.6 and 2.6 ms against 5.8 and 5.0; 3x3 ones with C=1..4 1.1-2.7x faster. Tests
+# 5x5 convolutions ran at 0.50 ms (C=1, SAME) and 0.33 ms (C=6) against 1.46 and 1.32 ms as im2col,
+# their gradients 2.6 and 1.7 ms against 5.3 and 3.1; 3x3 ones with C=1..4 1.1-2.7x faster. Tests
 # raise it to reach the im2col form.
 MIN_FEATURES = 1
+# A window of one tap needs this many more: its im2col is the input itself (strided at most), and
+# with 4 features a 1x1 convolution's gradient took 0.16 ms as windows against 0.08 as one product.
+MIN_FEATURES_ONE_TAP = 8
 _DTYPES = (dtypes.float32, dtypes.float64)
 
 
@@ -85,11 +88,14 @@ def conv_windows(x, w, strides, dilation):
 
 def reads_windows_in_place(lhs, rhs, **params) -> bool:
     """Whether :func:`convolution_for_compiler` makes ``conv_windows`` of this convolution: one
-    group, float32/float64, at least ``MIN_FEATURES`` input features and a non-empty result."""
+    group, float32/float64, at least ``MIN_FEATURES`` input features (and ``MIN_FEATURES_ONE_TAP``
+    for a window of one tap) and a non-empty result."""
     dn = params["dimension_numbers"]
     la, ra = aval(lhs), aval(rhs)
+    one_tap = math.prod(ra.shape[d] for d in dn.rhs_spec[2:]) == 1
+    features = max(MIN_FEATURES, MIN_FEATURES_ONE_TAP if one_tap else 0)
     return (params["feature_group_count"] == 1 and params["batch_group_count"] == 1 and la.dtype in _DTYPES
-            and la.shape[dn.lhs_spec[1]] >= MIN_FEATURES and la.size > 0 and ra.size > 0
+            and la.shape[dn.lhs_spec[1]] >= features and la.size > 0 and ra.size > 0
             and math.prod(conv_output_shape(la.shape, ra.shape, **params)) > 0)
 
 
