@@ -189,7 +189,7 @@ def _call_one_of(b: ir.IRBuilder, index, fns: list, args) -> None:
 
 
 def emit_weight_grad(module: ir.Module, conv: ConvWeightGrad, lanes: int, name: str) -> ir.Function:
-    """``void name(slots, begin, end)``: units ``[begin, end)`` of ``conv`` (tap, feature block);
+    """``void name(slots, begin, end)``: units ``[begin, end)`` of ``conv`` (run, block of its terms);
     ``slots`` holds the addresses of ``dw``, ``x`` and ``g``."""
     fn = ir.Function(module, ir.FunctionType(VOID, [PTR, I64, I64]), name=name)
     fn.args[0].add_attribute("noalias")
@@ -198,8 +198,8 @@ def emit_weight_grad(module: ir.Module, conv: ConvWeightGrad, lanes: int, name: 
     out, x, g = _slots(b, slots, 3)
     elem = L.scalar_type(np.dtype(conv.dtype))
     item = np.dtype(conv.dtype).itemsize
-    rows, blocks, c, f = conv.rows, conv.feature_blocks, conv.run, conv.out_features
-    tail = c - (blocks - 1) * rows
+    rows, blocks, run, f = conv.rows, conv.feature_blocks, conv.run, conv.out_features
+    tail = run - (blocks - 1) * rows
     starts = conv.line_starts()
     chunks = conv.chunks()
     # each chunk's lines' starts from its first line's: at most two distinct layouts
@@ -213,14 +213,14 @@ def emit_weight_grad(module: ir.Module, conv: ConvWeightGrad, lanes: int, name: 
     kind = L.i64_table(module, f"{name}_chunk_layout", [2 * layouts.index(lay) for lay in chunk_layouts])
 
     def unit_at(u):
-        """``(tap, first feature of the block, whether it is the short last block)``."""
+        """``(run, first term of the block, whether it is the short last block)``."""
         block = b.urem(u, ir.Constant(I64, blocks))
         is_tail = b.icmp_unsigned("==", block, ir.Constant(I64, blocks - 1)) if tail != rows else ir.Constant(
             ir.IntType(1), 0)
         return b.udiv(u, ir.Constant(I64, blocks)), b.mul(block, ir.Constant(I64, rows)), is_tail
 
     def dw_at(tap, first):
-        return b.gep(out, [b.mul(b.add(b.mul(tap, ir.Constant(I64, c)), first), ir.Constant(I64, f))],
+        return b.gep(out, [b.mul(b.add(b.mul(tap, ir.Constant(I64, run)), first), ir.Constant(I64, f))],
                      source_etype=elem)
 
     def clear(u):
