@@ -268,7 +268,11 @@ def test_out_of_range_float_to_int_casts(src, backend):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
 def test_invalid_operation_nans_have_the_x86_sign(dtype):
     """NaNs made from non-NaN inputs (log(-1), asin(2), sin(inf), pow(-1, 0.5), 0*inf, inf-inf, sqrt(-1))
-    are the x86 default NaN (sign bit set), as NumPy's; the compiled math functions gave +NaN."""
+    are the x86 default NaN (sign bit set) on every host; the compiled math functions gave +NaN.
+    NumPy's sign depends on the code it dispatches to: its AVX-512 loops give the x86 NaN, and
+    without AVX-512 its float64 log, log2, log10, arcsin and arccos gave +NaN (a Zen 3 EPYC). Where
+    the hardware makes the NaN (0*inf, inf-inf, sqrt(-1)) NumPy's sign is the x86 one everywhere."""
+    hardware = {"sqrt", "mul", "sub"}
     x = np.array([-1.0, -2.5, np.inf, -np.inf, 2.0, -3.0, 0.0], dtype)
     fns = {"log": np.log, "log2": np.log2, "log10": np.log10, "log1p": lambda a: np.log1p(a - 2),
            "arcsin": np.arcsin, "arccos": np.arccos, "arctanh": np.arctanh, "arccosh": lambda a: np.arccosh(a / 4),
@@ -280,7 +284,9 @@ def test_invalid_operation_nans_have_the_x86_sign(dtype):
         got = tracejit.jit(f, backend="cpu")(x)
         nan = np.isnan(want)
         assert np.array_equal(np.isnan(got), nan), name
-        np.testing.assert_array_equal(np.signbit(got[nan]), np.signbit(want[nan]), err_msg=name)
+        assert nan.any() and np.signbit(got[nan]).all(), name
+        if name in hardware:
+            np.testing.assert_array_equal(np.signbit(got[nan]), np.signbit(want[nan]), err_msg=name)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
