@@ -51,6 +51,16 @@ def _avx512() -> bool:
     return "+avx512f" in llvm_engine.host_cpu_features()
 
 
+@dataclass(frozen=True)
+class _Columns:
+    """One vector of a block's columns: ``count`` of its lanes hold columns; a partial vector has
+    ``mask`` (its lanes before the last column), and ``masked`` says whether its moves use it (on
+    AVX-512) or are plain pieces (the epilogue reads its own operands under ``mask`` either way)."""
+    count: int
+    mask: ir.Value | None = None
+    masked: bool = False
+
+
 def _lanes(indices) -> ir.Constant:
     """A shuffle's lane selection."""
     indices = list(indices)
@@ -123,7 +133,6 @@ class _Emitter:
         self.t = _FLOATS[g.dtype]
         self.vt = ir.VectorType(self.t, lanes)
         self.b = ir.IRBuilder(fn.append_basic_block("entry"))
-        self.masks = None       # the last column block's masks, where the host has mask registers
 
     # ------------------------------------------------------------------ helpers
     def _at(self, ptr, offset):
@@ -147,14 +156,14 @@ class _Emitter:
                 first += size
         return pieces
 
-    def _load(self, ptr, count: int, mask=None):
-        """A vector of the ``count`` elements at ``ptr`` (lanes past them zero; nothing past them
-        read): one load, a masked one under ``mask`` (AVX-512), else plain pieces."""
+    def _load(self, ptr, cols: _Columns):
+        """A vector of the ``cols.count`` elements at ``ptr`` (lanes past them zero; nothing past them
+        read): one load, a masked one where ``cols.masked``, else plain pieces."""
         b, value = self.b, ir.Constant(self.vt, None)
-        if mask is not None and count < self.lanes:
+        if cols.masked:
             fn = L.masked_intrinsic(self.fn.module, "load", self.vt)
-            return b.call(fn, [ptr, ir.Constant(I32, self.g.dtype.itemsize), mask, value])
-        for first, size in self._pieces(count):
+            return b.call(fn, [ptr, ir.Constant(I32, self.g.dtype.itemsize), cols.mask, value])
+        for first, size in self._pieces(cols.count):
             at = self._at(ptr, self._const(first))
             if size == self.lanes:
                 return b.load(at, typ=self.vt, align=self.g.dtype.itemsize)
@@ -164,24 +173,20 @@ class _Emitter:
                                                           for l in range(self.lanes)]))
         return value
 
-    def _store(self, value, ptr, count: int, mask=None):
-        """Store the first ``count`` lanes of ``value`` at ``ptr`` (nothing past them written)."""
+    def _store(self, value, ptr, cols: _Columns):
+        """Store the first ``cols.count`` lanes of ``value`` at ``ptr`` (nothing past them written)."""
         b = self.b
-        if mask is not None and count < self.lanes:
+        if cols.masked:
             fn = L.masked_intrinsic(self.fn.module, "store", self.vt)
-            b.call(fn, [value, ptr, ir.Constant(I32, self.g.dtype.itemsize), mask])
+            b.call(fn, [value, ptr, ir.Constant(I32, self.g.dtype.itemsize), cols.mask])
             return
-        for first, size in self._pieces(count):
+        for first, size in self._pieces(cols.count):
             at = self._at(ptr, self._const(first))
             if size == self.lanes:
                 b.store(value, at, align=self.g.dtype.itemsize)
             else:
                 piece = b.shuffle_vector(value, value, _lanes(range(first, first + size)))
                 b.store(piece, at, align=self.g.dtype.itemsize)
-
-    def _mask_of(self, v: int, count: int):
-        """The mask of vector ``v`` of the block being emitted, where it has one."""
-        return self.masks[v] if count < self.lanes and self.masks else None
 
     # ------------------------------------------------------------------ the product
     def emit(self):
@@ -207,57 +212,57 @@ class _Emitter:
         mr = row_block(g.m)
         full_rows, tail_rows = divmod(g.m, mr)
 
-        def column_block(j0, counts):
+        def column_block(j0, vectors):
             if full_rows:
                 counted_loop(b, full_rows, lambda ib: self._block(a, bm, out, b.mul(ib, self._const(mr)), j0, mr,
-                                                                   counts, first_row), "rows")
+                                                                   vectors, first_row), "rows")
             if tail_rows:
-                self._block(a, bm, out, self._const(full_rows * mr), j0, tail_rows, counts, first_row)
-        # ``counts``: the columns each vector of a block holds. The last block holds the columns
+                self._block(a, bm, out, self._const(full_rows * mr), j0, tail_rows, vectors, first_row)
+        # ``vectors``: the columns each vector of a block holds. The last block holds the columns
         # left, in as many vectors as they need (no multiply-adds on lanes never stored). Its
         # partial vector is read and written under a mask where the host has mask registers
         # (AVX-512), else in plain pieces: AVX2's masked moves (vmaskmovps) doubled the inner
         # loop's time on the Zen 3 EPYC, and its masked stores took about 40 cycles each.
         full_cols, tail_cols = divmod(g.n, width)
         if full_cols:
-            counted_loop(b, full_cols, lambda jb: column_block(b.mul(jb, self._const(width)), [lanes, lanes]), "cols")
+            whole = [_Columns(lanes), _Columns(lanes)]
+            counted_loop(b, full_cols, lambda jb: column_block(b.mul(jb, self._const(width)), whole), "cols")
         if tail_cols:
             j0 = self._const(full_cols * width)
-            counts = [min(lanes, tail_cols - v * lanes) for v in range(-(-tail_cols // lanes))]
-            self.masks = [L.tail_mask(b, b.add(j0, self._const(v * lanes)), self._const(g.n), lanes)
-                          if count < lanes and _avx512() else None for v, count in enumerate(counts)]
-            column_block(j0, counts)
-            self.masks = None
+            tail = []
+            for v in range(-(-tail_cols // lanes)):
+                count = min(lanes, tail_cols - v * lanes)
+                tail.append(_Columns(count) if count == lanes else _Columns(
+                    count, L.tail_mask(b, b.add(j0, self._const(v * lanes)), self._const(g.n), lanes), _avx512()))
+            column_block(j0, tail)
 
-    def _block(self, a, bm, out, i0, j0, rows, counts, first_row):
-        """``rows`` rows from ``i0`` by ``len(counts)`` vectors of columns from ``j0`` (``counts[v]``
-        columns in vector ``v``), accumulated in registers over each tap's contraction in turn, then
-        stored (through the epilogue, if any)."""
+    def _block(self, a, bm, out, i0, j0, rows, vectors, first_row):
+        """``rows`` rows from ``i0`` by ``len(vectors)`` vectors of columns from ``j0`` (``vectors[v]``:
+        the :class:`_Columns` of vector ``v``), accumulated in registers over each tap's contraction
+        in turn, then stored (through the epilogue, if any)."""
         g, b = self.g, self.b
         zero = ir.Constant(self.vt, None)
-        accs = [[zero] * len(counts) for _ in range(rows)]
+        accs = [[zero] * len(vectors) for _ in range(rows)]
         if len(g.taps) == 1:
-            accs = self._tap(a, bm, i0, j0, rows, counts, accs, *(self._const(v) for v in g.taps[0]))
+            accs = self._tap(a, bm, i0, j0, rows, vectors, accs, *(self._const(v) for v in g.taps[0]))
         else:
-            accs = self._tap_loop(a, bm, i0, j0, rows, counts, accs)
+            accs = self._tap_loop(a, bm, i0, j0, rows, vectors, accs)
         alpha = L.splat(b, ir.Constant(self.t, g.alpha), self.lanes)
         for r in range(rows):
             row_at = b.add(b.mul(b.add(i0, self._const(r)), self._const(g.n)), j0)
-            for v, count in enumerate(counts):
+            for v, cols in enumerate(vectors):
                 ptr = self._at(out, b.add(row_at, self._const(v * self.lanes)))
                 value = accs[r][v]
                 if g.accumulate:
-                    value = self._fma(alpha, value, self._load(ptr, count, self._mask_of(v, count)))
+                    value = self._fma(alpha, value, self._load(ptr, cols))
                 elif g.alpha != 1.0:
                     value = b.fmul(alpha, value)
                 if self.epilogue is not None:
                     # (the epilogue's own operands are read under a mask of the lanes that exist)
                     col = b.add(j0, self._const(v * self.lanes))
-                    mask = None if count == self.lanes else (
-                        self._mask_of(v, count) or L.tail_mask(b, col, self._const(g.n), self.lanes))
                     flat = b.add(b.mul(b.add(first_row, b.add(i0, self._const(r))), self._const(g.n)), col)
-                    value = self.epilogue.value(b, self.bases, value, flat, mask)
-                self._store(value, ptr, count, self._mask_of(v, count))
+                    value = self.epilogue.value(b, self.bases, value, flat, cols.mask)
+                self._store(value, ptr, cols)
 
     def _accumulating_loop(self, count: int, accs, body, name: str):
         """``for i in range(count): accs = body(i, accs)`` with the accumulators (rows of vectors) in
@@ -272,7 +277,7 @@ class _Emitter:
                             [v for row in accs for v in row])
         return rows(flat)
 
-    def _tap_loop(self, a, bm, i0, j0, rows, counts, accs):
+    def _tap_loop(self, a, bm, i0, j0, rows, vectors, accs):
         """``accs`` plus every tap's terms: a loop over the taps (their offsets from a constant table,
         so the code is one tap's whatever their number) around :meth:`_tap`."""
         g, b = self.g, self.b
@@ -281,23 +286,23 @@ class _Emitter:
         def tap(t, phis):
             at = b.mul(t, self._const(2))
             a_offset, b_row = L.load_i64(b, table, at), L.load_i64(b, table, b.add(at, self._const(1)))
-            return self._tap(a, bm, i0, j0, rows, counts, phis, a_offset, b_row)
+            return self._tap(a, bm, i0, j0, rows, vectors, phis, a_offset, b_row)
         return self._accumulating_loop(len(g.taps), accs, tap, "tap")
 
-    def _tap(self, a, bm, i0, j0, rows, counts, accs, a_offset, b_row):
+    def _tap(self, a, bm, i0, j0, rows, vectors, accs, a_offset, b_row):
         """``accs`` plus one tap's ``k`` terms (``a_offset``, ``b_row``: i64 values): a loop whose
         accumulators are phis."""
         g, b, lanes = self.g, self.b, self.lanes
 
         def term(p, phis):
             b_row_at = b.add(b.mul(b.add(p, b_row), self._const(g.ldb)), j0)
-            bv = [self._load(self._at(bm, b.add(b_row_at, self._const(v * lanes))), count, self._mask_of(v, count))
-                  for v, count in enumerate(counts)]
+            bv = [self._load(self._at(bm, b.add(b_row_at, self._const(v * lanes))), cols)
+                  for v, cols in enumerate(vectors)]
             a_col = b.add(b.mul(p, self._const(g.a_col)), a_offset)
             new = []
             for r in range(rows):
                 a_at = b.add(b.mul(b.add(i0, self._const(r)), self._const(g.a_row)), a_col)
                 x = L.splat(b, b.load(self._at(a, a_at), typ=self.t), self.lanes)
-                new.append([self._fma(x, bv[v], phis[r][v]) for v in range(len(counts))])
+                new.append([self._fma(x, bv[v], phis[r][v]) for v in range(len(vectors))])
             return new
         return self._accumulating_loop(g.k, accs, term, "p")
