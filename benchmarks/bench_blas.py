@@ -29,7 +29,7 @@ import numpy as np
 
 import tracejit
 
-from benchmarks.common import block, header, jax_cpu, median_time, row
+from benchmarks.common import block, header, jax_cpu, median_time, paired_times, row
 
 _UNSET = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
@@ -230,6 +230,7 @@ def main(argv=None):
         print(f"    {name:<9} {dtype:<8} {100 * max(fr):5.1f}%  (median over shapes {100 * np.median(fr):5.1f}%)")
     against_jax(jitted, quick)
     small_products_in_loops(quick)
+    attention_heads(quick)
 
 
 def against_jax(jitted: list, quick: bool):
@@ -291,6 +292,43 @@ def small_products_in_loops(quick: bool):
             t = median_time(lambda: block(jf(jw, jx)), repeat=repeat) / SMALL_LOOP_STEPS
             print(row("jax jit", t, times["0"], f"{t * 1e6:6.2f} us  => tracejit (generated) "
                                                 f"{t / times['1']:.2f}x JAX's speed"))
+
+
+# GPT-2 small's attention: batch 4, sequence 128, 12 heads of 64
+HEAD_PRODUCTS = {"q @ k.T": ("bthd,bshd->bhts", [(4, 128, 12, 64), (4, 128, 12, 64)]),
+                 "att @ v": ("bhts,bshd->bthd", [(4, 12, 128, 128), (4, 128, 12, 64)])}
+
+
+def attention_heads(quick: bool):
+    """Attention's batched products over heads split off a model axis (the batch axes do not lead
+    memory; keys read transposed), float32: tracejit's generated kernel over the 48 matrices against
+    the library calls it makes with ``TRACEJIT_OWN_GEMM=0`` and JAX's einsum, alternating rounds."""
+    header("Attention heads: 4 x 12 products of 128x64 by 64x128 and 128x128 by 128x64, float32")
+    jax = jax_cpu()
+    rng = np.random.default_rng(2)
+    for what, (spec, shapes) in HEAD_PRODUCTS.items():
+        x, y = (_rand(shape, "float32", rng) for shape in shapes)
+        fns = {}
+        for flag in ("1", "0"):
+            os.environ["TRACEJIT_OWN_GEMM"] = flag       # read when the product is compiled
+            fns[flag] = tracejit.jit(lambda x, y: tracejit.numpy.einsum(spec, x, y))
+            fns[flag](x, y)
+        os.environ.pop("TRACEJIT_OWN_GEMM")
+        calls = [lambda: fns["1"](x, y), lambda: fns["0"](x, y)]
+        if jax is not None:
+            jf = jax.jit(lambda x, y: jax.numpy.einsum(spec, x, y))
+            jx, jy = jax.device_put(x), jax.device_put(y)
+            calls.append(lambda: block(jf(jx, jy)))
+        (t_own, t_lib, *t_jax), _ = paired_times(calls, rounds=3 if quick else 7, repeat=10)
+        flops = 2.0 * np.prod(shapes[0]) * shapes[1][1 if what == "q @ k.T" else 3]
+        print(f"\n  {what}  ({spec})")
+        print(row("tracejit, library calls", t_lib, None, f"{flops / t_lib / 1e9:7.1f} GFLOP/s"))
+        print(row("tracejit, generated kernel", t_own, t_lib, f"{flops / t_own / 1e9:7.1f} GFLOP/s"))
+        if t_jax:
+            print(row("jax jit", t_jax[0], t_lib, f"{flops / t_jax[0] / 1e9:7.1f} GFLOP/s  => tracejit "
+                                                  f"(generated) {t_jax[0] / t_own:.2f}x JAX's speed"))
+        else:
+            print("  (JAX not installed: its row is skipped)")
 
 
 if __name__ == "__main__":

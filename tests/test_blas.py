@@ -173,7 +173,9 @@ def test_sgd_step_parameters_update_in_one_call_each():
 
 # Heads split off a model axis: (B, T, H, D) arrays read as (B, H, T, D). Their batch axes (B, H) do not
 # merge into one without a copy, so the product runs once per index of B on (H, ...) views.
-HEAD_PRODUCTS = [      # (each large enough to be a BLAS call of the host, not generated code)
+# (Real ones of this size are generated kernels over the heads, tests/test_small_gemm.py; these tests
+# turn those off, TRACEJIT_OWN_GEMM=0, to reach the library's path.)
+HEAD_PRODUCTS = [      # (each large enough to be a BLAS call of the host, not the native entry's)
     ("bthd,bshd->bhts", [(2, 128, 3, 32), (2, 112, 3, 32)]),       # attention scores: both operands strided
     ("bhts,bshd->bthd", [(2, 3, 128, 112), (2, 112, 3, 32)]),      # scores @ values
     ("bthd,bshd->bhts", [(6, 128, 1, 32), (6, 112, 1, 32)]),       # one head: the batch axes merge
@@ -184,6 +186,7 @@ HEAD_PRODUCTS = [      # (each large enough to be a BLAS call of the host, not g
 @pytest.mark.parametrize("spec,shapes", HEAD_PRODUCTS)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_products_over_split_heads_read_views_in_place(provider, spec, shapes, dtype, monkeypatch):
+    monkeypatch.setenv("TRACEJIT_OWN_GEMM", "0")
     ops = [_rand(s, dtype, i) for i, s in enumerate(shapes)]
     f = tracejit.jit(lambda x, y: np.einsum(spec, x, y))
     seen = []

@@ -130,7 +130,7 @@ def test_outputs_are_fresh_and_read_only_each_call():
     ("repeated", "an output is an input"),
     ("donated", "donated arguments"),
     ("large output", "output pool"),
-    ("blas", "large BLAS product"),
+    ("blas", "is a large product"),
 ])
 def test_programs_that_keep_the_steps_say_why(case, reason):
     x = np.ones((4, 4))

@@ -13,7 +13,7 @@ from tracejit.compiler.plan import CONTROL_FLOW, NumpyStep, WindowStep, DotStep,
 from tracejit.compiler.kernel_ir import Kernel, walk
 from tracejit.backends import register_backend
 from tracejit.config import env_flag
-from tracejit.backends.cpu import entry, llvm_engine, loops, mathlib, native_calls, parallel, warmup
+from tracejit.backends.cpu import entry, llvm_engine, loops, mathlib, native_blas, native_calls, parallel, warmup
 from tracejit.backends.cpu import object_cache as persistent_cache
 from tracejit.backends.cpu.host_loops import HostLoop
 from tracejit.backends.cpu.native import (can_lower, can_reduce, native_emitter, native_steps, splits_over_threads,  # noqa: F401
@@ -62,10 +62,23 @@ class CPUBackend:
         prime_in_background([pool for bid, pool in pools.items() if bid in native])
         module = llvm_engine.new_module(f"tracejit_{name}")
         vb = vector_bytes()
-        # (a product's epilogue is a kernel of its own where the product is a library call from Python)
-        epilogues = [s.epilogue for s in plan.steps if isinstance(s, DotStep) and s.epilogue is not None]
-        emitters = [(k, native_emitter(module, k, plan.buffers, vb), f"{_symbol(name)}_k{i}")
-                    for i, k in enumerate(native_steps(plan) + epilogues)]
+        steps = native_steps(plan)
+        made = [native_emitter(module, k, plan.buffers, vb) for k in steps]
+        # Batches of small products (attention heads) are generated kernels split over threads.
+        for s in plan.steps:
+            call = native_blas.ProductKernel.call_for(s, plan.buffers) if isinstance(s, DotStep) else None
+            if call is not None:
+                steps.append(s)
+                made.append(native_blas.ProductKernel(module, s, call, vb))
+        products = {id(em.kernel): em for em in made if isinstance(em, native_blas.ProductKernel)}
+        # (a product's epilogue is a kernel of its own where the product is a library call from
+        # Python, or a generated product's epilogue that does not vectorize)
+        for s in plan.steps:
+            if isinstance(s, DotStep) and s.epilogue is not None and (
+                    id(s) not in products or not products[id(s)].fuses_epilogue):
+                steps.append(s.epilogue)
+                made.append(native_emitter(module, s.epilogue, plan.buffers, vb))
+        emitters = [(k, em, f"{_symbol(name)}_k{i}") for i, (k, em) in enumerate(zip(steps, made))]
         modules = spread_over_modules([em for _, em, _ in emitters], module, name)
         codegen_ms = [0.0]
         team = parallel.runtime()      # loaded (and its symbols registered) before any object code
@@ -104,7 +117,8 @@ class CPUBackend:
                           "entry": entry_layout is not None,
                           # the products the entry makes: a provider's symbol or generated code
                           "blas": sorted(c.own.name if c.own is not None else c.symbol
-                                         for c in (entry_layout.gemms.values() if entry_layout else ()))}
+                                         for c in (entry_layout.gemms.values() if entry_layout else ())),
+                          "product_kernels": [em.own.name for em in products.values()]}
             compiled, outcome = persistent_cache.compile_module(
                 build, name=name, vectorize=False, speed_level=llvm_engine.LIGHT, components=components,
                 extra_metadata=lambda: {"math": [spec for m in modules for spec in mathlib.specs_used(m)]},

@@ -9,11 +9,12 @@ loops' drivers through the ``loops`` table of their addresses. A call then costs
 call instead of one per step with a pointer array built in Python each time (Collatz, a cond
 in a 1000-step fori_loop: most of its ~12 us per call was that dispatch).
 
-Matrix products of at most ``ENTRY_GEMM_MACS`` multiply-adds are made by the entry itself, as loop
-bodies make them (``native_blas``: generated code or a CBLAS call). Anything else (larger products,
-host loops, NumPy steps, threaded kernels, donated arguments, recycled large outputs, outputs that
-are inputs, literals or repeated) keeps the step-by-step executable; ``entry_or_reason`` says why (``executable.entry_reason``). Both run the same kernels
-on the same memory plan; ``TRACEJIT_NATIVE_ENTRY=0`` turns the entry off (to compare the two).
+Matrix products of at most ``native_blas.ENTRY_GEMM_MACS`` multiply-adds are made by the entry
+itself, as loop bodies make them (``native_blas``: generated code or a CBLAS call). Anything else
+(larger products, host loops, NumPy steps, threaded kernels, donated arguments, recycled large
+outputs, outputs that are inputs, literals or repeated) keeps the step-by-step executable;
+``entry_or_reason`` says why (``executable.entry_reason``). Both run the same kernels on the same
+memory plan; ``TRACEJIT_NATIVE_ENTRY=0`` turns the entry off (to compare the two).
 """
 from __future__ import annotations
 
@@ -36,10 +37,6 @@ PTR = ir.PointerType()
 VOID = ir.VoidType()
 ENTRY = "tracejit_entry"
 ENTRY_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
-# A product of at most this many multiply-adds is made by the entry itself: a small product's
-# dispatch (a step from Python, ~6 us) was most of its time. Larger ones keep the step-by-step
-# executable, where a batch is one strided-batch call.
-ENTRY_GEMM_MACS = 1 << 21
 
 @dataclass
 class EntryLayout:
@@ -103,8 +100,8 @@ def entry_or_reason(plan, offsets, arena_bytes, emitters, donated_outputs, pools
                 call = native_blas.gemm_call(step, bufs)
             except NotImplementedError as e:
                 return None, f"step {i}: {e}"
-            if call.batch * call.m * call.n * call.k > ENTRY_GEMM_MACS:
-                return None, f"step {i} is a large BLAS product (the host's batched call serves it)"
+            if call.count * call.m * call.n * call.k > native_blas.ENTRY_GEMM_MACS:
+                return None, f"step {i} is a large product (a library call or a kernel over its batch serves it)"
             layout.gemms[i] = call
             continue
         loop = getattr(step, "loop", None) if isinstance(step, NumpyStep) else None

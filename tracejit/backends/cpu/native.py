@@ -5,7 +5,7 @@ Shared by the backend (whole programs) and native loops (bodies), so neither imp
 from __future__ import annotations
 
 from tracejit.core import dtypes
-from tracejit.compiler.plan import WindowStep
+from tracejit.compiler.plan import DotStep, WindowStep
 from tracejit.compiler.kernel_ir import Kernel
 from tracejit.backends.cpu import llvm_engine, lowering
 from tracejit.backends.cpu.codegen import KernelEmitter
@@ -49,9 +49,10 @@ def native_emitter(module, step, buffers, vector_bytes):
 
 
 def splits_over_threads(step) -> bool:
-    """The step's function runs a range of units that may be split over threads (fused kernels and
-    convolutions: ``emitter.layout.parallel_size`` units); other window steps are one unit."""
-    return isinstance(step, Kernel) or (isinstance(step, WindowStep) and step.kind in CONV_KINDS)
+    """The step's function runs a range of units that may be split over threads (fused kernels,
+    convolutions and batches of generated products: ``emitter.layout.parallel_size`` units); other
+    window steps are one unit."""
+    return isinstance(step, (Kernel, DotStep)) or (isinstance(step, WindowStep) and step.kind in CONV_KINDS)
 
 
 def native_steps(plan) -> list:

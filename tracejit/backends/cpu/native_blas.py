@@ -54,39 +54,70 @@ class GemmCall:
     alpha: float
     beta: float
     accumulate_from: int | None     # buffer copied into ``out`` first (beta = 1), unless it is ``out``
-    batch: int = 1                  # matrices in the batch (one call each)
-    stride_a: int = 0               # elements between consecutive matrices of each operand
-    stride_b: int = 0
+    batch: tuple = ()               # the batch's axes: (size, stride of a, stride of b), elements
     own: small_gemm.SmallGemm | None = None     # generated here instead of calling ``symbol``
     epilogue: object = None         # the step's epilogue kernel (DotStep.epilogue), applied to ``out``
     buffers: list = None            # the plan's buffers (what the epilogue's loads index)
 
-
-def _matrix(shape, perm, contracted):
-    """``(trans flag, rows, cols, leading dim)`` of an operand whose view is ``transpose(buffer, perm)``
-    and whose ``contracted`` view dims are summed over: the matrix is (free, contracted) when the free
-    axes come first in memory, (contracted, free) read transposed when they come last."""
-    free = [d for d in range(len(perm)) if d not in contracted]
-    free_axes, con_axes = [perm[d] for d in free], [perm[d] for d in contracted]
-    view = [shape[p] for p in perm]
-    rows, cols = math.prod(view[d] for d in free), math.prod(view[d] for d in contracted)
-    nf = len(free)
-    if free_axes == list(range(nf)) and con_axes == list(range(nf, len(perm))):
-        return blas.NO_TRANS, rows, cols, cols
-    if con_axes == list(range(len(contracted))) and free_axes == list(range(len(contracted), len(perm))):
-        return blas.TRANS, rows, cols, rows
-    raise NotImplementedError("body needs a BLAS product of operands that are not matrices in memory")
+    @property
+    def count(self) -> int:
+        """Matrices in the batch (one library call each)."""
+        return math.prod(size for size, _, _ in self.batch)
 
 
-def _batched_matrix(shape, perm, batch, contracted):
-    """``_matrix`` of one matrix of a batch, plus the batch's size and stride (elements): the batch
-    axes must be the buffer's leading axes, in order."""
-    nb = len(batch)
-    if [perm[d] for d in batch] != list(range(nb)):
-        raise NotImplementedError("body needs a batched BLAS product whose batch axes do not lead in memory")
-    rest = [d for d in range(len(perm)) if d not in batch]
-    matrix = _matrix(shape[nb:], [perm[d] - nb for d in rest], [rest.index(d) for d in contracted])
-    return matrix, math.prod(shape[:nb]), math.prod(shape[nb:])
+def _c_strides(shape) -> list:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= size
+    return strides[::-1]
+
+
+def _merged(shape, strides, axes):
+    """``(size, stride)`` of buffer ``axes`` (in the view's order) read as one strided axis, or None
+    where they do not merge without a copy; axes of size 1 drop out."""
+    axes = [a for a in axes if shape[a] != 1]
+    for outer, inner in zip(axes, axes[1:]):
+        if strides[outer] != strides[inner] * shape[inner]:
+            return None
+    return math.prod(shape[a] for a in axes), (strides[axes[-1]] if axes else 1)
+
+
+def _operand(shape, perm, batch, free, contracted):
+    """The batch's ``(size, stride)`` per axis, and ``(free size, stride, contracted size, stride)``
+    of an operand whose view is ``transpose(buffer, perm)``; raises NotImplementedError where its
+    free or contracted axes do not merge into one strided axis each."""
+    strides = _c_strides(shape)
+    rows = _merged(shape, strides, [perm[d] for d in free])
+    cols = _merged(shape, strides, [perm[d] for d in contracted])
+    if rows is None or cols is None:
+        raise NotImplementedError("body needs a BLAS product of operands that are not matrices in memory")
+    return [(shape[perm[d]], strides[perm[d]]) for d in batch], rows + cols
+
+
+def _library_layout(rows, row_stride, cols, col_stride):
+    """``(trans flag, leading dimension)`` of a row-major (rows, cols) matrix with these strides, as
+    CBLAS reads it, or None."""
+    if col_stride == 1 or cols == 1:
+        lead = row_stride if rows > 1 else cols
+        return (blas.NO_TRANS, lead) if lead >= max(cols, 1) else None
+    if row_stride == 1 or rows == 1:
+        return (blas.TRANS, col_stride) if col_stride >= max(rows, 1) else None
+    return None
+
+
+def _batch_axes(lhs_batch, rhs_batch) -> tuple:
+    """The batch's ``(size, stride of a, stride of b)`` axes, size-1 axes dropped and neighbours
+    merged where both operands allow."""
+    axes = []
+    for (size, sa), (_, sb) in zip(lhs_batch, rhs_batch):
+        if size == 1:
+            continue
+        if axes and axes[-1][1] == sa * size and axes[-1][2] == sb * size:
+            axes[-1] = (axes[-1][0] * size, sa, sb)
+        else:
+            axes.append((size, sa, sb))
+    return tuple(axes)
 
 
 def gemm_call(step: DotStep, bufs) -> GemmCall:
@@ -97,11 +128,13 @@ def gemm_call(step: DotStep, bufs) -> GemmCall:
     if (dtype not in _FLOATS and dtype not in _COMPLEX_PART) or bufs[step.lhs].dtype != dtype \
             or bufs[step.rhs].dtype != dtype:
         raise NotImplementedError(f"body needs a BLAS product of {dtype.name}")
-    (ta, m, k, lda), batch, stride_a = _batched_matrix(bufs[step.lhs].shape, step.lhs_perm, list(lb), list(lc))
-    # The right operand's matrix is (k, n): its contracted dims are its rows.
-    (tb_t, n, k2, ldb), _, stride_b = _batched_matrix(bufs[step.rhs].shape, step.rhs_perm, list(rb), list(rc))
-    tb = blas.TRANS if tb_t == blas.NO_TRANS else blas.NO_TRANS
-    if k != k2 or 0 in (m, n, k, batch):
+    lhs, rhs = bufs[step.lhs].shape, bufs[step.rhs].shape
+    lf = [d for d in range(len(lhs)) if d not in lc and d not in lb]
+    rf = [d for d in range(len(rhs)) if d not in rc and d not in rb]
+    lhs_batch, (m, a_row, k, a_col) = _operand(lhs, step.lhs_perm, lb, lf, lc)
+    rhs_batch, (n, b_col, k2, b_row) = _operand(rhs, step.rhs_perm, rb, rf, rc)
+    batch = _batch_axes(lhs_batch, rhs_batch)
+    if k != k2 or 0 in (m, n, k) or 0 in (size for size, _ in lhs_batch):
         raise NotImplementedError("body needs a BLAS product with an empty dimension")
     alpha, beta, source = 1.0, 0.0, None
     if step.accumulate is not None:
@@ -109,25 +142,85 @@ def gemm_call(step: DotStep, bufs) -> GemmCall:
         beta = 1.0
         if base_buffer(bufs, c) != base_buffer(bufs, step.out):
             source = c
-    own = _own_gemm(dtype, m, n, k, ta, lda, tb, ldb, float(alpha), beta, batch, stride_a, stride_b,
+    own = _own_gemm(dtype, m, n, k, a_row, a_col, b_row, b_col, float(alpha), beta, batch,
                     epilogue_key(step.epilogue, bufs) if step.epilogue is not None else "")
+    a_layout, b_layout = _library_layout(m, a_row, k, a_col), _library_layout(k, b_row, n, b_col)
+    if own is None and (a_layout is None or b_layout is None):
+        raise NotImplementedError("body needs a BLAS product of operands that are not matrices in memory")
+    (ta, lda), (tb, ldb) = a_layout or (blas.NO_TRANS, 0), b_layout or (blas.NO_TRANS, 0)
     found = blas.native_symbol(dtype, m, n, k) if own is None else ("", False)
     if found is None:
         raise NotImplementedError("body needs a BLAS product whose provider has no C entry point (NumPy)")
     symbol, int64 = found
     return GemmCall(symbol, int64, dtype, m, n, k, ta, lda, tb, ldb, float(alpha), beta, source,
-                    batch, stride_a, stride_b, own, step.epilogue, bufs)
+                    batch, own, step.epilogue, bufs)
 
 
-def _own_gemm(dtype, m, n, k, ta, lda, tb, ldb, alpha, beta, batch, stride_a, stride_b, epilogue):
-    """The generated product (``small_gemm``) for a small real product whose right operand's rows
-    are contiguous, on a CPU with fused multiply-add; None where BLAS serves it."""
-    if (dtype not in _FLOATS or tb != blas.NO_TRANS or m * n * k > OWN_GEMM_MACS or k > OWN_GEMM_MAX_K
+def _own_gemm(dtype, m, n, k, a_row, a_col, b_row, b_col, alpha, beta, batch, epilogue):
+    """The generated product (``small_gemm``) for a small real product (a ``b`` whose rows are not
+    contiguous is packed, up to ``small_gemm.PACK_MAX_BYTES``), on a CPU with fused multiply-add;
+    None where BLAS serves it."""
+    if (dtype not in _FLOATS or m * n * k > OWN_GEMM_MACS or k > OWN_GEMM_MAX_K
+            or (b_col != 1 and n > 1 and k * n * dtype.itemsize > small_gemm.PACK_MAX_BYTES)
             or not env_flag("TRACEJIT_OWN_GEMM", True) or "+fma" not in llvm_engine.host_cpu_features()):
         return None
-    a_row, a_col = (lda, 1) if ta == blas.NO_TRANS else (1, lda)
-    return small_gemm.SmallGemm(np.dtype(dtype), m, n, k, a_row, a_col, ldb, alpha, beta == 1.0, batch,
-                                stride_a, stride_b, epilogue=epilogue)
+    return small_gemm.SmallGemm(np.dtype(dtype), m, n, k, a_row, a_col, b_row, alpha, beta == 1.0, batch,
+                                b_col if n > 1 else 1, epilogue=epilogue)
+
+
+# Products of at most this many multiply-adds (the whole batch) are made by the native entry
+# (entry.py), as loop bodies make them: a small product's dispatch (a step from Python, ~6 us) was
+# most of its time. Larger ones run from the step-by-step executable: a batch of generated products
+# as a kernel split over threads (ProductKernel), anything else one library call from Python.
+ENTRY_GEMM_MACS = 1 << 21
+
+
+class _Units:
+    """What a launcher needs: the batch's matrices are the units split over threads."""
+
+    elementwise_1d = False
+
+    def __init__(self, matrices: int):
+        self.parallel_size = matrices
+
+
+class ProductKernel:
+    """A batched product of small matrices (attention heads: ``q @ k.T`` and ``att @ v`` per batch
+    and head) as generated code, a kernel over the batch's matrices, split over threads as a fused
+    kernel's range is; its epilogue applied to each block of results before the block is stored,
+    where it vectorizes (else it runs after, as its own kernel: ``fuses_epilogue``)."""
+
+    math_calls = False
+    outer_vector = False
+
+    def __init__(self, module: ir.Module, step: DotStep, call: GemmCall, vector_bytes: int):
+        self.module, self.kernel, self.call = module, step, call
+        self.lanes = vector_bytes // call.dtype.itemsize
+        epilogue = (EpilogueEmitter(module, step.epilogue, call.buffers, self.lanes)
+                    if step.epilogue is not None else None)
+        self.fuses_epilogue = epilogue is None or epilogue.vectorizes
+        self.epilogue = epilogue if self.fuses_epilogue else None
+        self.own = call.own if self.epilogue is not None else dataclasses.replace(call.own, epilogue="")
+        self.layout = _Units(call.count)
+        self.slots = [step.lhs, step.rhs, step.out] + (list(self.epilogue.inputs) if self.epilogue else [])
+        self.work = call.count * call.m * call.n * call.k       # multiply-adds: what decides threading
+
+    @staticmethod
+    def call_for(step: DotStep, bufs) -> GemmCall | None:
+        """The generated product of ``step`` when it is one: a batch of small real products, larger
+        than the native entry makes, whose result starts empty; else None (a library call)."""
+        try:
+            call = gemm_call(step, bufs)
+        except NotImplementedError:
+            return None
+        if (call.own is None or call.count < 2 or call.accumulate_from is not None
+                or call.count * call.m * call.n * call.k <= ENTRY_GEMM_MACS):
+            return None
+        return call
+
+    def emit(self, name: str) -> str:
+        small_gemm.kernel(self.module, self.own, self.lanes, name, self.epilogue)
+        return name
 
 
 def emit_gemm(b: ir.IRBuilder, call: GemmCall, a, b_ptr, out, address=None) -> None:
@@ -147,7 +240,7 @@ def emit_gemm(b: ir.IRBuilder, call: GemmCall, a, b_ptr, out, address=None) -> N
     if epilogue is not None:
         bases = {x: address(x) for x in epilogue.inputs}
         bases[epilogue.out] = out
-        epilogue.apply_in_place(b, bases, call.batch * call.m)
+        epilogue.apply_in_place(b, bases, call.count * call.m)
 
 
 def _emit_product(b: ir.IRBuilder, call: GemmCall, own, a, b_ptr, out, lanes: int) -> None:
@@ -175,14 +268,17 @@ def _emit_product(b: ir.IRBuilder, call: GemmCall, own, a, b_ptr, out, lanes: in
                            alpha, a_i, ir.Constant(it, max(call.lda, 1)), b_i,
                            ir.Constant(it, max(call.ldb, 1)), beta, out_i, ir.Constant(it, max(call.n, 1))])
 
-    if call.batch == 1:
+    if not call.batch:
         one(a, b_ptr, out)
         return
 
-    def at(ptr, i, stride):
-        return b.gep(ptr, [b.mul(i, ir.Constant(I64, stride * item))], source_etype=ir.IntType(8))
-    counted_loop(b, call.batch, lambda i: one(at(a, i, call.stride_a), at(b_ptr, i, call.stride_b),
-                                              at(out, i, call.m * call.n)), "gemm_batch")
+    def at(ptr, offset):
+        return b.gep(ptr, [b.mul(offset, ir.Constant(I64, item))], source_etype=ir.IntType(8))
+
+    def matrix(q):
+        off_a, off_b = small_gemm.batch_offsets(b, call.batch, q)
+        one(at(a, off_a), at(b_ptr, off_b), at(out, b.mul(q, ir.Constant(I64, call.m * call.n))))
+    counted_loop(b, call.count, matrix, "gemm_batch")
 
 
 def _complex_constant(module, value: float, dtype):

@@ -427,9 +427,12 @@ class CPUExecutable:
         for step in plan.steps:
             if isinstance(step, (Kernel, WindowStep)):
                 self._steps.append(launch_of[id(step)])
-            elif isinstance(step, DotStep) and step.epilogue is not None:
-                self._steps.append(lambda env, s=step, epilogue=launch_of[id(step.epilogue)]: (run_dot(s, env),
-                                                                                          epilogue(env)))
+            elif isinstance(step, DotStep) and step.epilogue is not None and id(step.epilogue) in launch_of:
+                product = launch_of.get(id(step), lambda env, s=step: run_dot(s, env))
+                self._steps.append(lambda env, product=product, epilogue=launch_of[id(step.epilogue)]: (
+                    product(env), epilogue(env)))
+            elif isinstance(step, DotStep) and id(step) in launch_of:    # a generated product
+                self._steps.append(launch_of[id(step)])
             elif isinstance(step, DotStep):
                 self._steps.append(lambda env, s=step: run_dot(s, env))
             else:
@@ -568,7 +571,10 @@ class CPUExecutable:
 
     # ------------------------------------------------------------- inspection
     def as_text(self, llvm_ir: bool = False) -> str:
-        text = "\n".join(step.describe() for step in self.plan.steps)
+        generated = {id(launch.kernel): launch.parallel_size for launch in self.launches
+                     if isinstance(launch.kernel, DotStep)}
+        text = "\n".join(step.describe() + (f"; generated code, a kernel over {generated[id(step)]} matrices"
+                                            if id(step) in generated else "") for step in self.plan.steps)
         if self.native_entry is not None:
             text += "\nnative entry: the steps above run in one native call"
         if llvm_ir:

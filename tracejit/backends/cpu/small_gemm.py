@@ -11,8 +11,12 @@ step of the contraction loads two vectors of a row of ``b``, broadcasts one elem
 ``a`` per row and does two fused multiply-adds per row (1.2 and 13-14 us for the two products
 above, on one core). The columns left after the whole blocks are a last block of as many vectors
 as they need, read and written in plain pieces of the vector (no masked moves); rows past the last
-full block are a smaller block. ``b`` must be row-major along ``n`` (its rows contiguous); ``a`` may
-be read either way. Anything else is BLAS's.
+full block are a smaller block. ``a`` may be read with any strides; ``b`` is read along its rows,
+so one whose rows are not contiguous (``q @ k.T``), or lie far apart and are read by several
+blocks of rows (attention's values), is first copied into a row-major block on the stack, per
+matrix of the batch. The batch's axes may lie anywhere in the operands' memory (heads split off a
+model axis), and a kernel form (:func:`kernel`) runs a range of its matrices, so a launch splits
+a batch over threads.
 
 The summation order along the contraction is sequential (``p = 0, 1, ...``), as in a textbook
 loop: results may differ from a BLAS's in the last bits, as two BLAS libraries differ.
@@ -20,6 +24,7 @@ loop: results may differ from a BLAS's in the last bits, as two BLAS libraries d
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +42,12 @@ _FLOATS = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.Double
 # the Zen 3 EPYC, one core, float32, 8 rows spilled and ran at 32-51 GFLOP/s where 6 rows ran at
 # 52-94 (16x64x64 to 128x256x256; 4 rows 50-94, 3 rows 32-60).
 ROW_BLOCKS = {32: (8, 7, 6, 5, 4), 16: (6, 5, 4)}
+# The largest ``b`` copied into a row-major block on the stack (``SmallGemm.packs_b``): a 128x128
+# float32 matrix, within any thread's stack.
+PACK_MAX_BYTES = 1 << 16
+# A row-contiguous ``b`` whose rows are far apart is packed for products of at least this many rows
+# (its copy then costs at most 1/16 of the multiply-adds).
+PACK_MIN_ROWS = 16
 
 
 def row_block(m: int) -> int:
@@ -69,11 +80,18 @@ def _lanes(indices) -> ir.Constant:
 
 @dataclass(frozen=True)
 class SmallGemm:
-    """``out[i, j] (+)= alpha * sum_p a[i, p] * b[p, j]`` for ``i < m, j < n, p < k``, ``batch`` times.
+    """``out[i, j] (+)= alpha * sum_p a[i, p] * b[p, j]`` for ``i < m, j < n, p < k``, for each
+    matrix of a batch.
 
-    ``a[i, p]`` is at ``a + i * a_row + p * a_col``, ``b[p, j]`` at ``b + p * ldb + j`` and ``out[i, j]``
-    at ``out + i * n + j`` (elements); consecutive matrices of a batch are ``stride_a``, ``stride_b``
-    and ``m * n`` elements apart. ``accumulate``: add ``alpha`` times the product to ``out``.
+    ``a[i, p]`` is at ``a + i * a_row + p * a_col``, ``b[p, j]`` at ``b + p * ldb + j * b_col`` and
+    ``out[i, j]`` at ``out + i * n + j`` (elements). ``batch``: the batch's axes, C order, as
+    ``(size, stride of a, stride of b)`` (elements); the results of its matrices follow each other
+    in ``out``, ``m * n`` elements apart (attention heads split off a model axis are a batch of two
+    axes whose matrices' rows are far apart: ``a_row`` and ``ldb`` may exceed the row's length).
+    ``accumulate``: add ``alpha`` times the product to ``out``.
+
+    ``b`` may be copied into a row-major block on the stack first, per matrix (:attr:`packs_b`;
+    callers keep a ``b`` with ``b_col != 1`` within :data:`PACK_MAX_BYTES`).
 
     ``taps``: the contraction is the sum over taps ``(a_offset, b_row)`` of ``k`` terms each, ``a``
     read from ``a + a_offset`` and ``b`` from its row ``b_row`` on: a convolution's taps, whose
@@ -92,30 +110,50 @@ class SmallGemm:
     ldb: int
     alpha: float = 1.0
     accumulate: bool = False
-    batch: int = 1
-    stride_a: int = 0
-    stride_b: int = 0
+    batch: tuple = ()
+    b_col: int = 1
     taps: tuple = ((0, 0),)
     epilogue: str = ""
+
+    @property
+    def count(self) -> int:
+        """Matrices in the batch."""
+        return math.prod(size for size, _, _ in self.batch)
+
+    @property
+    def packs_b(self) -> bool:
+        """Whether each matrix's ``b`` is copied into a row-major block first: where its rows are
+        not contiguous, and where they are far apart and read by several blocks of rows (the
+        values of attention heads, rows 768 floats apart: each column block's lines of ``b`` fell
+        into a few of L1's sets and were evicted before the next block of rows read them)."""
+        if self.n == 1:
+            return False
+        fits = self.k * self.n * self.dtype.itemsize <= PACK_MAX_BYTES
+        far = self.ldb != self.n and self.m >= PACK_MIN_ROWS and self.taps == ((0, 0),)
+        return self.b_col != 1 or (fits and far)
 
     @property
     def name(self) -> str:
         d = self
         taps = "" if d.taps == ((0, 0),) else "_taps" + hashlib.sha1(repr(d.taps).encode()).hexdigest()[:12]
+        batch = "".join(f"_b{size}s{sa}s{sb}" for size, sa, sb in d.batch)
         return (f"tracejit_small_gemm_{d.dtype.name}_{d.m}x{d.n}x{d.k}_{d.a_row}_{d.a_col}_{d.ldb}_"
-                f"{'acc' if d.accumulate else 'set'}{float(d.alpha)!r}_{d.batch}_{d.stride_a}_{d.stride_b}{taps}"
+                f"{'acc' if d.accumulate else 'set'}{float(d.alpha)!r}{batch}_{d.b_col}{taps}"
                 f"{'_epilogue' + d.epilogue if d.epilogue else ''}").replace(".", "p").replace("-", "m")
 
 
-def function(module: ir.Module, g: SmallGemm, lanes: int, epilogue=None) -> ir.Function:
+def function(module: ir.Module, g: SmallGemm, lanes: int, epilogue=None, ranged: bool = False) -> ir.Function:
     """The product as ``void name(a, b, out, *inputs)`` in ``module`` (defined once per ``g``), vectors
     of ``lanes`` elements; ``epilogue``: a ``gemm_epilogue.EpilogueEmitter`` (``g.epilogue`` its key)
-    whose ``inputs`` are the addresses after ``out``."""
-    fn = module.globals.get(g.name)
+    whose ``inputs`` are the addresses after ``out``. ``ranged``: ``void name_range(a, b, out, start,
+    end, *inputs)``, the batch's matrices ``[start, end)`` only."""
+    name = g.name + ("_range" if ranged else "")
+    fn = module.globals.get(name)
     if fn is not None:
         return fn
     extra = len(epilogue.inputs) if epilogue is not None else 0
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * (3 + extra)), name=g.name)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * 3 + [I64] * (2 * ranged) + [PTR] * extra),
+                     name=name)
     fn.linkage = "internal"
     if g.taps != ((0, 0),):
         # (a convolution's product is called per output line from every step of its geometry:
@@ -123,7 +161,35 @@ def function(module: ir.Module, g: SmallGemm, lanes: int, epilogue=None) -> ir.F
         fn.attributes.add("noinline")
     for arg in fn.args[:3]:
         arg.add_attribute("noalias")    # (an epilogue's inputs may be one buffer twice, never the product)
-    _Emitter(fn, g, lanes, epilogue).emit()
+    a, bm, out = fn.args[:3]
+    start, end = fn.args[3:5] if ranged else (ir.Constant(I64, 0), ir.Constant(I64, g.count))
+    _Emitter(fn, g, lanes, epilogue).emit(a, bm, out, start, end, fn.args[3 + 2 * ranged:])
+    return fn
+
+
+def batch_offsets(b: ir.IRBuilder, batch: tuple, q) -> tuple:
+    """The elements from ``a`` and from ``b`` to matrix ``q`` (an i64 value; flat, C order) of a
+    ``batch`` of ``(size, stride of a, stride of b)`` axes."""
+    off_a, off_b, inner = ir.Constant(I64, 0), ir.Constant(I64, 0), 1
+    for size, stride_a, stride_b in reversed(batch):
+        index = b.urem(b.udiv(q, ir.Constant(I64, inner)), ir.Constant(I64, size))
+        off_a = b.add(off_a, b.mul(index, ir.Constant(I64, stride_a)))
+        off_b = b.add(off_b, b.mul(index, ir.Constant(I64, stride_b)))
+        inner *= size
+    return off_a, off_b
+
+
+def kernel(module: ir.Module, g: SmallGemm, lanes: int, name: str, epilogue=None) -> ir.Function:
+    """The product as a kernel over the matrices of its batch: ``void name(slots, start, end)``, where
+    ``slots`` holds the addresses of ``a``, ``b``, ``out`` and the epilogue's inputs (the form a
+    kernel launch splits over threads)."""
+    extra = len(epilogue.inputs) if epilogue is not None else 0
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), name=name)
+    slots, start, end = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    pointers = [b.load(b.gep(slots, [ir.Constant(I64, k)], source_etype=PTR), typ=PTR) for k in range(3 + extra)]
+    b.call(function(module, g, lanes, epilogue, ranged=True), pointers[:3] + [start, end] + pointers[3:])
+    b.ret_void()
     return fn
 
 
@@ -189,20 +255,45 @@ class _Emitter:
                 b.store(piece, at, align=self.g.dtype.itemsize)
 
     # ------------------------------------------------------------------ the product
-    def emit(self):
+    def emit(self, a, bm, out, start, end, inputs):
+        """Matrices ``[start, end)`` of the batch (i64 values)."""
         g, b = self.g, self.b
-        a, bm, out = self.fn.args[:3]
         if self.epilogue is not None:
-            self.bases = dict(zip(self.epilogue.inputs, self.fn.args[3:]))
+            self.bases = dict(zip(self.epilogue.inputs, inputs))
             self.bases[self.epilogue.out] = out
-        if g.batch == 1:
-            self._matrix(a, bm, out, self._const(0))
+        pack = None
+        if g.packs_b:
+            with b.goto_entry_block():
+                pack = b.alloca(self.t, size=self._const(g.k * g.n))
+                pack.align = 64
+
+        def matrix(q):
+            off_a, off_b = batch_offsets(b, g.batch, q)
+            b_at = self._at(bm, off_b)
+            if pack is not None:
+                self._pack(b_at, pack)
+                b_at = pack
+            self._matrix(self._at(a, off_a), b_at, self._at(out, b.mul(q, self._const(g.m * g.n))),
+                         b.mul(q, self._const(g.m)))
+        if g.count == 1 and isinstance(start, ir.Constant):
+            matrix(self._const(0))
         else:
-            counted_loop(b, g.batch, lambda q: self._matrix(self._at(a, b.mul(q, self._const(g.stride_a))),
-                                                            self._at(bm, b.mul(q, self._const(g.stride_b))),
-                                                            self._at(out, b.mul(q, self._const(g.m * g.n))),
-                                                            b.mul(q, self._const(g.m))), "batch")
+            carried_loop(b, start, end, 1, lambda q, _: matrix(q) or [], "batch")
         self.b.ret_void()
+
+    def _pack(self, src, pack):
+        """Copy a matrix of ``b`` into ``pack``, row-major (``k`` rows of ``n``), reading along the
+        operand's contiguous axis."""
+        g, b = self.g, self.b
+
+        def copy(p, j):
+            value = b.load(self._at(src, b.add(b.mul(p, self._const(g.ldb)), b.mul(j, self._const(g.b_col)))),
+                           typ=self.t)
+            b.store(value, self._at(pack, b.add(b.mul(p, self._const(g.n)), j)))
+        if g.ldb <= g.b_col:        # columns of b contiguous (q @ k.T): read down them
+            counted_loop(b, g.n, lambda j: counted_loop(b, g.k, lambda p: copy(p, j), "pack_p"), "pack_j")
+        else:
+            counted_loop(b, g.k, lambda p: counted_loop(b, g.n, lambda j: copy(p, j), "pack_j"), "pack_p")
 
     def _matrix(self, a, bm, out, first_row):
         """One matrix of the batch; ``first_row``: its first row's index in the whole result (what an
@@ -295,7 +386,7 @@ class _Emitter:
         g, b, lanes = self.g, self.b, self.lanes
 
         def term(p, phis):
-            b_row_at = b.add(b.mul(b.add(p, b_row), self._const(g.ldb)), j0)
+            b_row_at = b.add(b.mul(b.add(p, b_row), self._const(g.n if g.packs_b else g.ldb)), j0)
             bv = [self._load(self._at(bm, b.add(b_row_at, self._const(v * lanes))), cols)
                   for v, cols in enumerate(vectors)]
             a_col = b.add(b.mul(p, self._const(g.a_col)), a_offset)
