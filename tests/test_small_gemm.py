@@ -327,3 +327,46 @@ def test_attention_heads_are_generated_kernels_split_over_threads(monkeypatch):
     np.testing.assert_allclose(got, np.asarray(tracejit.jit(lambda x: attention(x))(x)), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(grad, np.asarray(tracejit.jit(tracejit.grad(lambda x: loss(x)))(x)),
                                rtol=1e-4, atol=1e-5)
+
+
+def _body_items(f, *args):
+    """The kinds of a native loop body's items: ("kernel", emitter) or ("blas", GemmCall)."""
+    from tests import helpers
+    step, = helpers.control_flow_steps(tracejit.jit(f).lower(*args).compile())
+    return [(kind, what) for kind, what, _ in step.loop.construct.body.items]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows, form, split", [(128, "tanh", True), (96, "bias", True), (131, "tanh", False),
+                                                (96, "sgd", False)])
+def test_loop_body_products_split_into_row_blocks_over_threads(dtype, rows, form, split, monkeypatch):
+    # a body's product of 1M-16M multiply-adds whose right operand fits in L2 is generated code over
+    # blocks of its rows, which the body's code splits over the thread team; a library call where
+    # the rows do not split into equal blocks of 8-64, or the product adds to another buffer
+    rng = np.random.default_rng(rows)
+    n = 176                     # (a 176x176 right operand: 124 KB float32, 248 KB float64)
+    w = (rng.standard_normal((n, n)) / 13).astype(dtype)
+    x0 = rng.standard_normal((rows, n)).astype(dtype)
+    b = rng.standard_normal(n).astype(dtype)
+
+    def body(x, xp):
+        if form == "tanh":
+            return xp.tanh(x @ w + 0.5)
+        if form == "bias":          # (and a residual: the epilogue reads the block's own rows of x)
+            return 0.5 * (x @ w) + b + x
+        return x - 0.5 * (x @ w)
+    f = lambda w, x0, b: lax.fori_loop(0, 3, lambda i, x: body(x, jnp), x0)
+    items = _body_items(f, w, x0, b)
+    products = [what for kind, what in items if isinstance(what, native_blas.ProductKernel)]
+    assert bool(products) == split and (split or any(kind == "blas" for kind, _ in items)), items
+    if split:
+        assert products[0].layout.parallel_size >= 2 and products[0].fuses_epilogue == (form != "sgd")
+    got = np.asarray(tracejit.jit(f)(w, x0, b))
+    want = x0.astype(np.float64)
+    for _ in range(3):
+        want = body(want, np)
+    tol = 2e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+    monkeypatch.setenv("TRACEJIT_OWN_GEMM", "0")
+    assert not [what for _, what in _body_items(lambda w, x0, b: f(w, x0, b), w, x0, b)
+                if isinstance(what, native_blas.ProductKernel)]

@@ -1,15 +1,20 @@
-"""Matrix products called from native code: a loop body's ``DotStep`` as one CBLAS ``?gemm`` call.
+"""Matrix products made by native code: a loop body's or the native entry's ``DotStep``, and
+batches of small products run as kernels of their own.
 
 A product inside a loop body used to keep the whole loop on the host (one return to Python per
-iteration). The loop's own code now calls the BLAS that the host would have used for that product
+iteration). The loop's own code now makes it: small real products are generated code
+(``small_gemm``), others one call to the BLAS the host would have used for that product
 (``blas.native_symbol``: the provider measured fastest for its dtype and shape class), when that
-provider has a C entry point and the operands are matrices in memory as they are: each operand's
-free and contracted axes must each be contiguous runs of its buffer's axes, in order, so the
-operand is an (m, k) or (k, m) row-major matrix read with a transpose flag, never copied. A
-batched product (``einsum('bij,bjk->bik')``) whose batch axes lead both operands in memory is one
-call per matrix of the batch, in a native loop; complex products pass alpha and beta by address,
-as CBLAS takes them. NumPy's ``matmul`` forced (``TRACEJIT_BLAS=numpy``: no C entry point) keeps
-the loop on the host.
+provider has a C entry point. Operands are read where they lie: each operand's free axes and its
+contracted axes must each merge into one strided axis (an (m, k) or (k, m) matrix whose rows may
+be far apart, read with a transpose flag and a leading dimension), never copied; batch axes may
+lie anywhere in memory (attention heads split off a model axis), one product per matrix of the
+batch, in a native loop. Complex products pass alpha and beta by address, as CBLAS takes them.
+NumPy's ``matmul`` forced (``TRACEJIT_BLAS=numpy``: no C entry point) keeps the loop on the host.
+
+``ProductKernel`` is generated code as a kernel over units a launch splits over threads: the
+matrices of a batch larger than the native entry makes (a program's attention heads), or blocks of
+rows of one product in a loop body (``split_call_for``).
 """
 from __future__ import annotations
 
@@ -55,6 +60,7 @@ class GemmCall:
     beta: float
     accumulate_from: int | None     # buffer copied into ``out`` first (beta = 1), unless it is ``out``
     batch: tuple = ()               # the batch's axes: (size, stride of a, stride of b), elements
+    strides: tuple = ()             # (a's rows, a's columns, b's rows, b's columns), elements
     own: small_gemm.SmallGemm | None = None     # generated here instead of calling ``symbol``
     epilogue: object = None         # the step's epilogue kernel (DotStep.epilogue), applied to ``out``
     buffers: list = None            # the plan's buffers (what the epilogue's loads index)
@@ -153,7 +159,7 @@ def gemm_call(step: DotStep, bufs) -> GemmCall:
         raise NotImplementedError("body needs a BLAS product whose provider has no C entry point (NumPy)")
     symbol, int64 = found
     return GemmCall(symbol, int64, dtype, m, n, k, ta, lda, tb, ldb, float(alpha), beta, source,
-                    batch, own, step.epilogue, bufs)
+                    batch, (a_row, a_col, b_row, b_col), own, step.epilogue, bufs)
 
 
 def _own_gemm(dtype, m, n, k, a_row, a_col, b_row, b_col, alpha, beta, batch, epilogue):
@@ -168,6 +174,10 @@ def _own_gemm(dtype, m, n, k, a_row, a_col, b_row, b_col, alpha, beta, batch, ep
                                 b_col if n > 1 else 1, epilogue=epilogue)
 
 
+# A product split into blocks of rows over threads (ProductKernel.split_call_for) has a right
+# operand of at most this size: every block reads all of it, from L2.
+SPLIT_MAX_RIGHT_BYTES = 1 << 18
+SPLIT_MAX_MACS = 1 << 24
 # Products of at most this many multiply-adds (the whole batch) are made by the native entry
 # (entry.py), as loop bodies make them: a small product's dispatch (a step from Python, ~6 us) was
 # most of its time. Larger ones run from the step-by-step executable: a batch of generated products
@@ -201,14 +211,44 @@ class ProductKernel:
         self.fuses_epilogue = epilogue is None or epilogue.vectorizes
         self.epilogue = epilogue if self.fuses_epilogue else None
         self.own = call.own if self.epilogue is not None else dataclasses.replace(call.own, epilogue="")
-        self.layout = _Units(call.count)
+        self.layout = _Units(call.own.count)
         self.slots = [step.lhs, step.rhs, step.out] + (list(self.epilogue.inputs) if self.epilogue else [])
         self.work = call.count * call.m * call.n * call.k       # multiply-adds: what decides threading
 
     @staticmethod
+    def split_call_for(step: DotStep, bufs) -> GemmCall | None:
+        """A loop body's product too large for one thread's generated code (1M to 16M multiply-adds)
+        whose right operand fits in L2 (a recurrent cell's ``x @ w``, 128x256 by 256x256), as
+        generated products over blocks of its rows: a batch whose matrices are the blocks (``b``
+        shared, results one after the other as the rows are), which the body splits over the thread
+        team. None where it is not one (also where its rows do not split into equal blocks of 8 to
+        64)."""
+        try:
+            call = gemm_call(step, bufs)
+        except NotImplementedError:
+            return None
+        m, n, k, item = call.m, call.n, call.k, call.dtype.itemsize
+        if (call.own is not None or call.batch or call.dtype not in _FLOATS or call.accumulate_from is not None
+                or k > OWN_GEMM_MAX_K or n * k * item > SPLIT_MAX_RIGHT_BYTES or m * n * k > SPLIT_MAX_MACS
+                or not env_flag("TRACEJIT_OWN_GEMM", True) or "+fma" not in llvm_engine.host_cpu_features()):
+            return None
+        rows = max((r for r in range(8, min(64, m // 2) + 1) if m % r == 0), default=None)
+        if rows is None:
+            return None
+        a_row, a_col, b_row, b_col = call.strides
+        if b_col != 1 and n * k * item > small_gemm.PACK_MAX_BYTES:
+            return None
+        own = small_gemm.SmallGemm(np.dtype(call.dtype), rows, n, k, a_row, a_col, b_row, call.alpha,
+                                   call.beta == 1.0, ((m // rows, rows * a_row, 0),), b_col if n > 1 else 1,
+                                   epilogue=epilogue_key(step.epilogue, bufs) if step.epilogue is not None else "")
+        return dataclasses.replace(call, own=own)
+
+    @staticmethod
     def call_for(step: DotStep, bufs) -> GemmCall | None:
-        """The generated product of ``step`` when it is one: a batch of small real products, larger
-        than the native entry makes, whose result starts empty; else None (a library call)."""
+        """The generated product of a program's ``step`` when it is one: a batch of small real
+        products, larger than the native entry makes, whose result starts empty; else None (a
+        library call from Python: one product split into blocks of rows, as loop bodies make them,
+        ran 0.8-1.2x the library's speed there, 128x256x256 to 4096x256x256 on the Zen 3 EPYC)."""
         try:
             call = gemm_call(step, bufs)
         except NotImplementedError:
