@@ -195,10 +195,11 @@ class _Units:
 
 
 class ProductKernel:
-    """A batched product of small matrices (attention heads: ``q @ k.T`` and ``att @ v`` per batch
-    and head) as generated code, a kernel over the batch's matrices, split over threads as a fused
-    kernel's range is; its epilogue applied to each block of results before the block is stored,
-    where it vectorizes (else it runs after, as its own kernel: ``fuses_epilogue``)."""
+    """Generated products as a kernel over units that a launch (or a loop body's code) splits over
+    threads as a fused kernel's range: the matrices of a batch of small products (attention heads:
+    ``q @ k.T`` and ``att @ v`` per batch and head; :meth:`call_for`), or blocks of rows of one
+    product (:meth:`split_call_for`). Its epilogue is applied to each block of results before the
+    block is stored where it vectorizes (else it runs after, as its own kernel: ``fuses_epilogue``)."""
 
     math_calls = False
     outer_vector = False
