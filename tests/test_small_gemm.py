@@ -377,3 +377,33 @@ def test_loop_body_products_split_into_row_blocks_over_threads(dtype, rows, form
     monkeypatch.setenv("TRACEJIT_OWN_GEMM", "0")
     assert not [what for _, what in _body_items(lambda w, x0, b: f(w, x0, b), w, x0, b)
                 if isinstance(what, native_blas.ProductKernel)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_random_loop_body_products_match_numpy(dtype):
+    # The class fuzzer of loop-body products of 1M-16M multiply-adds (row blocks over the team where
+    # they qualify, a library call where not): random sizes, transposed operands and epilogues
+    # against a float64 NumPy loop; SMALL_GEMM_FUZZ_SEEDS=2000 runs a campaign.
+    import os
+    seeds = int(os.environ.get("SMALL_GEMM_FUZZ_SEEDS", "40")) // 5
+    tol = 5e-5 if dtype == np.float32 else 1e-12
+    split = 0
+    for seed in range(seeds):
+        rng = np.random.default_rng(20_000 + seed)
+        n = int(rng.integers(96, 257)) if dtype == np.float32 else int(rng.integers(96, 181))
+        m = int(rng.choice([8, 16, 24, 32, 48, 64])) * int(rng.integers(2, 5)) + int(rng.choice([0, 0, 0, 1]))
+        t_w, form = bool(rng.integers(0, 2)), str(rng.choice(["tanh", "residual", "scaled"]))
+        w = (rng.standard_normal((n, n)) / np.sqrt(n)).astype(dtype)
+        x0 = rng.standard_normal((m, n)).astype(dtype)
+
+        def body(x, w, xp):
+            p = x @ (w.T if t_w else w)
+            return xp.tanh(p) if form == "tanh" else (0.5 * p + x if form == "residual" else 0.7 * p)
+        f = lambda w, x0: lax.fori_loop(0, 2, lambda i, x: body(x, w, jnp), x0)
+        split += any(isinstance(what, native_blas.ProductKernel) for _, what in _body_items(f, w, x0))
+        want = x0.astype(np.float64)
+        for _ in range(2):
+            want = body(want, w.astype(np.float64), np)
+        got = np.asarray(tracejit.jit(f)(w, x0))
+        assert got.dtype == dtype and np.all(np.abs(got - want) <= tol * (np.abs(want) + 1)), (seed, m, n, t_w, form)
+    assert split > 0
