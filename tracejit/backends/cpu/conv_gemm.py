@@ -246,15 +246,6 @@ def emit_weight_grad(module: ir.Module, conv: ConvWeightGrad, lanes: int, name: 
     return fn
 
 
-class ConvLayout:
-    """What a launcher needs: output lines are the units split over threads."""
-
-    elementwise_1d = False
-
-    def __init__(self, lines: int):
-        self.parallel_size = lines
-
-
 class ConvEmitter:
     """Emits a ``conv`` window step (``ops/conv_windows.py``) as a kernel over output lines, a
     ``conv_wgrad`` step over (tap, feature block) units."""
@@ -276,7 +267,7 @@ class ConvEmitter:
                                        tuple(params["window"]), tuple(params["strides"]),
                                        tuple(params["dilation"]), tuple(other.shape[1:-1]), other.shape[-1])
             units, macs = self.conv.units, math.prod(other.shape) * math.prod(out.shape[:-1])
-        self.layout = ConvLayout(units)
+        self.layout = small_gemm.UnitsLayout(units)
         self.slots = [step.out, step.operand, step.update]
         self.lanes = max(vector_bytes // np.dtype(x.dtype).itemsize, 1)
         self.work = macs                  # multiply-adds: what decides threading

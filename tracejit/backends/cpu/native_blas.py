@@ -185,15 +185,6 @@ SPLIT_MAX_MACS = 1 << 24
 ENTRY_GEMM_MACS = 1 << 21
 
 
-class _Units:
-    """What a launcher needs: the batch's matrices are the units split over threads."""
-
-    elementwise_1d = False
-
-    def __init__(self, matrices: int):
-        self.parallel_size = matrices
-
-
 class ProductKernel:
     """Generated products as a kernel over units that a launch (or a loop body's code) splits over
     threads as a fused kernel's range: the matrices of a batch of small products (attention heads:
@@ -212,7 +203,7 @@ class ProductKernel:
         self.fuses_epilogue = epilogue is None or epilogue.vectorizes
         self.epilogue = epilogue if self.fuses_epilogue else None
         self.own = call.own if self.epilogue is not None else dataclasses.replace(call.own, epilogue="")
-        self.layout = _Units(call.own.count)
+        self.layout = small_gemm.UnitsLayout(call.own.count)
         self.slots = [step.lhs, step.rhs, step.out] + (list(self.epilogue.inputs) if self.epilogue else [])
         self.work = call.count * call.m * call.n * call.k       # multiply-adds: what decides threading
 

@@ -62,6 +62,17 @@ def _avx512() -> bool:
     return "+avx512f" in llvm_engine.host_cpu_features()
 
 
+class UnitsLayout:
+    """What a launcher needs of a kernel whose range is units of generated products (a
+    convolution's output lines, a batch's matrices, a product's blocks of rows), split over
+    threads."""
+
+    elementwise_1d = False
+
+    def __init__(self, units: int):
+        self.parallel_size = units
+
+
 @dataclass(frozen=True)
 class _Columns:
     """One vector of a block's columns: ``count`` of its lanes hold columns; a partial vector has
