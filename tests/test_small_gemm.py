@@ -211,14 +211,18 @@ def _random_product_program(rng):
     return program, shapes
 
 
+def _fuzz_seeds(share: int) -> range:
+    """The seeds of a class fuzzer: ``SMALL_GEMM_FUZZ_SEEDS`` (40 in ``make test``) over ``share``."""
+    import os
+    return range(int(os.environ.get("SMALL_GEMM_FUZZ_SEEDS", "40")) // share)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_random_jitted_products_match_numpy(dtype):
     # The class fuzzer of generated products under jit (the native entry; BLAS where they do not
     # qualify): SMALL_GEMM_FUZZ_SEEDS=2000 runs a campaign.
-    import os
-    seeds = int(os.environ.get("SMALL_GEMM_FUZZ_SEEDS", "40"))
     tol = 2e-5 if dtype == np.float32 else 1e-13
-    for seed in range(seeds):
+    for seed in _fuzz_seeds(1):
         rng = np.random.default_rng(seed)
         program, shapes = _random_product_program(rng)
         a, b, c = (rng.standard_normal(s).astype(dtype) for s in shapes)
@@ -291,11 +295,9 @@ def test_random_attention_products_match_numpy(dtype):
     # The class fuzzer of batched products whose batch axes do not lead (heads): generated kernels
     # split over threads above the native entry's size, the entry's own products below it, both
     # against a float64 NumPy product; SMALL_GEMM_FUZZ_SEEDS=2000 runs a campaign.
-    import os
-    seeds = int(os.environ.get("SMALL_GEMM_FUZZ_SEEDS", "40")) // 3
     tol = 2e-5 if dtype == np.float32 else 1e-13
     kernels = 0
-    for seed in range(seeds):
+    for seed in _fuzz_seeds(3):
         rng = np.random.default_rng(10_000 + seed)
         program, shapes = _random_attention_program(rng)
         args = [rng.standard_normal(s).astype(dtype) for s in shapes]
@@ -384,11 +386,9 @@ def test_random_loop_body_products_match_numpy(dtype):
     # The class fuzzer of loop-body products of 1M-16M multiply-adds (row blocks over the team where
     # they qualify, a library call where not): random sizes, transposed operands and epilogues
     # against a float64 NumPy loop; SMALL_GEMM_FUZZ_SEEDS=2000 runs a campaign.
-    import os
-    seeds = int(os.environ.get("SMALL_GEMM_FUZZ_SEEDS", "40")) // 5
     tol = 5e-5 if dtype == np.float32 else 1e-12
     split = 0
-    for seed in range(seeds):
+    for seed in _fuzz_seeds(5):
         rng = np.random.default_rng(20_000 + seed)
         n = int(rng.integers(96, 257)) if dtype == np.float32 else int(rng.integers(96, 181))
         m = int(rng.choice([8, 16, 24, 32, 48, 64])) * int(rng.integers(2, 5)) + int(rng.choice([0, 0, 0, 1]))
