@@ -20,6 +20,7 @@ benchmarks.bench_blas [--quick]``. ``--quick``: a few shapes, a smoke run of sec
 """
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import time
@@ -252,6 +253,18 @@ def against_jax(jitted: list, quick: bool):
                   f"tracejit {t_jax / t:.2f}x JAX's speed"))
 
 
+def _generated_and_library(fn, *args) -> dict:
+    """``fn`` jitted and compiled twice, with generated products (``"1"``) and with library calls
+    only (``"0"``): ``TRACEJIT_OWN_GEMM`` is read when a product is compiled."""
+    fns = {}
+    for flag in ("1", "0"):
+        os.environ["TRACEJIT_OWN_GEMM"] = flag
+        fns[flag] = tracejit.jit(lambda *a: fn(*a))     # (a fresh function: no shared compile cache entry)
+        fns[flag](*args)
+    os.environ.pop("TRACEJIT_OWN_GEMM")
+    return fns
+
+
 SMALL_LOOP_SHAPES = [(16, 64), (32, 128), (64, 128), (128, 256)]
 SMALL_LOOP_STEPS = 200
 
@@ -272,13 +285,8 @@ def small_products_in_loops(quick: bool):
     for m, n in SMALL_LOOP_SHAPES[:2] if quick else SMALL_LOOP_SHAPES:
         w = (rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32)
         x0 = rng.standard_normal((m, n)).astype(np.float32)
-        times = {}
-        for flag in ("1", "0"):
-            os.environ["TRACEJIT_OWN_GEMM"] = flag       # read when the loop is compiled
-            f = tracejit.jit(lambda w, x0: program(tracejit.lax, tracejit.numpy, w, x0))
-            f(w, x0)
-            times[flag] = median_time(lambda: f(w, x0), repeat=repeat) / SMALL_LOOP_STEPS
-        os.environ.pop("TRACEJIT_OWN_GEMM")
+        fns = _generated_and_library(lambda w, x0: program(tracejit.lax, tracejit.numpy, w, x0), w, x0)
+        times = {flag: median_time(lambda: f(w, x0), repeat=repeat) / SMALL_LOOP_STEPS for flag, f in fns.items()}
         flops = 2.0 * m * n * n
         print(f"\n  ({m}x{n}) @ ({n}x{n}) per step")
         print(row("tracejit, BLAS call", times["0"], None, f"{times['0'] * 1e6:6.2f} us  "
@@ -308,19 +316,15 @@ def attention_heads(quick: bool):
     rng = np.random.default_rng(2)
     for what, (spec, shapes) in HEAD_PRODUCTS.items():
         x, y = (_rand(shape, "float32", rng) for shape in shapes)
-        fns = {}
-        for flag in ("1", "0"):
-            os.environ["TRACEJIT_OWN_GEMM"] = flag       # read when the product is compiled
-            fns[flag] = tracejit.jit(lambda x, y: tracejit.numpy.einsum(spec, x, y))
-            fns[flag](x, y)
-        os.environ.pop("TRACEJIT_OWN_GEMM")
+        fns = _generated_and_library(lambda x, y: tracejit.numpy.einsum(spec, x, y), x, y)
         calls = [lambda: fns["1"](x, y), lambda: fns["0"](x, y)]
         if jax is not None:
             jf = jax.jit(lambda x, y: jax.numpy.einsum(spec, x, y))
             jx, jy = jax.device_put(x), jax.device_put(y)
             calls.append(lambda: block(jf(jx, jy)))
         (t_own, t_lib, *t_jax), _ = paired_times(calls, rounds=3 if quick else 7, repeat=10)
-        flops = 2.0 * np.prod(shapes[0]) * shapes[1][1 if what == "q @ k.T" else 3]
+        sizes = dict(zip(spec.split("->")[0].replace(",", ""), shapes[0] + shapes[1]))
+        flops = 2.0 * math.prod(sizes.values())          # (every index of the einsum, once)
         print(f"\n  {what}  ({spec})")
         print(row("tracejit, library calls", t_lib, None, f"{flops / t_lib / 1e9:7.1f} GFLOP/s"))
         print(row("tracejit, generated kernel", t_own, t_lib, f"{flops / t_own / 1e9:7.1f} GFLOP/s"))

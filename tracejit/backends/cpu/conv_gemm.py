@@ -91,11 +91,6 @@ class ConvGemm:
                                     self.strides[-1] * self.features, 1, self.out_features, taps=taps)
 
 
-def _slots(b, slots, count):
-    """The first ``count`` buffer addresses of a kernel's ``slots`` array."""
-    return [b.load(b.gep(slots, [ir.Constant(I64, k)], source_etype=PTR), typ=PTR) for k in range(count)]
-
-
 def emit(module: ir.Module, conv: ConvGemm, lanes: int, name: str) -> ir.Function:
     """``void name(slots, begin, end)``: output lines ``[begin, end)`` of ``conv``; ``slots`` holds
     the addresses of ``out``, ``x`` and ``w``."""
@@ -103,7 +98,7 @@ def emit(module: ir.Module, conv: ConvGemm, lanes: int, name: str) -> ir.Functio
     fn.args[0].add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     slots, begin, end = fn.args
-    out, x, w = _slots(b, slots, 3)
+    out, x, w = small_gemm.slot_pointers(b, slots, 3)
     line_fn = small_gemm.function(module, conv.line_product(), lanes)
     elem = L.scalar_type(np.dtype(conv.dtype))
     starts = L.i64_table(module, f"{name}_line_starts", conv.line_starts())
@@ -195,7 +190,7 @@ def emit_weight_grad(module: ir.Module, conv: ConvWeightGrad, lanes: int, name: 
     fn.args[0].add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     slots, begin, end = fn.args
-    out, x, g = _slots(b, slots, 3)
+    out, x, g = small_gemm.slot_pointers(b, slots, 3)
     elem = L.scalar_type(np.dtype(conv.dtype))
     item = np.dtype(conv.dtype).itemsize
     rows, blocks, run, f = conv.rows, conv.feature_blocks, conv.run, conv.out_features

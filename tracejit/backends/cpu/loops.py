@@ -144,7 +144,8 @@ class _SubPlan:
             if isinstance(s, NumpyStep):
                 self.items.append(("nested", s, _construct(s, module, vector_bytes)))
             elif isinstance(s, DotStep):
-                split = native_blas.ProductKernel.split_call_for(s, bufs) if team is not None else None
+                call = native_blas.gemm_call(s, bufs)
+                split = native_blas.ProductKernel.split(call) if team is not None else None
                 em = native_blas.ProductKernel(module, s, split, vector_bytes) if split is not None else None
                 if em is not None and em.fuses_epilogue and em.work >= openmp_min_work(em):
                     # (a product too large for one thread's generated code: its row blocks over the team)
@@ -152,7 +153,7 @@ class _SubPlan:
                     em.emit(name)
                     self.items.append(("kernel", em, (name, team_granule(em.layout, em))))
                 else:
-                    self.items.append(("blas", s, native_blas.gemm_call(s, bufs)))
+                    self.items.append(("blas", s, call))
             else:
                 step = next(native)
                 em = native_emitter(module, step, bufs, vector_bytes)

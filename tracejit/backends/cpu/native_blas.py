@@ -14,7 +14,7 @@ NumPy's ``matmul`` forced (``TRACEJIT_BLAS=numpy``: no C entry point) keeps the 
 
 ``ProductKernel`` is generated code as a kernel over units a launch splits over threads: the
 matrices of a batch larger than the native entry makes (a program's attention heads), or blocks of
-rows of one product in a loop body (``split_call_for``).
+rows of one product in a loop body (``ProductKernel.split``).
 """
 from __future__ import annotations
 
@@ -149,7 +149,7 @@ def gemm_call(step: DotStep, bufs) -> GemmCall:
         if base_buffer(bufs, c) != base_buffer(bufs, step.out):
             source = c
     own = _own_gemm(dtype, m, n, k, a_row, a_col, b_row, b_col, float(alpha), beta, batch,
-                    epilogue_key(step.epilogue, bufs) if step.epilogue is not None else "")
+                    _epilogue_key(step.epilogue, bufs))
     a_layout, b_layout = _library_layout(m, a_row, k, a_col), _library_layout(k, b_row, n, b_col)
     if own is None and (a_layout is None or b_layout is None):
         raise NotImplementedError("body needs a BLAS product of operands that are not matrices in memory")
@@ -162,11 +162,16 @@ def gemm_call(step: DotStep, bufs) -> GemmCall:
                     batch, (a_row, a_col, b_row, b_col), own, step.epilogue, bufs)
 
 
-def _own_gemm(dtype, m, n, k, a_row, a_col, b_row, b_col, alpha, beta, batch, epilogue):
-    """The generated product (``small_gemm``) for a small real product (a ``b`` whose rows are not
-    contiguous is packed, up to ``small_gemm.PACK_MAX_BYTES``), on a CPU with fused multiply-add;
-    None where BLAS serves it."""
-    if (dtype not in _FLOATS or m * n * k > OWN_GEMM_MACS or k > OWN_GEMM_MAX_K
+def _epilogue_key(epilogue, bufs) -> str:
+    """What names a step's epilogue in generated code's names (``""``: none)."""
+    return epilogue_key(epilogue, bufs) if epilogue is not None else ""
+
+
+def _own_gemm(dtype, m, n, k, a_row, a_col, b_row, b_col, alpha, beta, batch, epilogue, max_macs=OWN_GEMM_MACS):
+    """The generated product (``small_gemm``) for a real product of at most ``max_macs``
+    multiply-adds per matrix (a ``b`` whose rows are not contiguous is packed, up to
+    ``small_gemm.PACK_MAX_BYTES``), on a CPU with fused multiply-add; None where BLAS serves it."""
+    if (dtype not in _FLOATS or m * n * k > max_macs or k > OWN_GEMM_MAX_K
             or (b_col != 1 and n > 1 and k * n * dtype.itemsize > small_gemm.PACK_MAX_BYTES)
             or not env_flag("TRACEJIT_OWN_GEMM", True) or "+fma" not in llvm_engine.host_cpu_features()):
         return None
@@ -174,7 +179,7 @@ def _own_gemm(dtype, m, n, k, a_row, a_col, b_row, b_col, alpha, beta, batch, ep
                                 b_col if n > 1 else 1, epilogue=epilogue)
 
 
-# A product split into blocks of rows over threads (ProductKernel.split_call_for) has a right
+# A product split into blocks of rows over threads (ProductKernel.split) has a right
 # operand of at most this size: every block reads all of it, from L2.
 SPLIT_MAX_RIGHT_BYTES = 1 << 18
 SPLIT_MAX_MACS = 1 << 24
@@ -189,7 +194,7 @@ class ProductKernel:
     """Generated products as a kernel over units that a launch (or a loop body's code) splits over
     threads as a fused kernel's range: the matrices of a batch of small products (attention heads:
     ``q @ k.T`` and ``att @ v`` per batch and head; :meth:`call_for`), or blocks of rows of one
-    product (:meth:`split_call_for`). Its epilogue is applied to each block of results before the
+    product (:meth:`split`). Its epilogue is applied to each block of results before the
     block is stored where it vectorizes (else it runs after, as its own kernel: ``fuses_epilogue``)."""
 
     math_calls = False
@@ -208,32 +213,25 @@ class ProductKernel:
         self.work = call.count * call.m * call.n * call.k       # multiply-adds: what decides threading
 
     @staticmethod
-    def split_call_for(step: DotStep, bufs) -> GemmCall | None:
-        """A loop body's product too large for one thread's generated code (1M to 16M multiply-adds)
-        whose right operand fits in L2 (a recurrent cell's ``x @ w``, 128x256 by 256x256), as
-        generated products over blocks of its rows: a batch whose matrices are the blocks (``b``
-        shared, results one after the other as the rows are), which the body splits over the thread
-        team. None where it is not one (also where its rows do not split into equal blocks of 8 to
-        64)."""
-        try:
-            call = gemm_call(step, bufs)
-        except NotImplementedError:
-            return None
-        m, n, k, item = call.m, call.n, call.k, call.dtype.itemsize
-        if (call.own is not None or call.batch or call.dtype not in _FLOATS or call.accumulate_from is not None
-                or k > OWN_GEMM_MAX_K or n * k * item > SPLIT_MAX_RIGHT_BYTES or m * n * k > SPLIT_MAX_MACS
-                or not env_flag("TRACEJIT_OWN_GEMM", True) or "+fma" not in llvm_engine.host_cpu_features()):
+    def split(call: GemmCall) -> GemmCall | None:
+        """``call`` (a loop body's product) as generated products over blocks of its rows, where it
+        is too large for one thread's generated code (1M to 16M multiply-adds) and its right
+        operand fits in L2 (a recurrent cell's ``x @ w``, 128x256 by 256x256): a batch whose
+        matrices are the blocks (``b`` shared, results one after the other as the rows are), which
+        the body splits over the thread team. None where it is not one (also where its rows do not
+        split into equal blocks of 8 to 64)."""
+        m, n, k = call.m, call.n, call.k
+        if (call.own is not None or call.batch or call.accumulate_from is not None
+                or n * k * call.dtype.itemsize > SPLIT_MAX_RIGHT_BYTES or m * n * k > SPLIT_MAX_MACS):
             return None
         rows = max((r for r in range(8, min(64, m // 2) + 1) if m % r == 0), default=None)
         if rows is None:
             return None
         a_row, a_col, b_row, b_col = call.strides
-        if b_col != 1 and n * k * item > small_gemm.PACK_MAX_BYTES:
-            return None
-        own = small_gemm.SmallGemm(np.dtype(call.dtype), rows, n, k, a_row, a_col, b_row, call.alpha,
-                                   call.beta == 1.0, ((m // rows, rows * a_row, 0),), b_col if n > 1 else 1,
-                                   epilogue=epilogue_key(step.epilogue, bufs) if step.epilogue is not None else "")
-        return dataclasses.replace(call, own=own)
+        own = _own_gemm(call.dtype, rows, n, k, a_row, a_col, b_row, b_col, call.alpha, call.beta,
+                        ((m // rows, rows * a_row, 0),), _epilogue_key(call.epilogue, call.buffers),
+                        max_macs=SPLIT_MAX_MACS)
+        return dataclasses.replace(call, own=own) if own is not None else None
 
     @staticmethod
     def call_for(step: DotStep, bufs) -> GemmCall | None:

@@ -190,6 +190,11 @@ def batch_offsets(b: ir.IRBuilder, batch: tuple, q) -> tuple:
     return off_a, off_b
 
 
+def slot_pointers(b: ir.IRBuilder, slots, count: int) -> list:
+    """The first ``count`` buffer addresses of a kernel's ``slots`` array."""
+    return [b.load(b.gep(slots, [ir.Constant(I64, k)], source_etype=PTR), typ=PTR) for k in range(count)]
+
+
 def kernel(module: ir.Module, g: SmallGemm, lanes: int, name: str, epilogue=None) -> ir.Function:
     """The product as a kernel over the matrices of its batch: ``void name(slots, start, end)``, where
     ``slots`` holds the addresses of ``a``, ``b``, ``out`` and the epilogue's inputs (the form a
@@ -198,7 +203,7 @@ def kernel(module: ir.Module, g: SmallGemm, lanes: int, name: str, epilogue=None
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), name=name)
     slots, start, end = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    pointers = [b.load(b.gep(slots, [ir.Constant(I64, k)], source_etype=PTR), typ=PTR) for k in range(3 + extra)]
+    pointers = slot_pointers(b, slots, 3 + extra)
     b.call(function(module, g, lanes, epilogue, ranged=True), pointers[:3] + [start, end] + pointers[3:])
     b.ret_void()
     return fn
