@@ -6,7 +6,8 @@ the columns, a residual, per-row scales). :class:`EpilogueEmitter` evaluates it 
 code generator (``codegen.KernelEmitter``) at one vector of a row: the product's value comes in a
 register, the other loads are addressed from the element's flat index. A generated product
 (``small_gemm``) calls it on each block of results before the block is stored; after a library's
-product, :meth:`EpilogueEmitter.apply_in_place` runs it over the stored result.
+product, :meth:`EpilogueEmitter.apply_in_place` runs it over the stored result (applied tile by
+tile inside large generated products instead, it was slower: see docs/compiler.md, blas_epilogues).
 """
 from __future__ import annotations
 
