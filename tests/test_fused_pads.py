@@ -142,3 +142,43 @@ def test_col2im_is_chosen_where_the_input_has_fewer_features():
     params["dimension_numbers"] = lax.conv_dimension_numbers((8, 14, 14, 16), (5, 5, 16, 6), dn)
     assert not lax_convolution._col2im_smaller(np.zeros((8, 14, 14, 16)), np.zeros((5, 5, 16, 6)),
                                                np.zeros((8, 14, 14, 6)), params)
+
+
+def _uncached_ir(f, *args):
+    saved = tracejit.config.compilation_cache_dir
+    tracejit.config.update("compilation_cache_dir", "off")
+    try:
+        return f.lower(*args).compile().as_text(llvm_ir=True)
+    finally:
+        tracejit.config.update("compilation_cache_dir", saved)
+
+
+def test_gathers_with_int64_indices_keep_the_datas_vector_width():
+    # A padded 3x3 depthwise convolution reads its taps as gathers from the unpadded input, whose
+    # indices are int64 iotas; a row picked by a traced int64 index is a gather too. Those indices
+    # are scalars (the same in every lane), so float32 data runs float32's lanes: it ran half of
+    # them before (the indices' width), and the index arithmetic ran per vector.
+    import re
+    from tracejit.backends.cpu.native import vector_bytes
+    from tracejit.ops import convolution as conv
+    lanes = vector_bytes() // 4
+    rng = np.random.default_rng(5)
+    for h, w_, c in [(7, 9, 24), (1, 1, 8), (5, 3, 13)]:
+        x = rng.standard_normal((2, h, w_, c)).astype(np.float32)
+        w = rng.standard_normal((3, 3, 1, c)).astype(np.float32)
+        x[0, 0, 0, 0], x[1, h - 1, w_ - 1, c - 1] = np.inf, np.nan        # at the borders the pads touch
+        dn = lax.conv_dimension_numbers(x.shape, w.shape, ("NHWC", "HWIO", "NHWC"))
+        f = tracejit.jit(lambda w, x: conv.conv_product(
+            x, w, window_strides=(1, 1), padding=((1, 1), (1, 1)), lhs_dilation=(1, 1), rhs_dilation=(1, 1),
+            dimension_numbers=dn, feature_group_count=c, batch_group_count=1))
+        xp = np.pad(x.astype(np.float64), ((0, 0), (1, 1), (1, 1), (0, 0)))
+        with np.errstate(invalid="ignore"):
+            want = sum(xp[:, i:i + h, j:j + w_, :] * w[i, j, 0].astype(np.float64) for i in range(3) for j in range(3))
+        np.testing.assert_allclose(f(w, x), want, rtol=2e-5, atol=2e-5)
+        if c == 24:
+            assert re.search(rf"load <{lanes} x float>", _uncached_ir(f, w, x))
+    rows = rng.standard_normal((6, 64)).astype(np.float32)
+    g = tracejit.jit(lambda r, i: r[i] * 2.0 + r[i - 1])
+    for i in (0, 5, -1):
+        np.testing.assert_array_equal(g(rows, np.int64(i)), rows[i] * 2.0 + rows[i - 1])
+    assert re.search(rf"load <{lanes} x float>", _uncached_ir(g, rows, np.int64(0)))

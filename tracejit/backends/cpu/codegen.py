@@ -174,6 +174,27 @@ def _lane_bytes(d) -> int:
 
 # --------------------------------------------------------------------------- emitter
 
+def _lane_nodes(exprs) -> list:
+    """The nodes of ``exprs`` whose values fill vector lanes: all but a gather's index operands
+    (a gather vectorizes only when those are the same in every lane, computed as scalars)."""
+    seen, out, stack = set(), [], list(exprs)
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        out.append(n)
+        if not is_gather(n):
+            stack.extend(n.args)
+    return out
+
+
+@dataclass(frozen=True)
+class _GatherRow:
+    """The key of a gather's row offset and range check in a vector loop's cache of hoisted values."""
+    node: int
+
+
 class KernelEmitter:
     def __init__(self, module: ir.Module, kernel: Kernel, buffers, vector_bytes: int):
         self.module = module
@@ -182,8 +203,13 @@ class KernelEmitter:
         self.layout = KernelLayout(kernel, buffers)
         self.slots = sorted({n.buffer for p in kernel.phases for e in p.exprs for n in _walk(e) if n.kind == "load"}
                             | {b for p in kernel.phases for b in p.outputs})
-        widest = max([_lane_bytes(buffers[b].dtype) for b in self.slots] +
-                      [_lane_bytes(n.dtype) for p in kernel.phases for e in p.exprs for n in _walk(e)] + [1])
+        # The widest value a lane holds sets the lanes; a gather's indices are not among them (they
+        # are scalars, the same in every lane: int64 iotas gave a float32 depthwise convolution's
+        # padded taps half of AVX2's lanes).
+        lane_nodes = _lane_nodes([e for p in kernel.phases for e in p.exprs])
+        widest = max([_lane_bytes(buffers[b].dtype) for p in kernel.phases for b in p.outputs]
+                     + [_lane_bytes(buffers[n.buffer].dtype) for n in lane_nodes if n.kind == "load"]
+                     + [_lane_bytes(n.dtype) for n in lane_nodes] + [1])
         self.lanes = max(1, vector_bytes // widest)
         self.work = kernel.size     # elements: what decides whether the kernel is split over threads
         self.mask = None
@@ -370,22 +396,16 @@ class KernelEmitter:
     def _gather(self, node, lanes, j, cache):
         """``operand[idx..., p]``: the map's offset plus each clamped (or checked) index times its
         dim's stride. In a vector loop (``lanes > 1``) the indices are the same in every lane
-        (``_vectorizable`` checked): they are computed once as scalars, and the lanes load
-        consecutive (or, along a broadcast dim, the same) elements of the selected row."""
+        (``_vectorizable`` checked), so the same along the loop: computed once as scalars before
+        it (``_invariants``), and the lanes load consecutive (or, along a broadcast dim, the same)
+        elements of the selected row."""
         b = self.b
         spec = node.value
-        acc = self.layout.access[id(node)]
-        base = self.row_base[id(node)]
-        inner = acc.coeffs[self.lane_dim]
-        off = b.add(base, b.mul(j, ir.Constant(I64, inner))) if inner else base
-        strides = c_strides(self.buffers[node.buffer].shape)
-        index_cache = cache if lanes == 1 else {}
-        valid = None
-        for arg, n, stride in zip(node.args, spec.indexed_shape, strides):
-            idx, ok = L.index_in_range(b, self._eval(arg, 1, j, index_cache), arg.dtype, n, spec.mode)
-            if ok is not None:
-                valid = ok if valid is None else b.and_(valid, ok)
-            off = b.add(off, b.mul(idx, ir.Constant(I64, stride)))
+        inner = self.layout.access[id(node)].coeffs[self.lane_dim]
+        row = cache.get(_GatherRow(id(node))) if lanes > 1 else None
+        off, valid = row if row is not None else self._gather_row(node, j, cache if lanes == 1 else {})
+        if inner:
+            off = b.add(off, b.mul(j, ir.Constant(I64, inner)))
         if lanes == 1:
             v = self._load(node.buffer, off, 1)
         elif inner == 0:
@@ -397,6 +417,21 @@ class KernelEmitter:
         if valid is not None:
             v = L.select_value(b, valid, v, L.const(node.dtype, spec.fill_value, lanes))
         return v
+
+    def _gather_row(self, node, j, cache):
+        """``(offset, in range)`` of a gather's element at the loop's index ``j`` without the lane
+        dim's part: the map's offset plus each clamped (or checked) index times its dim's stride,
+        and whether every index was in range (None when no index is checked)."""
+        b = self.b
+        spec = node.value
+        off = self.row_base[id(node)]
+        valid = None
+        for arg, n, stride in zip(node.args, spec.indexed_shape, c_strides(self.buffers[node.buffer].shape)):
+            idx, ok = L.index_in_range(b, self._eval(arg, 1, j, cache), arg.dtype, n, spec.mode)
+            if ok is not None:
+                valid = ok if valid is None else b.and_(valid, ok)
+            off = b.add(off, b.mul(idx, ir.Constant(I64, stride)))
+        return off, valid
 
     def _lane_invariant(self, node) -> bool:
         """The same value in every lane of a vector step (no gather: its operand may be written)."""
@@ -464,6 +499,13 @@ class KernelEmitter:
             if n.kind == "op" and inv[id(n)]:
                 v = self._eval(n, 1, zero, scalar_cache)
                 seeded[id(n)] = v if lanes == 1 else L.splat(self.b, v, lanes)
+        if lanes > 1:
+            # A vector loop's gathers select the same row at every step (their indices are the same
+            # in every lane): the offset and range checks once here, not per vector (a padded
+            # 3x3 depthwise convolution's nine taps spent most of its time on them).
+            for n in order:
+                if is_gather(n):
+                    seeded[_GatherRow(id(n))] = self._gather_row(n, zero, scalar_cache)
         return seeded
 
     def _emit_map(self, phase, store_accs, prefix, inner_start, inner_stop):
