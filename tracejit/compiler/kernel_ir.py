@@ -151,8 +151,9 @@ def exact_text(kernel: Kernel) -> str:
     return kernel.describe() + "".join(f"\nload b{n.buffer} {n.map}" for n in kernel.loads())
 
 
-def walk(exprs) -> list:
-    """Every node reachable from ``exprs``, each once (expression DAGs share nodes)."""
+def walk(exprs, descend=None) -> list:
+    """Every node reachable from ``exprs``, each once (expression DAGs share nodes); with
+    ``descend``, only through the nodes for which ``descend(node)`` is true."""
     out, stack, seen = [], list(exprs), set()
     while stack:
         n = stack.pop()
@@ -160,7 +161,8 @@ def walk(exprs) -> list:
             continue
         seen.add(id(n))
         out.append(n)
-        stack.extend(n.args)
+        if descend is None or descend(n):
+            stack.extend(n.args)
     return out
 
 

@@ -177,16 +177,7 @@ def _lane_bytes(d) -> int:
 def _lane_nodes(exprs) -> list:
     """The nodes of ``exprs`` whose values fill vector lanes: all but a gather's index operands
     (a gather vectorizes only when those are the same in every lane, computed as scalars)."""
-    seen, out, stack = set(), [], list(exprs)
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        out.append(n)
-        if not is_gather(n):
-            stack.extend(n.args)
-    return out
+    return walk(exprs, descend=lambda n: not is_gather(n))
 
 
 @dataclass(frozen=True)
