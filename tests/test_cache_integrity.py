@@ -27,7 +27,7 @@ def cache_dir(tmp_path):
 
 
 def _entries(d):
-    return set(os.listdir(d)) if d.exists() else set()
+    return {n for n in os.listdir(d) if n.endswith(".tjc")} if d.exists() else set()
 
 
 def _compile_new(fun, x):

@@ -13,6 +13,7 @@ import pytest
 from llvmlite import ir
 
 import tracejit
+from tracejit.backends.cpu import cache_eviction
 from tracejit.backends.cpu import object_cache as pc
 
 
@@ -30,7 +31,8 @@ def _key(i) -> str:
 
 
 def _files(d):
-    return sorted(os.listdir(d)) if d.exists() else []
+    """The entries in ``d`` (the ledger of their total size, ``.size``, is not one)."""
+    return sorted(n for n in os.listdir(d) if n.endswith(".tjc")) if d.exists() else []
 
 
 def test_directory_resolution(monkeypatch, tmp_path):
@@ -146,13 +148,84 @@ def test_lru_eviction(cache_dir):
         os.utime(cache_dir / (k + ".tjc"), (1000 + i, 1000 + i))   # a oldest, c newest
     assert pc.load(keys[0]) is not None                          # a hit makes a the newest
     one = (cache_dir / (keys[0] + ".tjc")).stat().st_size
-    pc.store(keys[3], obj, {"i": 3}, max_size=3 * one + 100)   # header sizes vary by a few bytes
+    # Four entries pass the cap; trimmed to EVICT_TO of it, three fit (header sizes vary by a few bytes).
+    cap = int(3 * one / cache_eviction.EVICT_TO) + 200
+    assert 4 * one > cap
+    pc.store(keys[3], obj, {"i": 3}, max_size=cap)
     remaining = set(_files(cache_dir))
     assert remaining == {keys[0] + ".tjc", keys[2] + ".tjc", keys[3] + ".tjc"}   # b evicted
     pc.store(_key(99), obj, {}, max_size=one)                    # the new entry itself survives
     assert _files(cache_dir) == [_key(99) + ".tjc"]
     pc.clear()
     assert _files(cache_dir) == []
+
+
+def _on_disk(d) -> int:
+    return sum((d / n).stat().st_size for n in _files(d))
+
+
+def _ledger(d) -> dict:
+    return json.loads((d / cache_eviction.LEDGER).read_text())
+
+
+def test_stores_keep_the_ledger_without_listing_the_directory(cache_dir, monkeypatch):
+    """A store updates the ledger of the total size; it lists the directory only to count it the
+    first time, not on every store (that cost 60-100 ms per compile with 9,200 entries)."""
+    listed = []
+    real_entries = cache_eviction.entries
+    monkeypatch.setattr(cache_eviction, "entries", lambda d: listed.append(d) or real_entries(d))
+    sizes = [100, 5000, 40, 3000, 0, 700]
+    for i, n in enumerate(sizes):
+        assert pc.store(_key(200 + i), b"x" * n, {"i": i}, max_size=1 << 30)
+        assert _ledger(cache_dir)["bytes"] == _on_disk(cache_dir)
+    assert len(listed) == 1                                      # the first store counted once
+    # Storing a key again replaces its entry: the ledger follows the size change both ways.
+    for n in (10_000, 3):
+        pc.store(_key(201), b"y" * n, {}, max_size=1 << 30)
+        assert _ledger(cache_dir)["bytes"] == _on_disk(cache_dir)
+    assert len(listed) == 1
+
+
+@pytest.mark.parametrize("ledger", ["garbage", "missing", "negative", "old"])
+def test_a_bad_or_old_ledger_is_recounted(cache_dir, ledger):
+    for i in range(3):
+        pc.store(_key(300 + i), b"z" * 1000, {}, max_size=1 << 30)
+    path = cache_dir / cache_eviction.LEDGER
+    if ledger == "garbage":
+        path.write_text("{not json")
+    elif ledger == "missing":
+        path.unlink()
+    elif ledger == "negative":
+        path.write_text(json.dumps({"bytes": -5, "counted": 0}))
+    else:   # counted long ago, and wrong: it is not trusted
+        path.write_text(json.dumps({"bytes": 1, "counted": _ledger(cache_dir)["counted"] - 2 * cache_eviction.RECOUNT_S}))
+    pc.store(_key(310), b"w" * 500, {}, max_size=1 << 30)
+    assert _ledger(cache_dir)["bytes"] == _on_disk(cache_dir)
+
+
+def test_an_over_count_does_not_evict(cache_dir):
+    """Entries removed by hand are still in the ledger: past the cap it counts the directory, and
+    evicts only when the real total is over."""
+    for i in range(3):
+        pc.store(_key(400 + i), b"v" * 1000, {}, max_size=1 << 30)
+    cap = 3 * _on_disk(cache_dir)
+    path = cache_dir / cache_eviction.LEDGER
+    path.write_text(json.dumps({"bytes": 10 * cap, "counted": _ledger(cache_dir)["counted"]}))
+    pc.store(_key(410), b"v" * 1000, {}, max_size=cap)
+    assert len(_files(cache_dir)) == 4
+    assert _ledger(cache_dir)["bytes"] == _on_disk(cache_dir)
+
+
+def test_a_full_cache_stays_under_its_cap(cache_dir):
+    """Many stores into a small cap: the total never passes it, and each eviction trims to EVICT_TO of it,
+    so the directory is listed once per several stores, not on each."""
+    cap = 20_000
+    for i in range(60):
+        pc.store(_key(500 + i), b"u" * (300 + 37 * (i % 11)), {}, max_size=cap)
+        assert _on_disk(cache_dir) <= cap
+        assert _ledger(cache_dir)["bytes"] == _on_disk(cache_dir)
+    assert _key(559) + ".tjc" in _files(cache_dir)
+    assert _key(500) + ".tjc" not in _files(cache_dir)
 
 
 def test_permissions(cache_dir, tmp_path):
@@ -273,7 +346,7 @@ def test_compile_module_roundtrip(cache_dir):
     # Another component value is another entry; a corrupt entry is recompiled.
     c3, o3 = pc.compile_module(lambda: _tiny_module(-1.0), name="tiny", components={"program": "affine -1"})
     assert o3 == "compiled" and _call(c3, 2.0) == 3.0
-    for f in cache_dir.iterdir():
+    for f in cache_dir.glob("*.tjc"):
         f.write_bytes(f.read_bytes()[:-10])
     c4, o4 = pc.compile_module(build, name="tiny", components=comps, vectorize=False)
     assert o4 == "compiled" and _call(c4, 1.0) == 3.5

@@ -42,7 +42,9 @@ new one, never a partial file; two processes storing the same key both write
 complete files and the last one wins. The total size is capped
 (``config.compilation_cache_max_bytes`` if that option exists, else env
 ``TRACEJIT_CACHE_MAX_BYTES``, else 256 MiB) with least-recently-used
-eviction: a hit touches the entry's mtime, a store evicts the oldest entries.
+eviction: a hit touches the entry's mtime, and a store that takes the total past
+the cap evicts the oldest entries. The total is kept in a ledger file, so a
+store does not list the directory (:mod:`~tracejit.backends.cpu.cache_eviction`).
 
 Keys
 ----
@@ -77,6 +79,9 @@ from collections import OrderedDict
 
 import numpy as np
 
+from tracejit.backends.cpu import cache_eviction
+from tracejit.backends.cpu.cache_eviction import SUFFIX, TMP_PREFIX
+from tracejit.backends.cpu.cache_eviction import remove_file as _remove_file
 from tracejit.compiler.kernel_ir import Kernel, exact_text
 from tracejit.compiler.plan import DotStep, WindowStep
 from tracejit.config import config
@@ -86,12 +91,8 @@ logger = logging.getLogger("tracejit.cache")
 
 FORMAT = 1
 _MAGIC = b"TRACEJIT-CACHE-1\n"
-_SUFFIX = ".tjc"
-_TMP_PREFIX = ".tmp-"
 DEFAULT_MAX_BYTES = 256 << 20
 _OFF = ("off", "0", "false", "no", "none", "disabled")
-# Temporary files older than this belong to writers that died mid-write.
-_STALE_TMP_S = 3600.0
 
 _lock = threading.Lock()
 _recent: "OrderedDict[str, dict]" = OrderedDict()   # key -> component hashes, for miss explanations
@@ -323,14 +324,7 @@ def program_fingerprint(program, plan=None) -> str:
 def _path(directory: str, key: str) -> str:
     if not key or any(c not in "0123456789abcdef" for c in key):
         raise ValueError(f"persistent cache keys are lowercase hex strings (from cache_key), got {key!r}")
-    return os.path.join(directory, key + _SUFFIX)
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
+    return os.path.join(directory, key + SUFFIX)
 
 
 def _read_entry(path: str, header_only: bool = False):
@@ -403,7 +397,7 @@ def load(key: str, *, directory: str | None = None):
         return None
     except (OSError, ValueError) as e:
         logger.warning("removing corrupt persistent cache entry %s: %s", path, e)
-        _remove(path)
+        _remove_file(path)
         return None
     try:
         os.utime(path, None)   # LRU: a hit is a use
@@ -442,11 +436,13 @@ def store(key: str, obj_bytes: bytes, metadata: dict | None = None, *, directory
         "created": time.time(),
     }
     raw = json.dumps(header, sort_keys=True).encode()
+    data = _MAGIC + struct.pack("<Q", len(raw)) + raw
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=".part", dir=directory)  # mode 0o600
+        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".part", dir=directory)  # mode 0o600
         with os.fdopen(fd, "wb") as f:
-            f.write(_MAGIC + struct.pack("<Q", len(raw)) + raw + obj_bytes)
+            f.write(data + obj_bytes)
+        replaced = _file_size(path)
         os.replace(tmp, path)
         tmp = None
     except (OSError, TypeError, ValueError) as e:
@@ -454,57 +450,39 @@ def store(key: str, obj_bytes: bytes, metadata: dict | None = None, *, directory
         return False
     finally:
         if tmp is not None:
-            _remove(tmp)
-    evict(directory=directory, max_size=max_bytes() if max_size is None else max_size, keep=path)
+            _remove_file(tmp)
+    cache_eviction.account(directory, len(data) + len(obj_bytes) - replaced,
+                           max_bytes() if max_size is None else max_size, keep=path)
     return True
+
+
+def _file_size(path: str) -> int:
+    """The size of the file at ``path``, 0 when there is none."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def entries(directory: str | None = None) -> list:
     """``(path, size, mtime)`` of every entry, oldest first."""
     directory = directory or _usable_dir()
-    if directory is None:
-        return []
-    out = []
-    now = time.time()
-    try:
-        with os.scandir(directory) as it:
-            for e in it:
-                try:
-                    st = e.stat()
-                except OSError:
-                    continue
-                if e.name.endswith(_SUFFIX):
-                    out.append((e.path, st.st_size, st.st_mtime))
-                elif e.name.startswith(_TMP_PREFIX) and now - st.st_mtime > _STALE_TMP_S:
-                    _remove(e.path)
-    except OSError:
-        return []
-    out.sort(key=lambda t: t[2])
-    return out
+    return [] if directory is None else cache_eviction.entries(directory)
 
 
 def evict(*, directory: str | None = None, max_size: int | None = None, keep: str | None = None) -> int:
     """Remove least-recently-used entries until the total is at most ``max_size``; returns bytes freed."""
-    items = entries(directory)
-    limit = max_bytes() if max_size is None else max_size
-    total = sum(s for _, s, _ in items)
-    freed = 0
-    for path, size, _ in items:
-        if total <= limit:
-            break
-        if path == keep:
-            continue
-        _remove(path)
-        total -= size
-        freed += size
-        logger.debug("evicted persistent cache entry %s (%d bytes)", path, size)
-    return freed
+    directory = directory or _usable_dir()
+    if directory is None:
+        return 0
+    return cache_eviction.evict(directory, max_bytes() if max_size is None else max_size, keep)
 
 
 def clear(directory: str | None = None) -> None:
     """Remove every entry."""
-    for path, _, _ in entries(directory):
-        _remove(path)
+    directory = directory or _usable_dir()
+    if directory is not None:
+        cache_eviction.clear(directory)
 
 
 def _log_miss(directory: str, key: str) -> None:
@@ -584,7 +562,7 @@ def compile_module(module, *, name: str = "module", components: dict | None = No
                                key[:16], e)
                 directory = _usable_dir()
                 if directory is not None:
-                    _remove(_path(directory, key))
+                    _remove_file(_path(directory, key))
     if callable(module):
         module = module()
     modules = module if isinstance(module, list) else [module]
