@@ -153,6 +153,26 @@ def _uncached_ir(f, *args):
         tracejit.config.update("compilation_cache_dir", saved)
 
 
+def test_gathered_rows_shorter_than_the_prefetch_distance_are_not_prefetched():
+    # A vector loop prefetches its streamed inputs PREFETCH_BYTES ahead. Ahead of a gathered row shorter
+    # than that lies what the next indices may not pick (and a padded convolution's taps of three rows
+    # issued nine prefetches): only rows longer than the distance are prefetched.
+    from tracejit.backends.cpu import codegen
+    rng = np.random.default_rng(7)
+    short = rng.standard_normal((4096, 128)).astype(np.float32)             # 512-byte rows, 2 MiB
+    long_ = rng.standard_normal((64, 4096)).astype(np.float32)              # 16 KiB rows, 1 MiB
+    assert 128 * 4 <= codegen.PREFETCH_BYTES < 4096 * 4
+    assert min(short.nbytes, long_.nbytes) > codegen.PREFETCH_MIN_BYTES
+    idx = rng.integers(-5, 4100, 300)
+    f = tracejit.jit(lambda t, i: t[i] * 2.0)
+    for table in (short, long_):
+        got = f(table, idx)
+        np.testing.assert_array_equal(got, table[np.clip(idx, -len(table), len(table) - 1)] * 2.0)
+    assert "llvm.prefetch" not in _uncached_ir(f, short, idx)
+    assert "llvm.prefetch" in _uncached_ir(f, long_, idx)
+    assert "llvm.prefetch" in _uncached_ir(tracejit.jit(lambda t: t * 2.0), short)     # a plain stream still is
+
+
 def test_gathers_with_int64_indices_keep_the_datas_vector_width():
     # A padded 3x3 depthwise convolution reads its taps as gathers from the unpadded input, whose
     # indices are int64 iotas; a row picked by a traced int64 index is a gather too. Those indices

@@ -254,7 +254,7 @@ class KernelEmitter:
     def _ptr(self, bid, offset):
         return self.b.gep(self.base[bid], [offset], source_etype=L.memory_type(self.buffers[bid].dtype))
 
-    def _load(self, bid, offset, lanes):
+    def _load(self, bid, offset, lanes, prefetch=True):
         d = self.buffers[bid].dtype
         mt = L.memory_type(d)
         ptr = self._ptr(bid, offset)
@@ -263,7 +263,7 @@ class KernelEmitter:
         if lanes == 1:
             v = self.b.load(ptr, typ=mt)
         else:
-            if self.lane_dim < 0 and self.buffers[bid].nbytes > PREFETCH_MIN_BYTES:
+            if prefetch and self.lane_dim < 0 and self.buffers[bid].nbytes > PREFETCH_MIN_BYTES:
                 self._prefetch(ptr)   # lanes along the inner loop: the stream runs ahead in memory
             v = self.b.load(ptr, typ=ir.VectorType(mt, lanes))
             v.align = d.itemsize
@@ -404,7 +404,12 @@ class KernelEmitter:
         elif self.mask is not None:
             v = self._masked_load(node.buffer, off, lanes)
         else:
-            v = self._load(node.buffer, off, lanes)
+            # The vector loop reads the selected row, and the row after it is the next indices' pick:
+            # a prefetch ahead of a row shorter than that distance fetches what this loop never reads
+            # (and a padded convolution's nine taps of three rows issued nine). A 3x3 depthwise
+            # convolution, 64 channels (256-byte rows): 1.51 -> 1.28 ms without them.
+            row_bytes = self.layout.shape[-1] * abs(inner) * self.buffers[node.buffer].dtype.itemsize
+            v = self._load(node.buffer, off, lanes, prefetch=row_bytes > PREFETCH_BYTES)
         if valid is not None:
             v = L.select_value(b, valid, v, L.const(node.dtype, spec.fill_value, lanes))
         return v
