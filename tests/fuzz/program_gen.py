@@ -179,7 +179,10 @@ def _scan(xp, body, init, xs, reverse=False):
 def _vmap(xp, fn, x, axis=0):
     if _numpy(xp):
         x = np.moveaxis(x, axis, 0)
-        return np.stack([fn(x[i, ...]) for i in range(x.shape[0])])   # rows are arrays, never scalars
+        out = np.stack([fn(x[i, ...]) for i in range(x.shape[0])])   # rows are arrays, never scalars
+        # the array oracle keeps its 0-d arrays past the stack (a reduction of a plain ndarray gives a
+        # NumPy scalar, and scalar promotion: seed 568215, np.True_ ** 2 is int64)
+        return xp.wrap(out) if xp is NP_ARRAYS else out
     return tracejit.vmap(fn, in_axes=axis)(x)
 
 
