@@ -173,6 +173,28 @@ def test_gathered_rows_shorter_than_the_prefetch_distance_are_not_prefetched():
     assert "llvm.prefetch" in _uncached_ir(tracejit.jit(lambda t: t * 2.0), short)     # a plain stream still is
 
 
+def test_stencil_taps_prefetch_once_per_stream():
+    # Loads of one buffer with the same coefficients a few elements (or rows) apart read what the
+    # leading one read a few steps before: only it prefetches. Far apart (two halves), each streams.
+    from tracejit.backends.cpu import codegen
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal(1 << 20).astype(np.float32)
+    img = rng.standard_normal((1024, 1024)).astype(np.float32)
+    x[5], img[0, 3], img[7, 0] = np.inf, np.nan, -0.0
+    cases = [
+        (lambda x: x[2:] + x[1:-1] * 2.0 + x[:-2], x, 1),
+        (lambda a: a[1:-1, 2:] + a[1:-1, :-2] + a[2:, 1:-1] + a[:-2, 1:-1] - 4.0 * a[1:-1, 1:-1], img, 1),
+        (lambda x: x[:1 << 19] - x[1 << 19:], x, 2),
+        (lambda x: x[::-1][1:] + x[::-1][:-1], x, None),     # negative strides: no vector loads to prefetch
+    ]
+    assert (1 << 19) * 4 > codegen.PREFETCH_TRAIL_BYTES >= 2 * 1024 * 4
+    for fn, a, prefetches in cases:
+        with np.errstate(invalid="ignore"):
+            np.testing.assert_array_equal(tracejit.jit(fn)(a), fn(a))
+        if prefetches is not None:
+            assert _uncached_ir(tracejit.jit(fn), a).count("call void @llvm.prefetch") == prefetches
+
+
 def test_gathers_with_int64_indices_keep_the_datas_vector_width():
     # A padded 3x3 depthwise convolution reads its taps as gathers from the unpadded input, whose
     # indices are int64 iotas; a row picked by a traced int64 index is a gather too. Those indices

@@ -30,6 +30,9 @@ PREFETCH_BYTES = 2048
 # Buffers up to this size are left to the hardware prefetchers: they sit in L2 when a loop body
 # rereads them, where a prefetch per vector load only takes load slots (Cholesky's row dots).
 PREFETCH_MIN_BYTES = 256 * 1024
+# Loads of one buffer along the same walk this close behind another (a stencil's taps) find their
+# lines already fetched by the leading one: only that one prefetches (see _trailing_loads).
+PREFETCH_TRAIL_BYTES = 64 * 1024
 # Rows a shared-operand row reduction takes at once (KernelEmitter._row_block), and the largest
 # expression (in nodes) it does that for: each row of the block holds its own copy of the values.
 ROW_BLOCK = 4
@@ -167,6 +170,25 @@ def _sum_chains(op, d, lanes, n) -> int:
     return 4 if n >= 4 * lanes else 2 if n >= 2 * lanes else 1
 
 
+def _trailing_loads(kernel: Kernel, layout: KernelLayout, buffers) -> set:
+    """Ids of the plain loads that trail another load of the same buffer with the same coefficients
+    by at most PREFETCH_TRAIL_BYTES: they read what the leading load (the largest offset) read a few
+    steps before, so their prefetches only take load slots. A 2-D five-point stencil on a 2048x2048
+    float32 image ran 1.14x slower with a prefetch per tap than with none (a one-point lead of a 1-D
+    three-point stencil 0.85x: there the stream is worth prefetching, once)."""
+    groups: dict = {}
+    for n in kernel.loads():
+        if not is_gather(n):
+            acc = layout.access[id(n)]
+            groups.setdefault((n.buffer, acc.coeffs), []).append((acc.const, id(n)))
+    trailing = set()
+    for (bid, _), members in groups.items():
+        lead = max(const for const, _ in members)
+        trailing.update(i for const, i in members
+                        if const < lead and (lead - const) * buffers[bid].dtype.itemsize <= PREFETCH_TRAIL_BYTES)
+    return trailing
+
+
 def _lane_bytes(d) -> int:
     """Bytes of one vector lane: a complex value's parts live in two vectors of its part dtype."""
     return d.itemsize // 2 if d.kind == "c" else d.itemsize
@@ -192,6 +214,7 @@ class KernelEmitter:
         self.kernel = kernel
         self.buffers = buffers
         self.layout = KernelLayout(kernel, buffers)
+        self.trailing = _trailing_loads(kernel, self.layout, buffers)
         self.slots = sorted({n.buffer for p in kernel.phases for e in p.exprs for n in _walk(e) if n.kind == "load"}
                             | {b for p in kernel.phases for b in p.outputs})
         # The widest value a lane holds sets the lanes; a gather's indices are not among them (they
@@ -375,7 +398,7 @@ class KernelEmitter:
                 elif lanes > 1 and self.mask is not None:
                     v = self._masked_load(node.buffer, off, lanes)
                 else:
-                    v = self._load(node.buffer, off, lanes if inner == 1 else 1)
+                    v = self._load(node.buffer, off, lanes if inner == 1 else 1, prefetch=id(node) not in self.trailing)
                     if lanes > 1 and inner != 1:
                         raise AssertionError("strided access in a vector loop")
         else:
