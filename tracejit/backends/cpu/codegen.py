@@ -173,9 +173,10 @@ def _sum_chains(op, d, lanes, n) -> int:
 def _trailing_loads(kernel: Kernel, layout: KernelLayout, buffers) -> set:
     """Ids of the plain loads that trail another load of the same buffer with the same coefficients
     by at most PREFETCH_TRAIL_BYTES: they read what the leading load (the largest offset) read a few
-    steps before, so their prefetches only take load slots. A 2-D five-point stencil on a 2048x2048
-    float32 image ran 1.14x slower with a prefetch per tap than with none (a one-point lead of a 1-D
-    three-point stencil 0.85x: there the stream is worth prefetching, once)."""
+    steps before, so their prefetches only take load slots. With a prefetch per tap, a 2-D five-point
+    stencil on a 2048x2048 float32 image ran 1.14x slower than with no prefetch at all, while a 1-D
+    three-point stencil ran 0.85x of that time (its stream is worth prefetching); with one prefetch
+    per stream both took 0.81-0.87x of the time they took with one per tap."""
     groups: dict = {}
     for n in kernel.loads():
         if not is_gather(n):
