@@ -21,9 +21,12 @@ cache grow without bound, because every store past :data:`RECOUNT_S` counts agai
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 import time
+
+logger = logging.getLogger("tracejit.cache")
 
 SUFFIX = ".tjc"
 TMP_PREFIX = ".tmp-"
@@ -126,6 +129,7 @@ def _trim(items: list, max_size: int, keep: str | None) -> tuple:
         remove_file(path)
         total -= size
         freed += size
+        logger.debug("evicted persistent cache entry %s (%d bytes)", path, size)
     return freed, total
 
 

@@ -122,13 +122,16 @@ def _runtime_libraries():
     ``libiomp5`` with PyTorch's ``libgomp`` loaded ran a 256x784x1024 product at half speed (5.5-7.1
     ms against 2.8-4.7; its OpenMP queries seem to reach ``libgomp``'s functions).
     """
-    loaded = _loaded_runtimes()
-    paths = [p for p in loaded if "iomp5" in os.path.basename(p)] + \
-            [p for p in loaded if "iomp5" not in os.path.basename(p)]
+    paths = sorted(_loaded_runtimes(), key=lambda p: _kind(p) != "iomp5")
     for prefix in dict.fromkeys([sys.prefix, sys.base_prefix]):
         paths += sorted(glob.glob(os.path.join(prefix, "lib", "libiomp5.so*")))
     paths += ["libgomp.so.1"]
     return list(dict.fromkeys(paths))
+
+
+def _kind(path: str) -> str:
+    """``"iomp5"`` for Intel's runtime, else ``"gomp"``, from the library's file name."""
+    return "iomp5" if "iomp5" in os.path.basename(path) else "gomp"
 
 
 def _loaded_runtimes() -> list:
@@ -213,7 +216,7 @@ def _load():
         return None
     quiet_spinning()
     for path in _runtime_libraries():
-        kind = "iomp5" if "iomp5" in os.path.basename(path) else "gomp"
+        kind = _kind(path)
         if choice in ("gomp", "iomp5") and choice != kind:
             continue
         try:
