@@ -1,4 +1,4 @@
-"""OpenBLAS's idle threads: asleep soon after a call, not spinning for a tenth of a second.
+"""OpenBLAS's idle threads: asleep a fraction of a millisecond after a call, not a tenth of a second.
 
 When an OpenBLAS call returns, its worker threads keep polling for the next one (``sched_yield``
 in a loop) for 2^28 time-stamp ticks, about 0.1 s, before they sleep. A compiled program calls
@@ -7,6 +7,16 @@ OpenMP team between two products shares its cores with them. On the GPT-2 layer 
 (``benchmarks/bench_gpt2_layer.py``) the eight kernels between its GEMMs took 2.8 ms with the
 default and 1.6 ms with a 2^16-tick poll (about 20 us), while the GEMMs kept their speed
 (measured in one process, switching back and forth, three times each).
+
+Too short a poll costs more than it saves, though. With 2^16 ticks the workers are asleep again
+before the next product of a loop of calls starts, and on the 2-core Zen 3 VM waking them
+sometimes cost 10-20 ms: ``jit(a @ b)`` for a 512^3 float32 product took 12-16 ms instead of 2 in
+12 of 18 timed rounds (0 of 18 with 2^20 ticks and with the default), NumPy's own 512^3 product
+after a pause stalled 6-19 times in 48 calls (worst 15-20 ms); in one process, alternating,
+the GPT-2-style MLP at (128, 768) ran 14.6 ms with 2^16 and 10.9 ms with 2^20, at (1024, 768)
+87 and 79 ms, while the GPT-2 layer forward and backward and the MLP training step stayed the
+same within 2%. Hence 2^20 ticks (about 0.4 ms at 2.45 GHz): a program's next product finds the
+workers awake, and they still leave the cores a fraction of a millisecond after the last one.
 
 The poll length is ``OPENBLAS_THREAD_TIMEOUT`` (a power of two, 4 to 30), which OpenBLAS reads
 when it is loaded -- NumPy loads it before tracejit is imported -- and uses when it starts its
@@ -30,7 +40,7 @@ from tracejit.config import env_flag
 
 logger = logging.getLogger("tracejit.blas")
 
-POLL_LOG2_TICKS = 16        # ~20 us: a batched product's back-to-back calls still find them awake
+POLL_LOG2_TICKS = 20        # ~0.4 ms: the next product of a program or a loop finds them awake
 _VARIABLE = "OPENBLAS_THREAD_TIMEOUT"
 _done: set = set()          # library paths already shortened (once per process per library)
 
