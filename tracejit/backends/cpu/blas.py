@@ -787,7 +787,9 @@ def host_key() -> dict:
     return {"format": FORMAT, "cpu": _cpu_identity(), "threads": num_threads(),
             "libraries": {name: _fingerprint(_LOCATORS[name]()) if name in _LOCATORS else None
                           for name in PROVIDERS},
-            "env": {v: os.environ[v] for v in _ENV if v in os.environ}}
+            "env": {v: os.environ[v] for v in _ENV if v in os.environ},
+            # (OpenBLAS timed with a 2^16-tick poll stalled: a table measured so is measured again)
+            "openblas_poll": openblas_idle.POLL_LOG2_TICKS}
 
 
 def _cache_file(key: dict) -> str | None:
