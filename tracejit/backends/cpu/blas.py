@@ -40,7 +40,8 @@ Threads: every ctypes provider is given ``runtime.num_threads()`` threads (the
 kernels' team size: ``config.num_threads``, else one per core) unless the user
 set the library's own variable (``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``,
 ``OMP_NUM_THREADS``). MKL's threads are the OpenMP team's threads when both use
-``libiomp5``; OpenBLAS keeps its own pthreads pool. Plan steps run one after
+``libiomp5``; NumPy's OpenBLAS runs its parallel work on the same team through its threads
+callback (``openblas_team``; its own pthreads pool otherwise). Plan steps run one after
 another, so a BLAS call and a kernel's team never compute at the same time; the
 overlap is only idle spinning (OpenMP's workers 1 ms, ``KMP_BLOCKTIME``;
 OpenBLAS's with ``sched_yield``), which is why the measurement times providers
@@ -64,9 +65,9 @@ import time
 
 import numpy as np
 
-from tracejit.backends.cpu import openblas_idle
+from tracejit.backends.cpu import openblas_idle, openblas_team
 from tracejit.backends.cpu.pointers import data_address
-from tracejit.config import config
+from tracejit.config import config, env_flag
 
 logger = logging.getLogger("tracejit.blas")
 
@@ -342,6 +343,7 @@ def _load_system():
                 p = _blis(lib)
             else:
                 openblas_idle.shorten_idle_polling(path, lib)
+                openblas_team.install(path, lib)
                 p = _openblas("system", lib, "system-openblas", 0.15)
         except (OSError, AttributeError):
             continue
@@ -451,7 +453,6 @@ class GeneratedBLAS:
 
 
 def _load_generated():
-    from tracejit.config import env_flag
     if not env_flag("TRACEJIT_OWN_GEMM", True):
         return None
     from tracejit.backends.cpu import panel_gemm
@@ -479,9 +480,20 @@ _chosen: dict = {}           # configured name -> what provider(name) returns
 _lock = threading.RLock()
 
 
+def _openblas_on_team() -> None:
+    """NumPy's OpenBLAS runs its parallel work on the kernels' OpenMP team (``openblas_team``)."""
+    for path in _numpy_openblas_paths():
+        try:
+            openblas_team.install(path, ctypes.CDLL(path))
+        except OSError:
+            continue
+
+
 def _instance(name: str):
     if name not in _instances:
         try:
+            if name in ("numpy", "openblas"):
+                _openblas_on_team()
             _instances[name] = PROVIDERS[name]()
         except Exception as e:   # noqa: BLE001 - a provider that cannot load is just absent
             logger.warning("BLAS provider %s failed to load: %s", name, e)
@@ -789,7 +801,8 @@ def host_key() -> dict:
                           for name in PROVIDERS},
             "env": {v: os.environ[v] for v in _ENV if v in os.environ},
             # (OpenBLAS timed with a 2^16-tick poll stalled: a table measured so is measured again)
-            "openblas_poll": openblas_idle.POLL_LOG2_TICKS}
+            "openblas_poll": openblas_idle.POLL_LOG2_TICKS,
+            "openblas_on_team": env_flag("TRACEJIT_OPENBLAS_ON_TEAM", True)}
 
 
 def _cache_file(key: dict) -> str | None:
