@@ -196,6 +196,22 @@ def test_auto_picks_the_fastest_per_class_and_excludes_bad_providers(fakes):
     assert all(providers[n].calls == before[n] + (n in ("skinny", "square")) for n in before)
 
 
+def test_another_library_must_beat_the_first_by_the_margin(monkeypatch, tmp_path):
+    numpy = blas.NumpyBLAS()
+    numpy.settle_s = 0.0
+    # "near" is 10% faster than numpy on square products, "far" 50% faster on panel products
+    speed = {"near": {"square": 1e-2 / 1.1}, "far": {"panel": 1e-2 / 1.5}}
+
+    def time_gemm(p, a, b, out, repeats):
+        cls = "batched" if out.ndim == 3 else blas.shape_class(out.shape[0], out.shape[1], a.shape[1])
+        return [speed.get(p.name, {}).get(cls, 1e-2)] * repeats
+    assert 1.1 < blas.LIBRARY_MARGIN < 1.5
+    for _ in isolated_chooser(monkeypatch, tmp_path, {"numpy": numpy, "near": Fake("near"), "far": Fake("far")},
+                              time_gemm):
+        choice = blas.provider().table["choice"]["float32"]
+        assert choice["square"] == "numpy" and choice["panel"] == "far" and choice["skinny"] == "numpy"
+
+
 def test_choice_is_stored_and_read_back(fakes, monkeypatch):
     _, calls, cache = fakes
     first = blas.provider("auto")

@@ -103,6 +103,13 @@ WARM_S = 0.03        # each provider computes this long before its first timing 
 # won (128, 768) @ (768, 3072) 198 to MKL's 189 GFLOP/s, where steady-state runs gave MKL 207-223
 # and generated code 177-191.
 OWN_MARGIN = 1.05
+# Another library replaces the first one that loads (NumPy's matmul: its OpenBLAS, which computes on
+# the kernels' team) only when this much faster on the class. On the 2-core Zen 3 VM a table gave MKL
+# 113-129 GFLOP/s on the panel and square classes against OpenBLAS's 98-117, while the same products
+# timed in one process, alternating, ran 115-130 on MKL and 117-148 on OpenBLAS, and the GPT-2-style
+# MLP ran 0.84-0.92x JAX's speed on MKL against 1.04-1.07x on OpenBLAS. MKL's wins that hold are
+# larger: batched products 1.5-2x (one strided-batch call), rank-k updates 1.3-1.7x.
+LIBRARY_MARGIN = 1.2
 
 
 def shape_class(m: int, n: int, k: int, batch: int = 1) -> str:
@@ -738,8 +745,11 @@ def measure(providers: dict) -> dict:
     for dtype in ("float32", "float64"):
         choice[dtype], own[dtype] = {}, {}
         for cls in CLASSES:
-            # the fastest library; ties (and a single candidate) go to the earlier name in PROVIDERS
-            choice[dtype][cls] = max(libraries, key=lambda nm: gflops.get(nm, {}).get(dtype, {}).get(cls, 0.0))
+            # the fastest library, where it beats the first by LIBRARY_MARGIN; ties (and a single
+            # candidate) go to the earlier name in PROVIDERS
+            rate = lambda nm: gflops.get(nm, {}).get(dtype, {}).get(cls, 0.0)      # noqa: E731
+            fastest = max(libraries, key=rate)
+            choice[dtype][cls] = fastest if rate(fastest) > LIBRARY_MARGIN * rate(libraries[0]) else libraries[0]
             # generated code, where it beat that library on the shapes it serves
             own[dtype][cls] = next((nm for nm in usable if getattr(usable[nm], "generated", False)
                                     and _own_wins(shapes, nm, choice[dtype][cls], dtype, cls)), None)
@@ -802,7 +812,7 @@ def host_key() -> dict:
             "env": {v: os.environ[v] for v in _ENV if v in os.environ},
             # (OpenBLAS timed with a 2^16-tick poll stalled: a table measured so is measured again)
             "openblas_poll": openblas_idle.POLL_LOG2_TICKS,
-            "openblas_on_team": env_flag("TRACEJIT_OPENBLAS_ON_TEAM", True)}
+            "openblas_on_team": env_flag("TRACEJIT_OPENBLAS_ON_TEAM", True), "library_margin": LIBRARY_MARGIN}
 
 
 def _cache_file(key: dict) -> str | None:
