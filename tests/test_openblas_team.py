@@ -22,8 +22,10 @@ import tracejit
 from tracejit.backends.cpu import blas, openblas_team, parallel
 
 pytestmark = pytest.mark.skipif(not blas._numpy_openblas_paths() or not sys.platform.startswith("linux")
-                                or parallel.runtime() is None,
-                                reason="needs NumPy's bundled OpenBLAS and an OpenMP runtime (Linux)")
+                                or parallel.runtime() is None
+                                or openblas_team._setter(ctypes.CDLL(blas._numpy_openblas_paths()[0])) is None,
+                                reason="needs NumPy's bundled OpenBLAS with a threads callback (0.3.27 or "
+                                       "later) and an OpenMP runtime (Linux)")
 
 DOJOB = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
 CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p,
