@@ -72,6 +72,7 @@ _CHILD_LOCKS = (
     ("tracejit.backends.cpu.object_cache", "_lock"),
     ("tracejit.autograph.convert", "_lock"),
     ("tracejit.backends.cpu.native_calls", "_lock"),
+    ("tracejit.backends.cpu.openblas_team", "_lock"),
 )
 
 
