@@ -304,11 +304,10 @@ def _system_paths() -> list:
 
 def _openblas(name: str, lib, pool: str, settle_s: float) -> CBLAS | None:
     """An OpenBLAS build as a provider: its symbol decoration, integer width, version, threads."""
-    for prefix, suffix in (("scipy_", "64_"), ("scipy_", ""), ("", "64_"), ("", "")):
-        if hasattr(lib, f"{prefix}cblas_sgemm{suffix}"):
-            break
-    else:
+    found = openblas_team.decoration(lib, "cblas_sgemm")
+    if found is None:
         return None
+    prefix, suffix = found
     config = ""
     try:
         get_config = lib[f"{prefix}openblas_get_config{suffix}"]
@@ -331,7 +330,22 @@ def _openblas(name: str, lib, pool: str, settle_s: float) -> CBLAS | None:
                  threads=threads, pool=pool, settle_s=settle_s)
 
 
+def _openblas_on_team() -> None:
+    """NumPy's OpenBLAS runs its parallel work on the kernels' OpenMP team (``openblas_team``)."""
+    for path in _numpy_openblas_paths():
+        try:
+            openblas_team.install(path, ctypes.CDLL(path))
+        except OSError:
+            continue
+
+
+def _load_numpy() -> NumpyBLAS:
+    _openblas_on_team()
+    return NumpyBLAS()
+
+
 def _load_openblas():
+    _openblas_on_team()
     for path in _numpy_openblas_paths():
         try:
             p = _openblas("openblas", ctypes.CDLL(path), NumpyBLAS.pool, NumpyBLAS.settle_s)
@@ -476,7 +490,7 @@ def _generated_paths() -> list:
 
 
 # name -> loader (returns a provider or None); measured and reported in this order
-PROVIDERS = {"numpy": NumpyBLAS, "openblas": _load_openblas, "mkl": _load_mkl, "system": _load_system,
+PROVIDERS = {"numpy": _load_numpy, "openblas": _load_openblas, "mkl": _load_mkl, "system": _load_system,
              "tracejit": _load_generated}
 # name -> the files that decide what the loader finds (part of the cache key; nothing is loaded)
 _LOCATORS = {"numpy": _numpy_openblas_paths, "openblas": _numpy_openblas_paths, "mkl": _mkl_paths,
@@ -487,20 +501,9 @@ _chosen: dict = {}           # configured name -> what provider(name) returns
 _lock = threading.RLock()
 
 
-def _openblas_on_team() -> None:
-    """NumPy's OpenBLAS runs its parallel work on the kernels' OpenMP team (``openblas_team``)."""
-    for path in _numpy_openblas_paths():
-        try:
-            openblas_team.install(path, ctypes.CDLL(path))
-        except OSError:
-            continue
-
-
 def _instance(name: str):
     if name not in _instances:
         try:
-            if name in ("numpy", "openblas"):
-                _openblas_on_team()
             _instances[name] = PROVIDERS[name]()
         except Exception as e:   # noqa: BLE001 - a provider that cannot load is just absent
             logger.warning("BLAS provider %s failed to load: %s", name, e)
@@ -794,7 +797,8 @@ def _fingerprint(paths) -> list:
 
 _ENV = ("TRACEJIT_OWN_GEMM", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
         "OMP_NUM_THREADS", "MKL_NUM_THREADS", "MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE", "MKL_CBWR",
-        "BLIS_NUM_THREADS", "KMP_BLOCKTIME", "TRACEJIT_OPENMP", "MKL_THREADING_LAYER", "OPENBLAS_THREAD_TIMEOUT", "TRACEJIT_OPENBLAS_SHORT_POLL")
+        "BLIS_NUM_THREADS", "KMP_BLOCKTIME", "TRACEJIT_OPENMP", "MKL_THREADING_LAYER", "OPENBLAS_THREAD_TIMEOUT", "TRACEJIT_OPENBLAS_SHORT_POLL",
+        "TRACEJIT_OPENBLAS_ON_TEAM")
 
 
 def host_key() -> dict:
@@ -811,8 +815,7 @@ def host_key() -> dict:
                           for name in PROVIDERS},
             "env": {v: os.environ[v] for v in _ENV if v in os.environ},
             # (OpenBLAS timed with a 2^16-tick poll stalled: a table measured so is measured again)
-            "openblas_poll": openblas_idle.POLL_LOG2_TICKS,
-            "openblas_on_team": env_flag("TRACEJIT_OPENBLAS_ON_TEAM", True), "library_margin": LIBRARY_MARGIN}
+            "openblas_poll": openblas_idle.POLL_LOG2_TICKS, "library_margin": LIBRARY_MARGIN}
 
 
 def _cache_file(key: dict) -> str | None:

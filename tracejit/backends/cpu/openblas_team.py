@@ -150,16 +150,23 @@ def emit_callback(module: ir.Module, runtime) -> str:
     return CALLBACK
 
 
+# How OpenBLAS builds decorate their exported names: NumPy's wheel ``scipy_..64_``, plain builds none.
+DECORATIONS = (("scipy_", "64_"), ("scipy_", ""), ("", "64_"), ("", ""))
+
+
+def decoration(lib: ctypes.CDLL, name: str):
+    """``(prefix, suffix)`` under which ``lib`` exports ``name``, or None."""
+    return next(((p, s) for p, s in DECORATIONS if hasattr(lib, f"{p}{name}{s}")), None)
+
+
 def _setter(lib: ctypes.CDLL):
     """The library's ``openblas_set_threads_callback_function`` (as NumPy's wheel decorates it), or None."""
-    for prefix, suffix in (("scipy_", "64_"), ("scipy_", ""), ("", "64_"), ("", "")):
-        try:
-            setter = lib[f"{prefix}openblas_set_threads_callback_function{suffix}"]
-        except AttributeError:
-            continue
-        setter.restype, setter.argtypes = None, [ctypes.c_void_p]
-        return setter
-    return None
+    found = decoration(lib, "openblas_set_threads_callback_function")
+    if found is None:
+        return None
+    setter = lib[f"{found[0]}openblas_set_threads_callback_function{found[1]}"]
+    setter.restype, setter.argtypes = None, [ctypes.c_void_p]
+    return setter
 
 
 def _compile(runtime):
