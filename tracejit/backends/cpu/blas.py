@@ -107,8 +107,8 @@ OWN_MARGIN = 1.05
 # the kernels' team) only when this much faster on the class. On the 2-core Zen 3 VM a table gave MKL
 # 113-129 GFLOP/s on the panel and square classes against OpenBLAS's 98-117, while the same products
 # timed in one process, alternating, ran 115-130 on MKL and 117-148 on OpenBLAS, and the GPT-2-style
-# MLP ran 0.84-0.92x JAX's speed on MKL against 1.04-1.07x on OpenBLAS. MKL's wins that hold are
-# larger: batched products 1.5-2x (one strided-batch call), rank-k updates 1.3-1.7x.
+# MLP ran 0.84-0.92x JAX's speed on MKL against 1.04-1.07x on OpenBLAS. MKL's wins in the tables were
+# larger where it won: batched products 1.3-1.6x (one strided-batch call), rank-k updates 1.2-1.3x.
 LIBRARY_MARGIN = 1.2
 
 
