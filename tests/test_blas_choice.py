@@ -402,3 +402,54 @@ def test_a_measurement_disturbed_by_other_processes_is_marked_busy(fakes, monkey
     monkeypatch.setattr(blas, "_others_were_busy", lambda before, wall_s: True)
     auto = blas.provider("auto")
     assert auto.source == "measured" and auto.table["busy"] is True
+
+
+def _same_pool_chooser(monkeypatch, tmp_path, time_gemm):
+    """The chooser with NumPy and one fake library on the same thread pool (as on the kernels' team)."""
+    numpy = blas.NumpyBLAS()
+    numpy.pool, numpy.settle_s = "team", 0.0
+    other = Fake("other")
+    other.pool = "team"
+    return isolated_chooser(monkeypatch, tmp_path, {"numpy": numpy, "other": other}, time_gemm)
+
+
+def test_providers_on_one_pool_take_turns_on_each_shape(monkeypatch, tmp_path):
+    timed = []
+
+    def time_gemm(p, a, b, out, repeats):
+        if a.shape != (256, 256):              # (not the warm-up product)
+            timed.append((p.name, a.dtype.name, a.shape, b.shape))
+        return [1e-3] * repeats
+    for _ in _same_pool_chooser(monkeypatch, tmp_path, time_gemm):
+        blas.provider()
+    per_round = 2 * sum(1 for _ in blas._measured_shapes())
+    assert len(timed) == blas.ROUNDS * per_round
+    for r in range(blas.ROUNDS):
+        turns = timed[r * per_round:(r + 1) * per_round]
+        names = [t[0] for t in turns]
+        # each shape: one provider's turn, then the other's, in the reverse order every other round
+        assert names == (["numpy", "other"] if r % 2 == 0 else ["other", "numpy"]) * (per_round // 2)
+        assert all(turns[i][1:] == turns[i + 1][1:] for i in range(0, per_round, 2))
+
+
+def test_a_load_spike_slows_every_provider_alike(monkeypatch, tmp_path):
+    # two equally fast providers; the first quarter of the timed calls run three times slower (another
+    # process ran): timed in whole-provider blocks, the spike fell on one provider and made the other
+    # look 2x faster
+    def timer(calls, spike_until):
+        def time_gemm(p, a, b, out, repeats):
+            if a.shape == (256, 256):          # the warm-up product
+                return [1e-3] * repeats
+            calls.append(p.name)
+            return [3e-3 if len(calls) <= spike_until else 1e-3] * repeats
+        return time_gemm
+    counted = []
+    for _ in _same_pool_chooser(monkeypatch, tmp_path / "count", timer(counted, 0)):
+        blas.provider()
+    calls = []
+    for _ in _same_pool_chooser(monkeypatch, tmp_path / "spike", timer(calls, len(counted) // 4)):
+        table = blas.provider().table
+    assert len(calls) == len(counted) and calls[:len(calls) // 4].count("other") > len(calls) // 16
+    for dtype in ("float32", "float64"):
+        assert set(table["choice"][dtype].values()) == {"numpy"}
+        assert table["gflops"]["other"][dtype] == table["gflops"]["numpy"][dtype]

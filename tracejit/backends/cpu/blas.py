@@ -22,10 +22,10 @@ use every provider that loads computes a tiny check product per dtype (one that
 raises or is wrong is excluded), then is timed on a few representative shapes
 per dtype and shape class -- ``skinny`` (M or N at most 64), ``rank_k`` (else K
 at most 64), ``panel`` (else M or N at most 256), ``square``, ``batched`` -- and the fastest (geometric mean of GFLOP/s over the class's
-shapes, each the median of 4-10 calls over two passes, each provider first computing
-for ``WARM_S`` so its threads are awake) serves that (dtype, class). complex64 and
+shapes, each the median of 4-12 calls over four rounds in which the providers take turns on
+each shape, :func:`_time_all`) serves that (dtype, class). complex64 and
 complex128 follow float32's and float64's choices. The measurement takes about
-1.5 s and runs once per CPU model: the table is stored as JSON in
+2 s and runs once per CPU model: the table is stored as JSON in
 the compile cache directory (``object_cache.cache_dir()``), keyed by the CPU
 (model, vendor, family, a hash of its flags), the thread count, the libraries'
 files and the environment variables that steer them. With the cache off
@@ -44,8 +44,8 @@ set the library's own variable (``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``,
 callback (``openblas_team``; its own pthreads pool otherwise). Plan steps run one after
 another, so a BLAS call and a kernel's team never compute at the same time; the
 overlap is only idle spinning (OpenMP's workers 1 ms, ``KMP_BLOCKTIME``;
-OpenBLAS's with ``sched_yield``), which is why the measurement times providers
-sharing a pool back to back and lets a pool settle before timing another.
+OpenBLAS's with ``sched_yield``), which is why providers sharing a pool take turns
+on each shape in the measurement, and a pool settles before another pool's provider is timed.
 """
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ CLASSES = ("skinny", "rank_k", "panel", "square", "batched")
 SKINNY = 64          # M or N at most this: a product of a few rows or columns ("skinny")
 RANK_K = 64          # else K at most this: a rank-k update such as x.T @ g ("rank_k")
 PANEL = 256          # else M or N at most this: a panel such as (128, 768) @ (768, 3072) ("panel")
-FORMAT = 3           # version of the measurement and of its JSON file
+FORMAT = 4           # version of the measurement and of its JSON file
 # (batch, m, k, n) timed per class; m = 1 is absent: small_dots turns those into kernels. The classes
 # are where providers' strengths part: on a Zen 4 EPYC, NumPy's OpenBLAS ran (16, 768) @ (768, 3072)
 # 1.5x faster than MKL and (128, 768) @ (768, 3072) 1.1x faster, MKL (768, 16) @ (16, 768) 2.1x faster
@@ -95,8 +95,9 @@ SHAPES = {
     "batched": [(12, 128, 64, 128), (8, 256, 256, 256)],
 }
 _FLOAT32_ONLY = {(1, 1024, 1024, 1024)}   # 2 GFLOP: float64 learns as much from 512
-PASS_BUDGET_S = 3.0  # no second timing pass once the first took longer than this
-WARM_S = 0.03        # each provider computes this long before its first timing (threads, clocks)
+ROUNDS = 4           # rounds of turns on every shape (each provider: one untimed call, then 1-3 timed)
+TIMING_BUDGET_S = 4.0  # no third or later round once the timing took longer than this
+WARM_S = 0.03        # a pool's first provider computes this long before its turns (threads, clocks)
 # Generated code replaces the chosen library only when it is this much faster (geometric mean over
 # the class's shapes it serves). The table is kept for the machine's life, so one noisy reading
 # must not lock in the riskier choice: on an Intel Xeon measured right after boot, generated code
@@ -160,8 +161,8 @@ class NumpyBLAS:
     """NumPy's ``matmul`` (OpenBLAS in NumPy's wheels): always available."""
 
     name = "numpy"
-    pool = "numpy-blas"     # the thread pool its calls wake (shared with ``openblas``)
-    settle_s = 0.15         # how long that pool's idle threads may keep spinning
+    pool = "numpy-blas"     # the thread pool its calls wake (shared with ``openblas``), unless
+    settle_s = 0.15         # OpenBLAS computes on the team; how long that pool's idle threads spin
     version = f"numpy {np.__version__}"
     threads = None
 
@@ -330,25 +331,34 @@ def _openblas(name: str, lib, pool: str, settle_s: float) -> CBLAS | None:
                  threads=threads, pool=pool, settle_s=settle_s)
 
 
-def _openblas_on_team() -> None:
-    """NumPy's OpenBLAS runs its parallel work on the kernels' OpenMP team (``openblas_team``)."""
+# where a library computes on the kernels' OpenMP team: the pool's name, and how long its idle
+# workers spin (1 ms, KMP_BLOCKTIME)
+TEAM_POOL, TEAM_SETTLE_S = "openmp", 0.002
+
+
+def _openblas_on_team() -> tuple:
+    """NumPy's OpenBLAS runs its parallel work on the kernels' OpenMP team (``openblas_team``);
+    returns the pool its calls then wake and how long that pool's idle threads spin."""
+    on_team = False
     for path in _numpy_openblas_paths():
         try:
-            openblas_team.install(path, ctypes.CDLL(path))
+            on_team = openblas_team.install(path, ctypes.CDLL(path)) or on_team
         except OSError:
             continue
+    return (TEAM_POOL, TEAM_SETTLE_S) if on_team else (NumpyBLAS.pool, NumpyBLAS.settle_s)
 
 
 def _load_numpy() -> NumpyBLAS:
-    _openblas_on_team()
-    return NumpyBLAS()
+    numpy = NumpyBLAS()
+    numpy.pool, numpy.settle_s = _openblas_on_team()
+    return numpy
 
 
 def _load_openblas():
-    _openblas_on_team()
+    pool, settle_s = _openblas_on_team()
     for path in _numpy_openblas_paths():
         try:
-            p = _openblas("openblas", ctypes.CDLL(path), NumpyBLAS.pool, NumpyBLAS.settle_s)
+            p = _openblas("openblas", ctypes.CDLL(path), pool, settle_s)
         except (OSError, AttributeError):
             continue
         if p is not None:
@@ -364,8 +374,8 @@ def _load_system():
                 p = _blis(lib)
             else:
                 openblas_idle.shorten_idle_polling(path, lib)
-                openblas_team.install(path, lib)
-                p = _openblas("system", lib, "system-openblas", 0.15)
+                on_team = openblas_team.install(path, lib)
+                p = _openblas("system", lib, *((TEAM_POOL, TEAM_SETTLE_S) if on_team else ("system-openblas", 0.15)))
         except (OSError, AttributeError):
             continue
         if p is not None:
@@ -426,7 +436,7 @@ def _load_mkl():
             return CBLAS("mkl", lib, "cblas_{p}gemm" + sfx, int64=ilp64,
                          batched_symbol="cblas_{p}gemm_batch_strided" + sfx,
                          version=buf.value.decode(errors="replace").strip(), threads=threads,
-                         pool="openmp", settle_s=0.002)
+                         pool=TEAM_POOL, settle_s=TEAM_SETTLE_S)
         except (OSError, AttributeError):
             continue
     return None
@@ -443,8 +453,7 @@ class GeneratedBLAS:
     entry point (``fns``): native code calls that library instead."""
 
     name = "tracejit"
-    pool = "openmp"          # the kernels' OpenMP team
-    settle_s = 0.002         # whose idle workers spin 1 ms (KMP_BLOCKTIME)
+    pool, settle_s = TEAM_POOL, TEAM_SETTLE_S       # the kernels' OpenMP team
     version = "generated code (panel_gemm)"
     generated = True
 
@@ -594,36 +603,55 @@ def _warm_up(p, cache: dict, rng) -> None:
             return
 
 
+def _pool_groups(usable: dict) -> list:
+    """Names of ``usable`` providers grouped by the thread pool they wake, groups and names in a fixed
+    order (providers on the kernels' team, whose workers stop spinning soonest, first)."""
+    groups = {}
+    for name in sorted(usable, key=lambda nm: (usable[nm].settle_s, usable[nm].pool)):
+        groups.setdefault(usable[name].pool, []).append(name)
+    return list(groups.values())
+
+
+def _measured_shapes():
+    """``(dtype, shape, repeats)`` of every measured product (fewer timed calls for larger ones)."""
+    for dtype in ("float32", "float64"):
+        for shape in (s for cls_shapes in SHAPES.values() for s in cls_shapes):
+            if dtype == "float32" or shape not in _FLOAT32_ONLY:
+                yield dtype, shape, 1 if 2.0 * shape[0] * shape[1] * shape[2] * shape[3] > 1e8 else 3
+
+
 def _time_all(usable: dict) -> dict:
     """Seconds samples ``{name: {dtype: {shape: [s, ...]}}}`` of every provider on every shape.
 
-    Two passes, the second in reverse order, so a load that comes and goes hits every
-    provider alike (no second pass once the first overran ``PASS_BUDGET_S``). Within a
-    pass a provider's shapes run back to back; before a provider on another thread pool
-    the previous pool's idle threads get ``settle_s`` to stop spinning (OpenBLAS's spin
-    for ~0.1 s), so they do not steal the next provider's cores.
-    """
+    ``ROUNDS`` rounds, every other one in the reverse order. Within a round, providers sharing a
+    thread pool take turns **on each shape** before the next shape, so a load that comes and goes
+    for a second (another process, the hypervisor) slows each of them alike; before a provider on
+    another pool, the previous pool's idle threads get ``settle_s`` to stop spinning (so they do not
+    steal the next provider's cores). Timed in whole-provider blocks one after the other, a busy
+    second decided the choice: a table on a Zen 3 VM gave MKL 138 GFLOP/s on 512^3 float32 products
+    against NumPy's OpenBLAS's 114, where in one process, in turns, MKL ran at about half OpenBLAS's
+    speed. After two rounds, no further one starts once ``TIMING_BUDGET_S`` is spent (a slow, busy
+    machine)."""
     rng = np.random.default_rng(0)
     operands, samples = {}, {name: {} for name in usable}
-    order = sorted(usable, key=lambda nm: (usable[nm].settle_s, usable[nm].pool))
-    previous, deadline = None, time.perf_counter() + PASS_BUDGET_S
-    for second, pass_order in enumerate((order, order[::-1])):
-        for name in pass_order:
-            if second and time.perf_counter() > deadline:
-                return samples          # a slow (busy) machine: the first pass is complete
-            p = usable[name]
-            if previous is not None and previous.pool != p.pool and previous.settle_s:
+    groups, previous = _pool_groups(usable), None
+    deadline = time.perf_counter() + TIMING_BUDGET_S
+    for r in range(ROUNDS):
+        if r >= 2 and time.perf_counter() > deadline:
+            break
+        for group in (groups if r % 2 == 0 else groups[::-1]):
+            names = group if r % 2 == 0 else group[::-1]
+            first = usable[names[0]]
+            if previous is not None and previous.pool != first.pool and previous.settle_s:
                 time.sleep(previous.settle_s)
-            previous = p
-            _warm_up(p, operands, rng)
-            for dtype in ("float32", "float64"):
-                for shape in (s for cls_shapes in SHAPES.values() for s in cls_shapes):
-                    if (dtype != "float32" and shape in _FLOAT32_ONLY) or not _serves_shape(p, shape, dtype):
-                        continue
-                    flops = 2.0 * shape[0] * shape[1] * shape[2] * shape[3]
-                    repeats = 2 if flops > 1e9 else 3 if flops > 1e8 else 5
-                    got = _time_gemm(p, *_operands(operands, dtype, shape, rng), repeats)
-                    samples[name].setdefault(dtype, {}).setdefault(shape, []).extend(got)
+            previous = usable[names[-1]]
+            _warm_up(first, operands, rng)
+            for dtype, shape, repeats in _measured_shapes():
+                for name in names:
+                    p = usable[name]
+                    if _serves_shape(p, shape, dtype):
+                        got = _time_gemm(p, *_operands(operands, dtype, shape, rng), repeats)
+                        samples[name].setdefault(dtype, {}).setdefault(shape, []).extend(got)
     return samples
 
 
