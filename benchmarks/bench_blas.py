@@ -31,7 +31,7 @@ import numpy as np
 
 import tracejit
 
-from benchmarks.common import block, header, jax_cpu, median_time, paired_times, row
+from benchmarks.common import block, header, jax_cpu, median_time, paired_times, row, turn_times
 
 _UNSET = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 LARGE = 512         # a product whose M, N and K are all at least this is "large" (issue 15's 90% target)
@@ -95,8 +95,9 @@ def peak_estimate() -> dict:
             "model": first.get("model name", "")}
 
 
-# Seconds between rows: the previous provider's idle threads stop spinning (OpenBLAS's spin about
-# 0.1 s) before the next row is timed; without it a row timed after MKL or OpenBLAS ran up to 2x slow.
+# Seconds between turns when the providers compute on different thread pools: the previous
+# provider's idle threads stop spinning (OpenBLAS's own pool spins about 0.1 s) before the next is
+# timed; without it a row timed after MKL or OpenBLAS ran up to 2x slow.
 SETTLE_S = 0.25
 
 
@@ -191,6 +192,8 @@ def main(argv=None):
         print(f"  {name:<9} {getattr(p, 'version', '')}  threads={getattr(p, 'threads', None)}")
     print(f"  auto's table: {auto.source} ({'busy machine' if auto.table.get('busy') else 'quiet machine'}); "
           f"excluded: {auto.table['excluded'] or 'none'}")
+    # turns without a pause when every provider computes on one thread pool (the kernels' team)
+    settle_s = 0.0 if len({p.pool for p in providers.values()}) == 1 else SETTLE_S
     rng = np.random.default_rng(0)
     summary, jitted, large = {}, [], []
     for dtype, shapes in (QUICK if quick else SHAPES).items():
@@ -204,38 +207,30 @@ def main(argv=None):
             if own is not None and blas._serves_shape(providers[own], (nb, m, k, n), dtype):
                 picked = own                  # generated code won this class and serves this shape
             print(f"\n  {dtype} {'%dx' % nb if nb > 1 else ''}({m}x{k}) @ ({k}x{n})  [{cls}; auto: {picked}]")
-            ref = None
+            # The providers and what a user gets, jit(a @ b) (a fresh output per call, as every jitted
+            # product), take turns on the product in alternating rounds, as auto's table times them
+            # (timed one after the other, the same provider moved 0.65-1.1x between rows). Each turn
+            # first makes three calls: after a pause, OpenBLAS's first calls on this VM took up to 5-8x
+            # longer while its threads woke (not what a product costs in a program).
             repeat = 3 if quick else (5 if flops > 1e9 else 9)
-            best, best_name = 0.0, None
-            for name, p in providers.items():
-                if not blas._serves_shape(p, (nb, m, k, n), dtype):
-                    continue                  # (generated code: NumPy's product would be timed)
-                out = np.empty(lead + (m, n), dtype)
-                time.sleep(SETTLE_S)
-                t = median_time(lambda: p.gemm(a, b, out), repeat=repeat, min_time=0.0 if quick else 0.01)
-                ref = t if name == "numpy" else ref
-                gf = flops / t / 1e9
-                if gf > best:
-                    best, best_name = gf, name
-                summary.setdefault((name, dtype), []).append(gf / peak[dtype])
-                print(row(name + (" *" if name == picked else ""), t, ref if name != "numpy" else None,
-                          f"{gf:7.1f} GFLOP/s  {100 * gf / peak[dtype]:5.1f}% of peak"))
-            # What a user gets: jit(a @ b) (a fresh output per call, as every jitted product), against
-            # the provider fastest just above, timed again in alternating rounds with it (issue 15's
-            # target: >= 90% for large products; one timing each after the other moved 0.65-1.1x).
-            # Each turn first makes three calls: after the pause, OpenBLAS's first calls on this VM
-            # took up to 5-8x longer while its threads woke (not what a product costs in a program).
+            names = [nm for nm, p in providers.items() if blas._serves_shape(p, (nb, m, k, n), dtype)]
+            outs = {nm: np.empty(lead + (m, n), dtype) for nm in names}
             matmul = tracejit.jit(lambda x, y: x @ y)
-            matmul(a, b)
-            out = np.empty(lead + (m, n), dtype)
-            turns = {"jit": [], "best": []}
-            for _ in range(3 if quick else 5):
-                for turn, fn in (("jit", lambda: matmul(a, b)), ("best", lambda: providers[best_name].gemm(a, b, out))):
-                    turns[turn].append(median_time(fn, repeat=repeat, warmup=3, min_time=0.0 if quick else 0.01))
-            fractions = [tb / tj for tj, tb in zip(turns["jit"], turns["best"])]
-            t, t_best, fraction = (statistics.median(v) for v in (turns["jit"], turns["best"], fractions))
+            fns = [lambda p=providers[nm], out=outs[nm]: p.gemm(a, b, out) for nm in names]
+            per_round = turn_times(fns + [lambda: matmul(a, b)], rounds=3 if quick else 5, repeat=repeat,
+                                   warmup=3, settle=settle_s, min_time=0.0 if quick else 0.01)
+            times = {nm: statistics.median(ts) for nm, ts in zip(names, per_round)}
+            ref = times.get("numpy")
+            for name in names:
+                gf = flops / times[name] / 1e9
+                summary.setdefault((name, dtype), []).append(gf / peak[dtype])
+                print(row(name + (" *" if name == picked else ""), times[name], ref if name != "numpy" else None,
+                          f"{gf:7.1f} GFLOP/s  {100 * gf / peak[dtype]:5.1f}% of peak"))
+            best_name = min(times, key=times.get)
+            fractions = [tb / tj for tb, tj in zip(per_round[names.index(best_name)], per_round[-1])]
+            t, fraction = statistics.median(per_round[-1]), statistics.median(fractions)
             print(row("tracejit jit(a @ b)", t, ref, f"{flops / t / 1e9:7.1f} GFLOP/s  {100 * fraction:5.1f}% of "
-                      f"{best_name}'s {flops / t_best / 1e9:.1f} in alternating rounds "
+                      f"{best_name}'s {flops / times[best_name] / 1e9:.1f} in the same rounds "
                       f"({100 * min(fractions):.0f}-{100 * max(fractions):.0f}%)"))
             jitted.append((dtype, nb, m, k, n, a, b, t, repeat))
             if min(m, n, k) >= LARGE and nb == 1:

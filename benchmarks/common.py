@@ -49,31 +49,49 @@ def median_time(fn, *, repeat: int = 7, warmup: int = 1, min_time: float = 0.0, 
     return statistics.median(times)
 
 
-def paired_times(fns, *, rounds: int = 6, repeat: int = 3) -> tuple:
-    """Medians of ``fns`` (callables) timed in turn, ``rounds`` times over: ``(medians, ratios)`` where
-    ``medians[i]`` is the median over rounds of ``fns[i]``'s per-round median of ``repeat`` calls, and
-    ``ratios`` each round's ``fns[1]`` time over ``fns[0]``'s.
+def turn_times(fns, *, rounds: int, repeat: int, warmup: int = 0, settle: float = SETTLE_SECONDS,
+               min_time: float = 0.0) -> list:
+    """Per-round times of ``fns`` (callables) timed in turn, ``rounds`` times over: ``times[i][r]`` is
+    ``fns[i]``'s median of ``repeat`` calls in round ``r`` (each call repeated until ``min_time``).
 
-    Measured one after the other, a peer can land in a slow minute of a shared machine and the other
-    not (the same MLP gave 0.60x and 1.37x JAX's speed in two runs): alternating puts both in the same
-    minutes, and the per-round ratios show how much the machine moved. Each turn starts after the
-    same pause as :func:`median_time` (the previous peer's idle threads stop spinning).
+    Every other round runs in the reverse order: what runs second ran ~5-13% slower or faster on this
+    VM (the order's bias, measured with identical functions), which alternation cancels. Each turn
+    starts after ``settle`` seconds (the previous peer's idle threads stop spinning), then makes
+    ``warmup`` untimed calls.
     """
     per_round = [[] for _ in fns]
     for fn in fns:
         fn()                                            # warm-up
     for r in range(rounds):
-        # every other round in the reverse order: what runs second ran ~5-13% slower or faster on
-        # this VM (the order's bias, measured with identical functions), which alternation cancels
         for k in (range(len(fns)) if r % 2 == 0 else reversed(range(len(fns)))):
             fn = fns[k]
-            time.sleep(SETTLE_SECONDS)
+            time.sleep(settle)
+            for _ in range(warmup):
+                fn()
             times = []
             for _ in range(repeat):
-                t0 = time.perf_counter()
-                fn()
-                times.append(time.perf_counter() - t0)
+                t0, n = time.perf_counter(), 0
+                while True:
+                    fn()
+                    n += 1
+                    elapsed = time.perf_counter() - t0
+                    if elapsed >= min_time:
+                        break
+                times.append(elapsed / n)
             per_round[k].append(statistics.median(times))
+    return per_round
+
+
+def paired_times(fns, *, rounds: int = 6, repeat: int = 3) -> tuple:
+    """Medians of ``fns`` (callables) timed in turn (:func:`turn_times`), ``rounds`` times over:
+    ``(medians, ratios)`` where ``medians[i]`` is the median over rounds of ``fns[i]``'s per-round
+    median of ``repeat`` calls, and ``ratios`` each round's ``fns[1]`` time over ``fns[0]``'s.
+
+    Measured one after the other, a peer can land in a slow minute of a shared machine and the other
+    not (the same MLP gave 0.60x and 1.37x JAX's speed in two runs): alternating puts both in the same
+    minutes, and the per-round ratios show how much the machine moved.
+    """
+    per_round = turn_times(fns, rounds=rounds, repeat=repeat)
     ratios = [b / a for a, b in zip(per_round[0], per_round[1])] if len(fns) > 1 else []
     return [statistics.median(r) for r in per_round], ratios
 
