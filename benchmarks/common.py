@@ -16,17 +16,19 @@ import numpy as np
 SETTLE_SECONDS = 0.3
 
 
-def median_time(fn, *, repeat: int = 7, warmup: int = 1, min_time: float = 0.0, setup=None) -> float:
+def median_time(fn, *, repeat: int = 7, warmup: int = 1, min_time: float = 0.0, setup=None,
+                settle: float = SETTLE_SECONDS) -> float:
     """Median wall time of ``fn()`` in seconds over ``repeat`` runs (after warm-up).
 
     With ``setup``, each run times ``fn(*setup())`` and not ``setup()`` itself (fresh copies of
     arguments a program writes: copying a large array costs as much as the program, and how much
     depends on the allocator's state, not on the peer). ``min_time`` does not apply then.
 
-    Starts with a short pause: idle worker threads of the peer measured before (OpenBLAS's and
-    OpenMP's spin for a while after their last call) would otherwise share the cores with this one.
+    Starts with a short pause (``settle`` seconds): idle worker threads of the peer measured before
+    (OpenBLAS's and OpenMP's spin for a while after their last call) would otherwise share the cores
+    with this one.
     """
-    time.sleep(SETTLE_SECONDS)
+    time.sleep(settle)
     for _ in range(warmup):
         fn(*setup()) if setup is not None else fn()
     times = []
@@ -64,21 +66,7 @@ def turn_times(fns, *, rounds: int, repeat: int, warmup: int = 0, settle: float 
         fn()                                            # warm-up
     for r in range(rounds):
         for k in (range(len(fns)) if r % 2 == 0 else reversed(range(len(fns)))):
-            fn = fns[k]
-            time.sleep(settle)
-            for _ in range(warmup):
-                fn()
-            times = []
-            for _ in range(repeat):
-                t0, n = time.perf_counter(), 0
-                while True:
-                    fn()
-                    n += 1
-                    elapsed = time.perf_counter() - t0
-                    if elapsed >= min_time:
-                        break
-                times.append(elapsed / n)
-            per_round[k].append(statistics.median(times))
+            per_round[k].append(median_time(fns[k], repeat=repeat, warmup=warmup, min_time=min_time, settle=settle))
     return per_round
 
 
