@@ -52,7 +52,7 @@ pytestmark = pytest.mark.skipif(not blas._numpy_openblas_paths() or not sys.plat
 
 def _probe(mode="plain", **env):
     full = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_THREAD_TIMEOUT", "TRACEJIT_OPENBLAS_SHORT_POLL")}
-    full.update(env)
+    full.update(env, TRACEJIT_BLAS="numpy")        # (NumPy's OpenBLAS, without timing every provider first)
     out = subprocess.run([sys.executable, "-c", _PROBE, mode], env=full, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -137,7 +137,7 @@ print(json.dumps(out))
 
 @pytest.mark.parametrize("env", [{}, {"TRACEJIT_OPENMP": "gomp"}])
 def test_a_forked_child_computes_on_openblas_own_threads(env):
-    full = dict(os.environ, **env)
+    full = dict(os.environ, TRACEJIT_BLAS="numpy", **env)   # (NumPy's OpenBLAS, without timing every provider)
     out = subprocess.run([sys.executable, "-c", _CHILD], env=full, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
@@ -148,7 +148,8 @@ def test_turned_off_it_is_not_installed():
     code = ("import numpy as np, tracejit\nfrom tracejit.backends.cpu import openblas_team\n"
             "a = np.ones((300, 300)); assert (tracejit.jit(lambda x: x @ x)(a) == 300).all()\n"
             "print(openblas_team.installed())")
-    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, TRACEJIT_OPENBLAS_ON_TEAM="0"),
+    env = dict(os.environ, TRACEJIT_OPENBLAS_ON_TEAM="0", TRACEJIT_BLAS="numpy")
+    out = subprocess.run([sys.executable, "-c", code], env=env,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
