@@ -1,10 +1,14 @@
 """Compiled backward passes: LayerNorm forward+backward (8192x768) and a softmax
 cross-entropy MLP training step (784-1024-10, batch 256, SGD), tracejit
-jit(grad) vs JAX jit(grad) (and PyTorch eager when installed)."""
+jit(grad) vs JAX jit(grad), and PyTorch eager and ``torch.compile`` in a child process (peers
+when installed)."""
+import sys
+
 import numpy as np
 
 import tracejit
-from benchmarks.common import block, header, jax_cpu, median_time, optional, paired_line, paired_times, row
+from benchmarks.common import (block, header, jax_cpu, median_time, paired_line, paired_times, row, torch_child,
+                               torch_peer, torch_rows)
 
 
 def layernorm(x, g, b, xp=np):
@@ -31,15 +35,49 @@ def sgd_step(params, x, labels, grad_fn):
     return [p - 0.01 * g for p, g in zip(params, grads)]
 
 
-def main():
+def _inputs():
+    """``(layernorm args, (mlp params, x, labels))``, the same in the parent and in the PyTorch child."""
     rng = np.random.default_rng(0)
+    ln_args = [rng.standard_normal((8192, 768)).astype(np.float32), np.ones(768, np.float32),
+               np.zeros(768, np.float32), rng.standard_normal((8192, 768)).astype(np.float32)]
+    params = [rng.standard_normal(s).astype(np.float32) * 0.05 for s in [(784, 1024), (1024,), (1024, 10), (10,)]]
+    x = rng.standard_normal((256, 784)).astype(np.float32)
+    labels = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 256)]
+    return ln_args, (params, x, labels)
+
+
+def _torch_cases(torch):
+    """Both cases as a PyTorch user writes them: ``autograd.grad`` of the same losses, and the MLP's
+    SGD update returning new parameters."""
+    F = torch.nn.functional
+    ln_args, (params, x, labels) = _inputs()
+
+    def ln_grads(x, g, b, dy):
+        return torch.autograd.grad((F.layer_norm(x, (x.shape[-1],), g, b) * dy).sum(), (x, g, b))
+
+    def mlp_step(p, x, y):
+        w1, b1, w2, b2 = p
+        logp = torch.log_softmax(torch.relu(x @ w1 + b1) @ w2 + b2, -1)
+        grads = torch.autograd.grad(-(logp * y).sum() / x.shape[0], p)
+        with torch.no_grad():
+            return [q - 0.01 * g for q, g in zip(p, grads)]
+    ln_t = [torch.tensor(a, requires_grad=i < 3) for i, a in enumerate(ln_args)]
+    return {"layernorm": (ln_grads, ln_t),
+            "mlp step": (mlp_step, ([torch.tensor(a, requires_grad=True) for a in params], torch.tensor(x),
+                                    torch.tensor(labels)))}
+
+
+def main():
+    if "--torch-child" in sys.argv:
+        torch_child(_torch_cases)
+        return
+    torch_report = torch_peer("benchmarks.bench_autodiff")
+    args, (params, x, labels) = _inputs()
     jax = jax_cpu()
     jnp_ = __import__("jax.numpy", fromlist=["x"]) if jax is not None else None
     header("LayerNorm forward+backward 8192x768 f32")
-    args = [rng.standard_normal((8192, 768)).astype(np.float32), np.ones(768, np.float32),
-            np.zeros(768, np.float32), rng.standard_normal((8192, 768)).astype(np.float32)]
     tj = tracejit.jit(tracejit.grad(ln_loss, argnums=(0, 1, 2)))
-    tj(*args)
+    out = tj(*args)
     kernels = len(tj.lower(*args).compile().kernels)
     t_tj = median_time(lambda: tj(*args))
     print(row("tracejit jit(grad)", t_tj, None, f"{kernels} kernels"))
@@ -50,25 +88,11 @@ def main():
         t_jax = median_time(lambda: block(jj(*jargs)))
         print(row("jax jit(grad)", t_jax))
         print(f"  => tracejit vs jax: {t_jax / t_tj:.2f}x faster")
-    torch = optional("torch")
-    if torch is not None:
-        xt = [torch.tensor(a, requires_grad=i < 3) for i, a in enumerate(args)]
-
-        def torch_step():
-            for t in xt[:3]:
-                t.grad = None
-            m = xt[0].mean(-1, keepdim=True)
-            v = ((xt[0] - m) ** 2).mean(-1, keepdim=True)
-            (((xt[0] - m) / torch.sqrt(v + 1e-5) * xt[1] + xt[2]) * xt[3]).sum().backward()
-        t_torch = median_time(torch_step)
-        print(row("pytorch eager", t_torch, None, f"tracejit {t_torch / t_tj:.2f}x faster"))
+    torch_rows("LayerNorm forward+backward", out, t_tj, torch_report.get("layernorm", []))
 
     header("MLP 784-1024-10 training step, batch 256, f32")
-    params = [rng.standard_normal(s).astype(np.float32) * 0.05 for s in [(784, 1024), (1024,), (1024, 10), (10,)]]
-    x = rng.standard_normal((256, 784)).astype(np.float32)
-    labels = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 256)]
     step = tracejit.jit(lambda p, x, y: sgd_step(p, x, y, tracejit.grad(mlp_loss)))
-    step(params, x, labels)
+    out = step(params, x, labels)
     t_tj = median_time(lambda: step(params, x, labels))
     print(row("tracejit jit(step)", t_tj))
     if jax is not None:
@@ -80,6 +104,7 @@ def main():
         t_jax = median_time(lambda: block(jstep(jp, jx, jy)))
         print(row("jax jit(step)", t_jax))
         print(paired_line("jax", ratios))
+    torch_rows("MLP training step", out, t_tj, torch_report.get("mlp step", []))
 
 
 if __name__ == "__main__":

@@ -15,12 +15,11 @@ compare ratios, not absolute times.
 from __future__ import annotations
 
 import argparse
-import os
 
 import numpy as np
 
 import tracejit
-from benchmarks.common import block, header, jax_cpu, median_time, row
+from benchmarks.common import block, header, jax_cpu, median_time, row, torch_child, torch_peer, torch_rows
 
 _NHWC = ("NHWC", "HWIO", "NHWC")
 
@@ -154,24 +153,10 @@ def _inputs():
     return lenet_in, block_in, (dw, dx)
 
 
-def _checksum(out):
-    """What a peer's result is compared by: the loss, or the sum and absolute sum of an output."""
-    first = np.asarray(tracejit.tree_util.tree_leaves(out)[0], np.float64)
-    return [float(first.sum()), float(np.abs(first).sum())]
-
-
 # ---------------------------------------------------------------------- PyTorch, in its own process
-#
-# PyTorch's OpenMP threads keep spinning after its calls and take the cores from the thread team
-# of whatever runs next in the same process (tracejit's, XLA's): measured in-process, every peer's
-# times grew up to 8x. So PyTorch runs in a child process and reports times and checksums.
 
-def _torch_child(repeat):
-    import json
-    # torch.compile's compile workers would otherwise stay alive next to the measurements
-    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
-    import torch
-    torch.set_num_threads(os.cpu_count())
+def _torch_cases(torch):
+    """The cases as PyTorch runs them in its child process (``common.torch_child``)."""
     F = torch.nn.functional
     (params, x, labels), (bparams, bx), (dw, dx) = _inputs()
     nchw = lambda a: torch.tensor(np.ascontiguousarray(np.transpose(a, (0, 3, 1, 2))))  # noqa: E731
@@ -179,52 +164,15 @@ def _torch_child(repeat):
     kernel = lambda w: torch.tensor(np.ascontiguousarray(np.transpose(w, (3, 2, 0, 1))), requires_grad=True)  # noqa
     chan = lambda v: torch.tensor(v.reshape(1, -1, 1, 1), requires_grad=True)  # noqa: E731
     bxt = nchw(bx).requires_grad_(True)
-    cases = {
+    return {
         "lenet step": (_torch_lenet_step(torch), (_torch_params_lenet(torch, params), nchw(x), torch.tensor(labels))),
         "block": (_torch_block_step(torch), ((kernel(w1), chan(s1), chan(t1), kernel(w2), chan(s2), chan(t2)), bxt)),
         "depthwise": (lambda w, a: F.conv2d(a, w, padding=1, groups=64).permute(0, 2, 3, 1),
                       (torch.tensor(np.ascontiguousarray(np.transpose(dw, (3, 2, 0, 1)))), nchw(dx))),
     }
-    report = {}
-    def measure(case, name, f, args):
-        out = f(*args)
-        first = (out[0] if isinstance(out, tuple) else out).detach().numpy().astype(np.float64)
-        report.setdefault(case, []).append(
-            (name, median_time(lambda: f(*args), repeat=repeat), [float(first.sum()), float(np.abs(first).sum())]))
-    for case, (fn, args) in cases.items():          # eager first: nothing compiled runs beside it
-        measure(case, "pytorch eager", fn, args)
-    for case, (fn, args) in cases.items():
-        try:
-            compiled = torch.compile(fn)
-            compiled(*args)
-        except Exception as e:  # noqa: BLE001 - a peer that cannot compile here is reported, not fatal
-            report.setdefault("notes", []).append(f"torch.compile unavailable ({type(e).__name__})")
-            continue
-        measure(case, "pytorch torch.compile", compiled, args)
-    print(json.dumps(report))
 
 
-def _torch_results(repeat):
-    """The PyTorch child's report, or {} (with a note) where PyTorch is missing or fails."""
-    import importlib.util
-    import json
-    import subprocess
-    import sys
-    if importlib.util.find_spec("torch") is None:
-        print("  [peer torch not installed; skipping it -- `pip install torch` (a CPU build)]")
-        return {}
-    done = subprocess.run([sys.executable, "-m", "benchmarks.bench_cnn", "--torch-child", "--repeat", str(repeat)],
-                          capture_output=True, text=True, timeout=1800)
-    if done.returncode != 0:
-        print(f"  [peer torch failed: {done.stderr.strip().splitlines()[-1:]}; skipping it]")
-        return {}
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    for note in report.pop("notes", []):
-        print(f"  [{note}]")
-    return report
-
-
-def _case(title, tj_fn, tj_args, jax, jax_fn, torch_rows, repeat):
+def _case(title, tj_fn, tj_args, jax, jax_fn, torch_report, repeat):
     """Compile and time tracejit's function, then each peer's; check results against JAX's and
     PyTorch's (by checksum) first."""
     header(title)
@@ -238,9 +186,7 @@ def _case(title, tj_fn, tj_args, jax, jax_fn, torch_rows, repeat):
         _close(title, out, block(jc(*jargs)))
         t_jax = median_time(lambda: block(jc(*jargs)), repeat=repeat)
         print(row("jax jit", t_jax, None, f"=> tracejit {t_jax / t_tj:.2f}x JAX's speed"))
-    for name, t, checksum in torch_rows:
-        np.testing.assert_allclose(_checksum(out), checksum, rtol=2e-4, err_msg=f"{title}: {name}")
-        print(row(name + " (own process)", t, None, f"=> tracejit {t / t_tj:.2f}x its speed"))
+    torch_rows(title, out, t_tj, torch_report)
 
 
 def main(argv=None):
@@ -249,9 +195,9 @@ def main(argv=None):
     ap.add_argument("--torch-child", action="store_true", help=argparse.SUPPRESS)
     opts = ap.parse_args(argv)
     if opts.torch_child:
-        _torch_child(opts.repeat)
+        torch_child(_torch_cases, opts.repeat)
         return
-    torch_report = _torch_results(opts.repeat)
+    torch_report = torch_peer("benchmarks.bench_cnn", opts.repeat)
     jax = jax_cpu()
     jlax = __import__("jax.lax", fromlist=["x"]) if jax is not None else None
     jnp_ = __import__("jax.numpy", fromlist=["x"]) if jax is not None else None

@@ -134,3 +134,85 @@ def row(name: str, seconds: float, ref: float | None = None, extra: str = "") ->
 def header(title: str):
     print(f"\n== {title} ==  (median of runs; ratio = reference time / this time, higher is faster)")
     print(f"  threads: {os.cpu_count()}  numpy {np.__version__}")
+
+
+# ---------------------------------------------------------------------- PyTorch, in its own process
+#
+# PyTorch's OpenMP threads keep spinning after its calls and take the cores from the thread team of
+# whatever runs next in the same process (tracejit's, XLA's): measured in-process, every peer's times
+# grew up to 8x. So a benchmark runs PyTorch in a child process (``python -m <its module>
+# --torch-child``), which reports times and checksums of the results as JSON.
+
+def checksum(out) -> list:
+    """What a peer's result is compared by: the sum and absolute sum of its first array (float64)."""
+    first = out
+    while isinstance(first, (list, tuple)):
+        first = first[0]
+    if hasattr(first, "detach"):
+        first = first.detach().numpy()
+    first = np.asarray(first, np.float64)
+    return [float(first.sum()), float(np.abs(first).sum())]
+
+
+def check_checksum(what: str, out, theirs, rtol: float = 2e-4) -> None:
+    """Raise if ``out``'s :func:`checksum` differs from a peer's: relative to the absolute sum (a plain
+    sum may cancel to near zero)."""
+    mine = checksum(out)
+    scale = max(abs(mine[1]), abs(theirs[1]), 1e-30)
+    if any(abs(a - b) > rtol * scale for a, b in zip(mine, theirs)):
+        raise AssertionError(f"{what}: result checksum {mine} differs from the peer's {theirs}")
+
+
+def torch_child(cases, repeat: int = 7) -> None:
+    """In the child: time each case ``name -> (fn, args)`` with PyTorch eager, then compiled with
+    ``torch.compile``, and print ``{case: [[peer, seconds, checksum], ...], "notes": [...]}``."""
+    import json
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")   # no compile workers beside the timing
+    import torch
+    torch.set_num_threads(os.cpu_count())
+    report = {}
+
+    def measure(case, peer, fn, args):
+        report.setdefault(case, []).append((peer, median_time(lambda: fn(*args), repeat=repeat),
+                                            checksum(fn(*args))))
+    cases = cases(torch) if callable(cases) else cases
+    for case, (fn, args) in cases.items():          # eager first: nothing compiled runs beside it
+        measure(case, "pytorch eager", fn, args)
+    for case, (fn, args) in cases.items():
+        try:
+            compiled = torch.compile(fn)
+            compiled(*args)
+        except Exception as e:  # noqa: BLE001 - a peer that cannot compile here is reported, not fatal
+            report.setdefault("notes", []).append(f"torch.compile unavailable for {case} ({type(e).__name__})")
+            continue
+        measure(case, "pytorch torch.compile", compiled, args)
+    print(json.dumps(report))
+
+
+def torch_peer(module: str, repeat: int = 7) -> dict:
+    """In the parent: the report of ``python -m module --torch-child --repeat N`` (:func:`torch_child`),
+    or {} with a note where PyTorch is missing or fails."""
+    import importlib.util
+    import json
+    import subprocess
+    import sys
+    if importlib.util.find_spec("torch") is None:
+        print("  [peer torch not installed; skipping it -- `pip install torch` (a CPU build)]")
+        return {}
+    done = subprocess.run([sys.executable, "-m", module, "--torch-child", "--repeat", str(repeat)],
+                          capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        print(f"  [peer torch failed: {done.stderr.strip().splitlines()[-1:]}; skipping it]")
+        return {}
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    for note in report.pop("notes", []):
+        print(f"  [{note}]")
+    return report
+
+
+def torch_rows(what: str, out, t_tj: float, rows) -> None:
+    """Print a PyTorch report's rows for one case against tracejit's time ``t_tj``, after checking
+    each peer's result against tracejit's ``out``."""
+    for peer, t, theirs in rows:
+        check_checksum(f"{what}: {peer}", out, theirs)
+        print(row(peer + " (own process)", t, None, f"=> tracejit {t / t_tj:.2f}x its speed"))
