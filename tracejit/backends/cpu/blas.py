@@ -161,8 +161,8 @@ class NumpyBLAS:
     """NumPy's ``matmul`` (OpenBLAS in NumPy's wheels): always available."""
 
     name = "numpy"
-    pool = "numpy-blas"     # the thread pool its calls wake (shared with ``openblas``), unless
-    settle_s = 0.15         # OpenBLAS computes on the team; how long that pool's idle threads spin
+    pool = "numpy-blas"     # the pool its calls wake (shared with ``openblas``; the kernels' team
+    settle_s = 0.15         # where OpenBLAS computes on it, _load_numpy) and how long its threads spin
     version = f"numpy {np.__version__}"
     threads = None
 
