@@ -232,7 +232,7 @@ def main(argv=None):
             print(row("tracejit jit(a @ b)", t, ref, f"{flops / t / 1e9:7.1f} GFLOP/s  {100 * fraction:5.1f}% of "
                       f"{best_name}'s {flops / times[best_name] / 1e9:.1f} in the same rounds "
                       f"({100 * min(fractions):.0f}-{100 * max(fractions):.0f}%)"))
-            jitted.append((dtype, nb, m, k, n, a, b, t, repeat))
+            jitted.append((dtype, nb, m, k, n, a, b, matmul, repeat))
             if min(m, n, k) >= LARGE and nb == 1:
                 large.append((dtype, m, k, n, fraction))
     print("\n  best fraction of peak per provider:")
@@ -247,22 +247,25 @@ def main(argv=None):
 
 
 def against_jax(jitted: list, quick: bool):
-    """JAX's jit(a @ b) on the same operands, after every provider: XLA's worker threads keep the
-    cores busy a while after its calls, which slowed the providers timed after it 10-30x."""
-    header("jit(a @ b): tracejit (times above) against JAX")
+    """JAX's jit(a @ b) on the same operands, after every provider (XLA's worker threads keep the
+    cores busy a while after its calls, which slowed the providers timed after it 10-30x), in turns
+    with tracejit's jit(a @ b): each turn after a pause, then three untimed calls."""
+    header("jit(a @ b): tracejit against JAX, in turns")
     jax = jax_cpu()
     if jax is None:
         print("  (JAX not installed: skipped)")
         return
     jmatmul = jax.jit(lambda x, y: x @ y)
-    for dtype, nb, m, k, n, a, b, t, repeat in jitted:
+    for dtype, nb, m, k, n, a, b, matmul, repeat in jitted:
         ja, jb = jax.device_put(a), jax.device_put(b)
-        block(jmatmul(ja, jb))
-        t_jax = median_time(lambda: block(jmatmul(ja, jb)), repeat=repeat, min_time=0.0 if quick else 0.01)
+        mine, theirs = turn_times([lambda: matmul(a, b), lambda: block(jmatmul(ja, jb))], rounds=3 if quick else 5,
+                                  repeat=repeat, warmup=3, min_time=0.0 if quick else 0.01)
+        t, t_jax = statistics.median(mine), statistics.median(theirs)
+        ratios = [tj / tt for tt, tj in zip(mine, theirs)]
         flops = 2.0 * nb * m * k * n
         print(row(f"{dtype} {'%dx' % nb if nb > 1 else ''}({m}x{k}) @ ({k}x{n})", t_jax, None,
-                  f"JAX {flops / t_jax / 1e9:7.1f} GFLOP/s, tracejit {flops / t / 1e9:7.1f}: "
-                  f"tracejit {t_jax / t:.2f}x JAX's speed"))
+                  f"JAX {flops / t_jax / 1e9:7.1f} GFLOP/s, tracejit {flops / t / 1e9:7.1f}: tracejit "
+                  f"{statistics.median(ratios):.2f}x JAX's speed ({min(ratios):.2f}-{max(ratios):.2f}x)"))
 
 
 def _generated_and_library(fn, *args) -> dict:
