@@ -143,6 +143,7 @@ def isolated_chooser(monkeypatch, tmp_path, providers: dict, time_gemm):
     # (the real reading sees whatever else the test machine runs: these tests decide "busy" themselves)
     monkeypatch.setattr(blas, "_others_were_busy", lambda before, wall_s: False)
     monkeypatch.setattr(blas, "_time_gemm", time_gemm)
+    monkeypatch.setattr(blas, "PAUSE_S", 0.0)         # (the timer is fake: nothing to rest from)
     saved = tracejit.config.compilation_cache_dir, tracejit.config.blas
     cache = tmp_path / "cache"
     tracejit.config.update("compilation_cache_dir", str(cache))
@@ -210,6 +211,30 @@ def test_another_library_must_beat_the_first_by_the_margin(monkeypatch, tmp_path
                               time_gemm):
         choice = blas.provider().table["choice"]["float32"]
         assert choice["square"] == "numpy" and choice["panel"] == "far" and choice["skinny"] == "numpy"
+
+
+def test_a_library_that_wins_only_without_pauses_is_not_chosen(monkeypatch, tmp_path):
+    # "hot" is 2x faster than numpy on batched products timed back to back, but 2x slower when each
+    # turn starts after a pause (MKL on the Zen 4 VM); "steady" is 2x faster on panels either way
+    def time_gemm(p, a, b, out, repeats):
+        cls = "batched" if out.ndim == 3 else blas.shape_class(out.shape[0], out.shape[1], a.shape[1])
+        return [{"hot": {"batched": 5e-3}, "steady": {"panel": 5e-3}}.get(p.name, {}).get(cls, 1e-2)] * repeats
+
+    def after_pause(p, a, b, out, repeats):
+        return [2e-2 if p.name == "hot" else time_gemm(p, a, b, out, 1)[0]] * repeats
+    numpy = blas.NumpyBLAS()
+    numpy.settle_s = 0.0
+    monkeypatch.setattr(blas, "_after_pause", after_pause)
+    for _ in isolated_chooser(monkeypatch, tmp_path, {"numpy": numpy, "hot": Fake("hot"), "steady": Fake("steady")},
+                              time_gemm):
+        table = blas.provider().table
+        for dtype in ("float32", "float64"):
+            assert table["gflops"]["hot"][dtype]["batched"] > 1.9 * table["gflops"]["numpy"][dtype]["batched"]
+            assert table["choice"][dtype]["batched"] == "numpy" and table["choice"][dtype]["panel"] == "steady"
+            confirmed = table["after_pauses"][dtype]
+            assert set(confirmed) == {"batched", "panel"}
+            assert not confirmed["batched"]["wins"] and confirmed["panel"]["wins"]
+            assert confirmed["batched"]["gflops"]["numpy"] > confirmed["batched"]["gflops"]["hot"]
 
 
 def test_choice_is_stored_and_read_back(fakes, monkeypatch):
