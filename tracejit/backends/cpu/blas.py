@@ -27,7 +27,7 @@ each shape, :func:`_time_all`) serves that (dtype, class); a library other than 
 must win by ``LIBRARY_MARGIN``, also when each turn starts after a pause
 (:func:`_wins_after_pauses`). complex64 and
 complex128 follow float32's and float64's choices. The measurement takes about
-2 s and runs once per CPU model: the table is stored as JSON in
+2-3 s and runs once per CPU model: the table is stored as JSON in
 the compile cache directory (``object_cache.cache_dir()``), keyed by the CPU
 (model, vendor, family, a hash of its flags), the thread count, the libraries'
 files and the environment variables that steer them. With the cache off
