@@ -164,8 +164,8 @@ def check_checksum(what: str, out, theirs, rtol: float = 2e-4) -> None:
 
 
 def torch_child(cases, repeat: int = 7) -> None:
-    """In the child: time each case ``name -> (fn, args)`` with PyTorch eager, then compiled with
-    ``torch.compile``, and print ``{case: [[peer, seconds, checksum], ...], "notes": [...]}``."""
+    """In the child: time each case ``name -> (fn, args)`` of ``cases(torch)`` with PyTorch eager, then
+    compiled with ``torch.compile``, and print ``{case: [[peer, seconds, checksum], ...], "notes": [...]}``."""
     import json
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")   # no compile workers beside the timing
     import torch
@@ -175,7 +175,7 @@ def torch_child(cases, repeat: int = 7) -> None:
     def measure(case, peer, fn, args):
         report.setdefault(case, []).append((peer, median_time(lambda: fn(*args), repeat=repeat),
                                             checksum(fn(*args))))
-    cases = cases(torch) if callable(cases) else cases
+    cases = cases(torch)
     for case, (fn, args) in cases.items():          # eager first: nothing compiled runs beside it
         measure(case, "pytorch eager", fn, args)
     for case, (fn, args) in cases.items():

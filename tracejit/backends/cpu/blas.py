@@ -620,12 +620,21 @@ def _pool_groups(usable: dict) -> list:
     return list(groups.values())
 
 
+def _timed_shapes(dtype: str, shapes) -> list:
+    """The ``(batch, m, k, n)`` shapes among ``shapes`` that are timed for ``dtype``."""
+    return [s for s in shapes if dtype == "float32" or s not in _FLOAT32_ONLY]
+
+
+def _gflops(shape, seconds) -> float:
+    """GFLOP/s of a ``(batch, m, k, n)`` product from the median of its timings ``seconds``."""
+    return 2.0 * math.prod(shape) / max(statistics.median(seconds), 1e-9) / 1e9
+
+
 def _measured_shapes():
     """``(dtype, shape, repeats)`` of every measured product (fewer timed calls for larger ones)."""
     for dtype in ("float32", "float64"):
-        for shape in (s for cls_shapes in SHAPES.values() for s in cls_shapes):
-            if dtype == "float32" or shape not in _FLOAT32_ONLY:
-                yield dtype, shape, 1 if 2.0 * shape[0] * shape[1] * shape[2] * shape[3] > 1e8 else 3
+        for shape in _timed_shapes(dtype, [s for cls_shapes in SHAPES.values() for s in cls_shapes]):
+            yield dtype, shape, 1 if 2.0 * math.prod(shape) > 1e8 else 3
 
 
 def _time_all(usable: dict) -> dict:
@@ -682,14 +691,13 @@ def _wins_after_pauses(winner, first, dtype: str, cls: str) -> dict:
     replace the first one."""
     rng, operands = np.random.default_rng(1), {}
     times = {winner.name: {}, first.name: {}}
-    shapes = [s for s in SHAPES[cls] if dtype == "float32" or s not in _FLOAT32_ONLY]
     for r in range(PAUSED_ROUNDS):
         for p in ((winner, first) if r % 2 == 0 else (first, winner)):
-            for shape in shapes:
+            for shape in _timed_shapes(dtype, SHAPES[cls]):
                 got = _after_pause(p, *_operands(operands, dtype, shape, rng), 2)
                 times[p.name].setdefault(shape, []).extend(got)
-    rates = {name: _geomean([2.0 * math.prod(shape) / max(statistics.median(ts), 1e-9) / 1e9
-                             for shape, ts in per_shape.items()]) for name, per_shape in times.items()}
+    rates = {name: _geomean([_gflops(shape, ts) for shape, ts in per_shape.items()])
+             for name, per_shape in times.items()}
     return {"gflops": rates, "wins": rates[winner.name] > LIBRARY_MARGIN * rates[first.name]}
 
 
@@ -801,8 +809,7 @@ def measure(providers: dict) -> dict:
                     rates = []
                     for shape in cls_shapes:
                         if shape in per_shape:
-                            flops = 2.0 * shape[0] * shape[1] * shape[2] * shape[3]
-                            rate = flops / max(statistics.median(per_shape[shape]), 1e-9) / 1e9
+                            rate = _gflops(shape, per_shape[shape])
                             shapes[name].setdefault(dtype, {})[_shape_name(shape)] = round(rate, 2)
                             rates.append(rate)
                     if rates:
