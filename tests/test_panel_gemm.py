@@ -326,7 +326,6 @@ def test_generated_code_is_timed_on_its_shapes_and_used_where_it_won(with_genera
         assert set(auto.table["choice"][dtype].values()) == {"numpy"}
         assert auto.table["own"][dtype] == {c: ("tracejit" if c == "panel" else None) for c in blas.CLASSES}
     assert auto.provider_for(np.float32, "panel") is numpy         # what native code calls: a library
-    start = generated.served                                       # (after its checks and timings)
     for (m, k, n), used in [((128, 300, 600), 1), ((1000, 300, 200), 0), ((16, 300, 600), 0)]:
         before = generated.served
         out = np.empty((m, n))
@@ -334,9 +333,22 @@ def test_generated_code_is_timed_on_its_shapes_and_used_where_it_won(with_genera
         np.testing.assert_array_equal(out, k)
         # a panel with 128 rows: generated; 1000 rows (also "panel"): the library; skinny: it lost there
         assert generated.served - before == used, (m, k, n)
+    # a batch of one is a matrix product: (B, T, D) @ (D, F) in a program reaches blas as one
+    for batch, used in [(1, 1), (2, 0)]:
+        before = generated.served
+        out = np.empty((batch, 128, 600))
+        blas.gemm(np.ones((batch, 128, 300)), np.ones((batch, 300, 600)), out)
+        np.testing.assert_array_equal(out, 300)
+        assert generated.served - before == used, batch
+    before = generated.served
+    x = np.random.default_rng(0).standard_normal((2, 64, 300))
+    w = np.random.default_rng(1).standard_normal((300, 600))
+    np.testing.assert_allclose(tracejit.jit(lambda x, w: x @ w)(x, w), x @ w, rtol=1e-12, atol=1e-12)
+    assert generated.served == before + 1
+    before = generated.served
     out = np.empty((128, 600), np.complex64)
     blas.gemm(np.ones((128, 300), np.complex64), np.ones((300, 600), np.complex64), out)
-    assert generated.served == start + 1                           # complex: never generated code
+    assert generated.served == before                              # complex: never generated code
     rows = {(r["provider"], r["dtype"], r["class"]): r for r in blas.report()}
     assert rows["tracejit", "float32", "panel"]["chosen"] and rows["numpy", "float32", "panel"]["chosen"]
     assert not rows["tracejit", "float32", "skinny"]["chosen"]

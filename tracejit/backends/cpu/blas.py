@@ -965,6 +965,10 @@ class AutoBLAS:
     def gemm(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float = 1.0, beta: float = 0.0) -> None:
         """``out[...] = alpha * (a @ b) + beta * out`` with the provider chosen for its dtype and shape
         class: generated code where it won the class and serves the product, else the library."""
+        if out.ndim == 3 and out.shape[0] == 1:
+            # A batch of one is a matrix product (``(B, T, D) @ (D, F)`` reaches here as one): as
+            # such the generated code may serve it, which takes only matrices.
+            a, b, out = a[0], b[0], out[0]
         if out.ndim == 3:
             nb, m, n = out.shape
         else:
