@@ -75,7 +75,7 @@ def main():
             jc = jax.jit(lambda *a: mlp(*a, xp=jnp_)).lower(*jargs).compile()
             t_jcompile = time.perf_counter() - t0
             block(jc(*jargs))
-            (t_tj, t_jax), ratios = paired_times([lambda: compiled(*args), lambda: block(jc(*jargs))])
+            (_, t_jax), ratios = paired_times([lambda: compiled(*args), lambda: block(jc(*jargs))])
             print(row("jax jit", t_jax, t_np, f"vs numpy; compile {t_jcompile * 1e3:.0f} ms"))
             print(paired_line("jax (run time)", ratios) + f"; compile: {t_jcompile / t_compile:.2f}x faster")
         torch_rows(f"MLP {rows}x{d}", out, t_tj, torch_report.get(f"{rows}x{d}", []))

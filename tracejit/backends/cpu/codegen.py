@@ -305,14 +305,7 @@ class KernelEmitter:
         behind when each cache line takes many instructions to consume (a
         transcendental-heavy loop), so DRAM latency is exposed on every page.
         Prefetches never fault, so running past the end of the buffer is fine."""
-        fn = self.module.globals.get("llvm.prefetch.p0")
-        if fn is None:
-            i32 = ir.IntType(32)
-            fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR, i32, i32, i32]), name="llvm.prefetch.p0")
-        ahead = self.b.gep(ptr, [ir.Constant(I64, PREFETCH_BYTES)], source_etype=ir.IntType(8))
-        # read, high temporal locality, data cache
-        self.b.call(fn, [ahead, ir.Constant(ir.IntType(32), 0), ir.Constant(ir.IntType(32), 3),
-                         ir.Constant(ir.IntType(32), 1)])
+        L.prefetch(self.b, self.b.gep(ptr, [ir.Constant(I64, PREFETCH_BYTES)], source_etype=ir.IntType(8)))
 
     def _masked_load(self, bid, offset, lanes):
         d = self.buffers[bid].dtype

@@ -109,6 +109,19 @@ def intrinsic(builder, name, args, type_=None):
     return builder.call(fn, args)
 
 
+def prefetch(builder, ptr, locality: int = 3):
+    """Prefetch the cache line at ``ptr`` for reading (``locality`` 3: into every level; 2: not into
+    L1). A prefetch never faults: an address past a buffer's end is harmless."""
+    fn = builder.module.globals.get("llvm.prefetch.p0")
+    if fn is None:
+        i32 = ir.IntType(32)
+        fn = ir.Function(builder.module, ir.FunctionType(ir.VoidType(), [ir.PointerType(), i32, i32, i32]),
+                         name="llvm.prefetch.p0")
+    # read, the locality, data cache
+    builder.call(fn, [ptr, ir.Constant(ir.IntType(32), 0), ir.Constant(ir.IntType(32), locality),
+                      ir.Constant(ir.IntType(32), 1)])
+
+
 def masked_intrinsic(module, kind, vt):
     """``llvm.masked.load`` / ``llvm.masked.store`` (``kind``) for vector type ``vt`` in ``module``."""
     name = f"llvm.masked.{kind}.{_type_suffix(vt)}.p0"
