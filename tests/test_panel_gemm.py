@@ -8,6 +8,8 @@ driven with fake providers and a fake timer (no dependence on this machine's spe
 """
 from __future__ import annotations
 
+import ctypes
+import mmap
 import multiprocessing
 import threading
 
@@ -62,6 +64,14 @@ def test_the_shapes_it_serves(kernels, dtype):
     assert not kernels.serves_shape(np.int32, 8, n, k)
 
 
+def _rand_b(k, n, dtype, seed, layout="rows", extra=0):
+    """A ``(k, n)`` ``b`` with rows ``n + extra`` long (``layout`` "rows"), or the transpose of an
+    ``(n, k + extra)`` matrix's first ``k`` columns ("columns": ``x @ w.T``)."""
+    if layout == "rows":
+        return _rand((k, n + extra), dtype, seed)[:, :n]
+    return _rand((n, k + extra), dtype, seed)[:, :k].T
+
+
 def _blocks(kernels, dtype):
     """(rows per block, columns per block, rows of b per packed block) of this host's kernel."""
     lanes = kernels.lanes(dtype)
@@ -70,7 +80,8 @@ def _blocks(kernels, dtype):
 
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("threads", [1, 2])
-def test_every_block_edge_against_float64(kernels, dtype, threads):
+@pytest.mark.parametrize("b_layout", ["rows", "columns"])
+def test_every_block_edge_against_float64(kernels, dtype, threads, b_layout):
     mr, nr, kc = _blocks(kernels, np.dtype(dtype))
     ms = [1, mr - 1, mr, mr + 1, 2 * mr + 3, panel_gemm.MAX_ROWS]
     ns = [1, nr - 1, nr, nr + 1, 3 * nr + 5]
@@ -82,7 +93,7 @@ def test_every_block_edge_against_float64(kernels, dtype, threads):
                 if m * n * k > 3e6 and (m, n) != (panel_gemm.MAX_ROWS, 3 * nr + 5):
                     continue
                 seed += 1
-                a, b = _rand((m, k), dtype, seed), _rand((k, n), dtype, seed + 1000)
+                a, b = _rand((m, k), dtype, seed), _rand_b(k, n, dtype, seed + 1000, b_layout)
                 out = np.full((m, n), np.nan, dtype)
                 assert _served(kernels, a, b, out)
                 kernels.run(a, b, out, threads=threads)
@@ -92,9 +103,12 @@ def test_every_block_edge_against_float64(kernels, dtype, threads):
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(dtype=st.sampled_from(FLOATS), m=st.integers(1, 40), n=st.integers(1, 400), k=st.integers(1, 700),
        a_layout=st.sampled_from(["rows", "transposed", "row_step", "broadcast"]), ldb_extra=st.integers(0, 40),
-       accumulate=st.booleans(), threads=st.sampled_from([1, 2]), seed=st.integers(0, 2 ** 16))
-def test_random_products_against_float64(kernels, dtype, m, n, k, a_layout, ldb_extra, accumulate, threads, seed):
-    """Random sizes across the blocks' edges, layouts of ``a``, row lengths of ``b``, accumulation."""
+       b_layout=st.sampled_from(["rows", "columns"]), accumulate=st.booleans(), threads=st.sampled_from([1, 2]),
+       seed=st.integers(0, 2 ** 16))
+def test_random_products_against_float64(kernels, dtype, m, n, k, a_layout, ldb_extra, b_layout, accumulate, threads,
+                                         seed):
+    """Random sizes across the blocks' edges, layouts of ``a`` and ``b``, row lengths of ``b``,
+    accumulation."""
     if a_layout == "rows":
         a = _rand((m, k), dtype, seed)
     elif a_layout == "transposed":
@@ -103,7 +117,7 @@ def test_random_products_against_float64(kernels, dtype, m, n, k, a_layout, ldb_
         a = _rand((2 * m, k + 3), dtype, seed)[::2, 1:k + 1]
     else:
         a = np.broadcast_to(_rand((1, k), dtype, seed), (m, k))
-    b = _rand((k, n + ldb_extra), dtype, seed + 1)[:, :n]
+    b = _rand_b(k, n, dtype, seed + 1, b_layout, ldb_extra)
     c = _rand((m, n), dtype, seed + 2)
     out = c.copy()
     kernels.run(a, b, out, 1.0, 1.0 if accumulate else 0.0, threads=threads)
@@ -119,8 +133,11 @@ def test_the_avx2_shaped_kernel(dtype):
     narrow.vector_bytes, narrow.vectors = 32, 3
     mr, nr, kc = _blocks(narrow, np.dtype(dtype))
     assert nr == 3 * 32 // np.dtype(dtype).itemsize
-    for seed, (m, n, k) in enumerate([(1, 1, 1), (mr + 1, nr - 1, kc + 1), (3 * mr + 2, 5 * nr + 3, 2 * kc + 5)]):
-        a, b, c = _rand((m, k), dtype, seed), _rand((k, n), dtype, seed + 1), _rand((m, n), dtype, seed + 2)
+    for seed, (m, n, k, b_layout) in enumerate([(1, 1, 1, "rows"), (mr + 1, nr - 1, kc + 1, "rows"),
+                                                (3 * mr + 2, 5 * nr + 3, 2 * kc + 5, "rows"),
+                                                (mr + 1, nr - 1, kc + 1, "columns"),
+                                                (3 * mr + 2, 5 * nr + 3, 2 * kc + 5, "columns")]):
+        a, b, c = _rand((m, k), dtype, seed), _rand_b(k, n, dtype, seed + 1, b_layout), _rand((m, n), dtype, seed + 2)
         out = c.copy()
         narrow.run(a, b, out, 1.0, 1.0, threads=2)
         _check(out, c + a.astype(np.float64) @ b.astype(np.float64), k)
@@ -144,16 +161,18 @@ def test_accumulate_and_alpha(kernels, dtype):
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_views_strides_and_guards(kernels, dtype):
     """Transposed and sliced ``a``, ``b`` with rows longer than ``n`` (NaN past ``n``: never in the
-    result), broadcast rows of ``a``; ``out`` inside a NaN-guarded buffer that must stay untouched."""
+    result), or a transposed ``b`` whose columns are longer than ``k`` (NaN past ``k``), broadcast rows
+    of ``a``; ``out`` inside a NaN-guarded buffer that must stay untouched."""
     mr, nr, kc = _blocks(kernels, np.dtype(dtype))
     m, n, k = 3 * mr + 2, nr + 7, kc + 3
     wide_b = _rand((k, n + 13), dtype, 3)
     wide_b[:, n:] = np.nan
-    b = wide_b[:, :n]
+    wide_w = _rand((n, k + 13), dtype, 7)
+    wide_w[:, k:] = np.nan
     cases = [_rand((k, m), dtype, 4).T,                                  # transposed view of a
              _rand((2 * m, k + 5), dtype, 5)[::2, 2:k + 2],              # every other row, sliced columns
              np.broadcast_to(_rand((1, k), dtype, 6), (m, k))]           # one row, stride 0
-    for a in cases:
+    for a, b in [(a, b) for a in cases for b in (wide_b[:, :n], wide_w[:, :k].T)]:
         assert a.shape == (m, k)
         guard = 37
         buf = np.full(m * n + 2 * guard, np.nan, dtype)
@@ -198,11 +217,12 @@ def test_what_it_does_not_serve(kernels):
     a, b = _rand((8, 400), np.float32), _rand((400, 700), np.float32, 1)
     out = np.zeros((8, 700), np.float32)
     assert kernels.serves(a, b, out, 1.0, 0.0)
+    assert kernels.serves(a, np.asfortranarray(b), out, 1.0, 0.0)                      # columns contiguous
     assert not kernels.serves(a[:, :300], b[:300], out, 1.0, 0.0)                      # under MIN_MACS
     refused = [
         (a.astype(np.int32), b.astype(np.int32), out.astype(np.int32), 1.0, 0.0),     # not a float
         (a.astype(np.float64), b, out, 1.0, 0.0),                                       # mixed dtypes
-        (a, np.asfortranarray(b), out, 1.0, 0.0),                                       # columns of b strided
+        (a, _rand((400, 1400), np.float32)[:, ::2], out, 1.0, 0.0),                      # no stride of b is 1
         (a[:, ::-1], b, out, 1.0, 0.0),                                                 # negative stride
         (a, b, np.empty((700, 8), np.float32).T, 1.0, 0.0),                             # out not C-contiguous
         (a, b, out, 2.0, 1.0),                                                          # alpha with accumulate
@@ -268,6 +288,54 @@ def test_fork_after_threaded_products(kernels):
     child.start()
     child.join(60)
     assert child.exitcode == 0 and queue.get(timeout=5) < 1e-12
+
+
+def _before_unreadable_page(shape, dtype, keep: list) -> np.ndarray:
+    """A C-contiguous array whose last byte is followed by a page that cannot be read (``mprotect``
+    ``PROT_NONE``): reading one element past its end kills the process. ``keep`` holds the mapping."""
+    page = mmap.PAGESIZE
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    total = -(-nbytes // page) * page + page
+    mapping = mmap.mmap(-1, total)
+    keep.append(mapping)
+    start = ctypes.addressof(ctypes.c_char.from_buffer(mapping))
+    assert ctypes.CDLL(None).mprotect(ctypes.c_void_p(start + total - page), ctypes.c_size_t(page), 0) == 0
+    return np.frombuffer(mapping, dtype, count=int(np.prod(shape)), offset=total - page - nbytes).reshape(shape)
+
+
+def _products_before_unreadable_pages(queue):
+    kernels, keep, worst = panel_gemm.PanelKernels(), [], 0.0
+    for dtype in FLOATS:
+        mr, nr, kc = _blocks(kernels, np.dtype(dtype))
+        for m, n, k in [(mr + 1, 4 * nr + 3, kc + 5), (2 * mr + 3, 5 * nr - 1, 2 * kc - 3)]:
+            for b_layout in ("rows", "columns"):
+                a = _before_unreadable_page((m, k), dtype, keep)
+                a[...] = _rand((m, k), dtype, 1)
+                if b_layout == "rows":
+                    b = _before_unreadable_page((k, n), dtype, keep)
+                    b[...] = _rand((k, n), dtype, 2)
+                else:
+                    w = _before_unreadable_page((n, k), dtype, keep)
+                    w[...] = _rand((n, k), dtype, 2)
+                    b = w.T
+                for threads in (1, 2):
+                    out = np.empty((m, n), dtype)
+                    kernels.run(a, b, out, threads=threads)
+                    want = a.astype(np.float64) @ b.astype(np.float64)
+                    worst = max(worst, float(np.max(np.abs(out - want))) / float(np.max(np.abs(want))))
+    queue.put(worst)
+
+
+def test_no_read_past_the_operands():
+    """``a`` and ``b`` (rows or columns contiguous) end where an unreadable page begins, with the
+    masked column tail at the end of the last thread's range: a read past either kills the child."""
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_products_before_unreadable_pages, args=(queue,))
+    child.start()
+    child.join(120)
+    assert child.exitcode == 0, f"the child died (exit code {child.exitcode}: -11 is a segmentation fault)"
+    assert queue.get(timeout=5) < 1e-5
 
 
 # --------------------------------------------------------------------------- how auto uses it, with fakes
