@@ -69,8 +69,9 @@ KERNEL_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
 
 
 def contraction_block(dtype, lanes: int, vectors: int) -> int:
-    """Rows of ``b`` per contraction block: a packed block of ``PACKED_BYTES``."""
-    return PACKED_BYTES // (vectors * lanes * np.dtype(dtype).itemsize)
+    """Rows of ``b`` per contraction block: a packed block of ``PACKED_BYTES`` (a multiple of
+    ``lanes`` rows: a transposed ``b`` is packed in square tiles)."""
+    return PACKED_BYTES // (vectors * lanes * np.dtype(dtype).itemsize) // lanes * lanes
 
 
 def kernel_name(dtype) -> str:
