@@ -308,9 +308,13 @@ def _products_before_unreadable_pages(queue):
     for dtype in FLOATS:
         mr, nr, kc = _blocks(kernels, np.dtype(dtype))
         for m, n, k in [(mr + 1, 4 * nr + 3, kc + 5), (2 * mr + 3, 5 * nr - 1, 2 * kc - 3)]:
-            for b_layout in ("rows", "columns"):
-                a = _before_unreadable_page((m, k), dtype, keep)
-                a[...] = _rand((m, k), dtype, 1)
+            for a_layout, b_layout in [("rows", "rows"), ("rows", "columns"), ("columns", "rows")]:
+                if a_layout == "rows":
+                    a = _before_unreadable_page((m, k), dtype, keep)
+                    a[...] = _rand((m, k), dtype, 1)
+                else:
+                    a = _before_unreadable_page((k, m), dtype, keep).T
+                    a[...] = _rand((m, k), dtype, 1)
                 if b_layout == "rows":
                     b = _before_unreadable_page((k, n), dtype, keep)
                     b[...] = _rand((k, n), dtype, 2)

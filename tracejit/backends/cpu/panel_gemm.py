@@ -64,7 +64,7 @@ MIN_COLUMN_BLOCKS = 4
 # time: float32 near 2^21 multiply-adds, float64 near 2^18; at 2^23 it was 1.2x and 1.9x faster).
 MIN_MACS = {np.dtype(np.float32): 1 << 21, np.dtype(np.float64): 1 << 18}
 PACKED_BYTES = 96 << 10     # one contraction block of ``b``, packed (on each thread's stack)
-_DIMS = ("m", "n", "k", "a_row", "ldb", "accumulate", "b_transposed")
+_DIMS = ("m", "n", "k", "a_row", "a_col", "ldb", "accumulate", "b_transposed")
 KERNEL_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
@@ -82,7 +82,8 @@ def emit_kernel(module: ir.Module, dtype, lanes: int, rows: int, vectors: int) -
     """``void kernel(ptr slots[4], i64 begin, i64 end)``: columns ``[begin, end)`` of the product.
 
     ``slots``: ``a``, ``b``, ``out`` and an int64 array of the sizes and strides, in elements:
-    ``m, n, k, a_row, ldb, accumulate, b_transposed`` (``a[i, p]`` at ``a + i * a_row + p``,
+    ``m, n, k, a_row, a_col, ldb, accumulate, b_transposed`` (``a[i, p]`` at
+    ``a + i * a_row + p * a_col``,
     ``b[p, j]`` at ``b + p * ldb + j``, or at ``b + j * ldb + p`` when ``b_transposed`` is 1 (``b`` is
     the transpose of a row-major matrix: ``x @ w.T``), ``out[i, j]`` at ``out + i * n + j``;
     ``accumulate``: 1 adds the product to ``out``, 0 overwrites it). ``begin`` is a multiple of ``lanes``; column blocks
@@ -268,7 +269,7 @@ class _Emitter:
                   for v in range(vectors)]
             new = []
             for r in range(rows):
-                x = L.splat(b, b.load(self._at(a_rows[r], p), typ=self.t), lanes)
+                x = L.splat(b, b.load(self._at(a_rows[r], b.mul(p, d["a_col"])), typ=self.t), lanes)
                 new += [L.intrinsic(b, "llvm.fma", [x, bv[v], accs[r * vectors + v]]) for v in range(vectors)]
             return new
         accs = carried_loop(self.b, k0, k1, 1, step, "p", accs)
@@ -385,12 +386,11 @@ class PanelKernels:
         kernel, call, trampoline, _ = self._kernel(dtype)
         (m, k), n = a.shape, out.shape[1]
         item = dtype.itemsize
-        if a.strides[1] != item:
-            # (the kernel reads rows of ``a``: a transposed one is copied, M x K against M x N x K flops)
-            a = np.ascontiguousarray(a)
         transposed = b.strides[1] != item
-        dims = np.array([m, n, k, a.strides[0] // item, b.strides[transposed] // item, int(beta == 1.0),
-                         int(transposed)], np.int64)
+        # (``a`` is read where it lies, a transposed one too: a step broadcasts a[i0:i0+4, p], which
+        # then lie next to each other)
+        dims = np.array([m, n, k, a.strides[0] // item, a.strides[1] // item, b.strides[transposed] // item,
+                         int(beta == 1.0), int(transposed)], np.int64)
         slots = (ctypes.c_void_p * 4)(data_address(a), data_address(b), data_address(out), dims.ctypes.data)
         lanes = self.lanes(dtype)
         if threads > 1 and trampoline is not None and self.team.usable and n > self.vectors * lanes:
