@@ -9,6 +9,7 @@ driven with fake providers and a fake timer (no dependence on this machine's spe
 from __future__ import annotations
 
 import ctypes
+import os
 import mmap
 import multiprocessing
 import threading
@@ -18,7 +19,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import tracejit
-from tracejit.backends.cpu import blas, llvm_engine, panel_gemm
+from tracejit.backends.cpu import blas, llvm_engine, native_blas, panel_gemm
 
 from test_blas_choice import isolated_chooser
 
@@ -465,3 +466,70 @@ def test_jit_products_through_the_generated_provider(dtype):
             _check(np.asarray(g), v, 700)
     finally:
         tracejit.config.update("blas", saved)
+
+
+# A class fuzzer of programs whose products the generated code serves: how a program's operands
+# reach it (a matrix, a 3-D x read as one matrix, transposed views of x and of w), with the
+# elementwise work around the product that compiles into an epilogue, accumulation or a scale.
+# PANEL_PROGRAM_FUZZ_SEEDS=N runs a longer campaign (1,000 seeds pass).
+PANEL_PROGRAM_SEEDS = int(os.environ.get("PANEL_PROGRAM_FUZZ_SEEDS", "100"))
+
+
+def _panel_program(seed: int):
+    """``(f, args, want, description)``: a random jitted product of a size the generated code serves
+    and what float64 NumPy gives for it."""
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype([np.float32, np.float64][seed % 2])
+    kernels = blas.provider().kernels
+    min_n = panel_gemm.MIN_COLUMN_BLOCKS * kernels.vectors * kernels.lanes(dtype)
+    # (from 2 rows: one row is a matrix-vector product, which compiles into a fused reduction)
+    m = int(rng.integers(2, 64) if rng.random() < 0.4 else rng.integers(64, panel_gemm.MAX_ROWS + 1))
+    n = int(rng.integers(min_n, min_n + 300))
+    # (more multiply-adds than a program's single native call makes itself: then blas serves them)
+    k = max(int(rng.integers(1, 600)), (max(panel_gemm.MIN_MACS[dtype], native_blas.ENTRY_GEMM_MACS) + 1) // (m * n) + 1)
+    lhs = str(rng.choice(["matrix", "batch", "transposed"]))
+    rhs = str(rng.choice(["rows", "columns"]))
+    after = str(rng.choice(["none", "bias", "tanh_bias", "residual", "scale"]))
+    batch = next((d for d in (4, 3, 2) if m % d == 0), 1)
+    x = _rand((k, m) if lhs == "transposed" else (batch, m // batch, k) if lhs == "batch" else (m, k), dtype, seed)
+    w = _rand((n, k) if rhs == "columns" else (k, n), dtype, seed + 1)
+    bias, residual = _rand((n,), dtype, seed + 2), _rand((m, n), dtype, seed + 3)
+    if lhs == "batch":
+        residual = residual.reshape(batch, m // batch, n)
+
+    def program(x, w, bias, residual, tanh, scalar):
+        y = (x.T if lhs == "transposed" else x) @ (w.T if rhs == "columns" else w)
+        return {"none": y, "bias": y + bias, "tanh_bias": tanh(y + bias), "residual": residual + y,
+                "scale": y * scalar(2.5)}[after]
+    wide = [v.astype(np.float64) for v in (x, w, bias, residual)]
+    want = program(*wide, np.tanh, np.float64)
+    f = tracejit.jit(lambda *a: program(*a, tracejit.numpy.tanh, dtype.type))
+    return f, (x, w, bias, residual), want, f"seed {seed}: {dtype} m={m} n={n} k={k} {lhs} @ {rhs}, {after}"
+
+
+def test_random_programs_through_generated_products(monkeypatch):
+    """Every program's product is served by the generated code (counted) and matches float64 NumPy."""
+    saved = tracejit.config.blas
+    tracejit.config.update("blas", "tracejit")
+    try:
+        generated = blas.provider()
+        assert generated.name == "tracejit"
+        served = []
+        run = generated.run
+        monkeypatch.setattr(generated, "run", lambda *a, **kw: (served.append(a[2].shape), run(*a, **kw)))
+        _check_random_programs(served)
+    finally:
+        tracejit.config.update("blas", saved)
+
+
+def _check_random_programs(served: list):
+    for seed in range(PANEL_PROGRAM_SEEDS):
+        f, args, want, what = _panel_program(seed)
+        before = len(served)
+        got = np.asarray(f(*args))
+        assert len(served) == before + 1, f"{what}: not served by the generated code"
+        assert got.dtype == args[0].dtype and got.shape == want.shape, what
+        scale = max(1.0, float(np.max(np.abs(want))))
+        k = args[0].shape[0] if "transposed" in what else args[0].shape[-1]
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=0,
+                                   atol=TOL[got.dtype] * scale * max(1.0, np.sqrt(k)), err_msg=what)

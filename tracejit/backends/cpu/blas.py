@@ -452,7 +452,7 @@ def _load_mkl():
 
 class GeneratedBLAS:
     """tracejit's own generated code (``panel_gemm``) for the real products it serves (at most
-    ``panel_gemm.MAX_ROWS`` rows and enough columns, rows of ``b`` contiguous); NumPy's ``matmul``
+    ``panel_gemm.MAX_ROWS`` rows and enough columns, rows or columns of ``b`` contiguous); NumPy's ``matmul``
     for the rest.
 
     It is measured only on the shapes it serves, against the libraries on those same shapes, and
@@ -965,10 +965,6 @@ class AutoBLAS:
     def gemm(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float = 1.0, beta: float = 0.0) -> None:
         """``out[...] = alpha * (a @ b) + beta * out`` with the provider chosen for its dtype and shape
         class: generated code where it won the class and serves the product, else the library."""
-        if out.ndim == 3 and out.shape[0] == 1:
-            # A batch of one is a matrix product (``(B, T, D) @ (D, F)`` reaches here as one): as
-            # such the generated code may serve it, which takes only matrices.
-            a, b, out = a[0], b[0], out[0]
         if out.ndim == 3:
             nb, m, n = out.shape
         else:
@@ -1049,6 +1045,10 @@ def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray, alpha: float = 1.0, beta
     >>> out.tolist()
     [[1.0, 1.0], [1.0, 1.0]]
     """
+    if out.ndim == 3 and out.shape[0] == 1:
+        # A batch of one is a matrix product (a program's ``(B, T, D) @ (D, F)`` arrives as one): as
+        # such generated code may serve it, which takes only matrices.
+        a, b, out = a[0], b[0], out[0]
     provider().gemm(a, b, out, alpha, beta)
 
 
