@@ -486,7 +486,8 @@ def _panel_program(seed: int):
     m = int(rng.integers(2, 64) if rng.random() < 0.4 else rng.integers(64, panel_gemm.MAX_ROWS + 1))
     n = int(rng.integers(min_n, min_n + 300))
     # (more multiply-adds than a program's single native call makes itself: then blas serves them)
-    k = max(int(rng.integers(1, 600)), (max(panel_gemm.MIN_MACS[dtype], native_blas.ENTRY_GEMM_MACS) + 1) // (m * n) + 1)
+    fewest = max(panel_gemm.MIN_MACS[dtype], native_blas.ENTRY_GEMM_MACS) + 1
+    k = max(int(rng.integers(1, 600)), -(-fewest // (m * n)))
     lhs = str(rng.choice(["matrix", "batch", "transposed"]))
     rhs = str(rng.choice(["rows", "columns"]))
     after = str(rng.choice(["none", "bias", "tanh_bias", "residual", "scale"]))
