@@ -452,8 +452,8 @@ def _load_mkl():
 
 class GeneratedBLAS:
     """tracejit's own generated code (``panel_gemm``) for the real products it serves (at most
-    ``panel_gemm.MAX_ROWS`` rows and enough columns, rows or columns of ``b`` contiguous); NumPy's ``matmul``
-    for the rest.
+    ``panel_gemm.MAX_ROWS`` rows and enough columns, rows or columns of ``b`` contiguous); NumPy's
+    ``matmul`` for the rest.
 
     It is measured only on the shapes it serves, against the libraries on those same shapes, and
     :class:`AutoBLAS` sends a product to it only where it won its class (``table["own"]``) and it

@@ -24,9 +24,9 @@ The loop nest, per thread of the OpenMP team (which splits the columns in whole 
   maps them onto a few cache sets -- and the block did not stay in L2 between row blocks. A ``b``
   whose columns are contiguous (``x @ w.T``, the input gradient of a dense layer) is packed by
   transposing square tiles in registers: on the Zen 4 VM, in turns, (512, 768) @ (768, 3072) ran
-  at 198 GFLOP/s so and 195 from a row-major ``b``, where OpenBLAS took 171 and copying ``w.T``
-  row-major first took longer than the product. While row blocks compute, they prefetch the block
-  the next pack copies (see ``_block``);
+  at 198 GFLOP/s, and at 195 from a row-major ``b``, where OpenBLAS ran at 171 and copying ``w.T``
+  row-major first took half as long as the product. A transposed ``a`` is read in place too.
+  While row blocks compute, they prefetch the block the next pack copies (see ``_block``);
 * row blocks of ``rows`` rows of ``out`` (the last one smaller): ``rows x vectors`` accumulators
   in registers; each step of the contraction loads ``vectors`` vectors of the packed block,
   broadcasts one element of ``a`` per row and does ``rows x vectors`` fused multiply-adds. Four
@@ -83,11 +83,11 @@ def emit_kernel(module: ir.Module, dtype, lanes: int, rows: int, vectors: int) -
 
     ``slots``: ``a``, ``b``, ``out`` and an int64 array of the sizes and strides, in elements:
     ``m, n, k, a_row, a_col, ldb, accumulate, b_transposed`` (``a[i, p]`` at
-    ``a + i * a_row + p * a_col``,
-    ``b[p, j]`` at ``b + p * ldb + j``, or at ``b + j * ldb + p`` when ``b_transposed`` is 1 (``b`` is
-    the transpose of a row-major matrix: ``x @ w.T``), ``out[i, j]`` at ``out + i * n + j``;
-    ``accumulate``: 1 adds the product to ``out``, 0 overwrites it). ``begin`` is a multiple of ``lanes``; column blocks
-    of ``vectors * lanes`` columns from ``begin`` (the last one narrower), row blocks of ``rows``."""
+    ``a + i * a_row + p * a_col``, ``b[p, j]`` at ``b + p * ldb + j``, or at ``b + j * ldb + p`` when
+    ``b_transposed`` is 1 (``b`` is the transpose of a row-major matrix: ``x @ w.T``), ``out[i, j]``
+    at ``out + i * n + j``; ``accumulate``: 1 adds the product to ``out``, 0 overwrites it).
+    ``begin`` is a multiple of ``lanes``; column blocks of ``vectors * lanes`` columns from
+    ``begin`` (the last one narrower), row blocks of ``rows``."""
     fn = ir.Function(module, parallel.KERNEL_TYPE, name=kernel_name(dtype))
     _Emitter(fn, np.dtype(dtype), lanes, rows, vectors).emit()
     return fn
