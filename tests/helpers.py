@@ -13,6 +13,8 @@ that dispatch through ``__array_ufunc__`` / ``__array_function__``.
 """
 from __future__ import annotations
 
+import ctypes
+import mmap
 import warnings
 
 import numpy as np
@@ -226,4 +228,22 @@ def central_difference(f, x, eps=1e-6) -> np.ndarray:
         d = np.zeros_like(x)
         d[i] = eps
         out[i] = (f(x + d) - f(x - d)) / (2 * eps)
+    return out
+
+
+def at_page_end(a, keep: list) -> np.ndarray:
+    """A C-contiguous copy of ``a`` whose last byte is the last before a page that cannot be read
+    (``mprotect`` ``PROT_NONE``): native code reading one element past its end kills the process
+    (run such a test in a child). ``keep`` receives the mapping, which must outlive the copy."""
+    a = np.asarray(a)
+    page = mmap.PAGESIZE
+    total = -(-a.nbytes // page) * page + page
+    area = mmap.mmap(-1, total)
+    keep.append(area)
+    start = ctypes.addressof(ctypes.c_char.from_buffer(area))
+    libc = ctypes.CDLL(None)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    assert libc.mprotect(start + total - page, page, 0) == 0
+    out = np.frombuffer(area, a.dtype, count=a.size, offset=total - page - a.nbytes).reshape(a.shape)
+    out[...] = a
     return out

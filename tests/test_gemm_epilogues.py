@@ -186,30 +186,17 @@ def test_the_plan_says_so():
 
 
 _GUARDED = r"""
-import ctypes, mmap, sys
+import sys
 import numpy as np
 import tracejit, tracejit.numpy as jnp
-
-page = mmap.PAGESIZE
-libc = ctypes.CDLL(None)
-libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-
-
-def at_page_end(a):
-    # a copy of ``a`` whose last byte is the last before a page that may not be read
-    area = mmap.mmap(-1, 2 * page)
-    base = ctypes.addressof(ctypes.c_char.from_buffer(area))
-    assert libc.mprotect(base + page, page, 0) == 0
-    out = np.frombuffer(area, a.dtype, count=a.size, offset=page - a.nbytes).reshape(a.shape)
-    out[...] = a
-    return out, area
-
+from helpers import at_page_end       # (tests/ is on the child's path)
 
 rng = np.random.default_rng(0)
 m, k, n = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 x = rng.standard_normal((m, k)).astype(np.float32)
 w = rng.standard_normal((k, n)).astype(np.float32)
-s, keep = at_page_end(rng.standard_normal((m, 1)).astype(np.float32))
+keep = []
+s = at_page_end(rng.standard_normal((m, 1)).astype(np.float32), keep)
 got = np.asarray(tracejit.jit(lambda x, w, s: jnp.tanh(x @ w) * s)(x, w, s))
 np.testing.assert_allclose(got, np.tanh(x.astype(np.float64) @ w) * s, rtol=1e-4, atol=1e-4)
 print("ok")
@@ -225,7 +212,9 @@ def test_epilogue_reads_nothing_past_its_operands(own_gemm, tmp_path):
     import sys
     script = tmp_path / "guarded.py"
     script.write_text(_GUARDED)
-    env = dict(os.environ, TRACEJIT_OWN_GEMM=own_gemm)
+    tests = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, TRACEJIT_OWN_GEMM=own_gemm,
+               PYTHONPATH=os.pathsep.join(p for p in (tests, os.environ.get("PYTHONPATH")) if p))
     done = subprocess.run([sys.executable, str(script), "13", "24", "33"], env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])

@@ -8,10 +8,8 @@ driven with fake providers and a fake timer (no dependence on this machine's spe
 """
 from __future__ import annotations
 
-import ctypes
-import os
-import mmap
 import multiprocessing
+import os
 import threading
 
 import numpy as np
@@ -21,6 +19,7 @@ from hypothesis import given, settings, strategies as st
 import tracejit
 from tracejit.backends.cpu import blas, llvm_engine, native_blas, panel_gemm
 
+from helpers import at_page_end
 from test_blas_choice import isolated_chooser
 
 pytestmark = pytest.mark.skipif("+fma" not in llvm_engine.host_cpu_features(),
@@ -291,38 +290,16 @@ def test_fork_after_threaded_products(kernels):
     assert child.exitcode == 0 and queue.get(timeout=5) < 1e-12
 
 
-def _before_unreadable_page(shape, dtype, keep: list) -> np.ndarray:
-    """A C-contiguous array whose last byte is followed by a page that cannot be read (``mprotect``
-    ``PROT_NONE``): reading one element past its end kills the process. ``keep`` holds the mapping."""
-    page = mmap.PAGESIZE
-    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
-    total = -(-nbytes // page) * page + page
-    mapping = mmap.mmap(-1, total)
-    keep.append(mapping)
-    start = ctypes.addressof(ctypes.c_char.from_buffer(mapping))
-    assert ctypes.CDLL(None).mprotect(ctypes.c_void_p(start + total - page), ctypes.c_size_t(page), 0) == 0
-    return np.frombuffer(mapping, dtype, count=int(np.prod(shape)), offset=total - page - nbytes).reshape(shape)
-
-
 def _products_before_unreadable_pages(queue):
     kernels, keep, worst = panel_gemm.PanelKernels(), [], 0.0
     for dtype in FLOATS:
         mr, nr, kc = _blocks(kernels, np.dtype(dtype))
         for m, n, k in [(mr + 1, 4 * nr + 3, kc + 5), (2 * mr + 3, 5 * nr - 1, 2 * kc - 3)]:
             for a_layout, b_layout in [("rows", "rows"), ("rows", "columns"), ("columns", "rows")]:
-                if a_layout == "rows":
-                    a = _before_unreadable_page((m, k), dtype, keep)
-                    a[...] = _rand((m, k), dtype, 1)
-                else:
-                    a = _before_unreadable_page((k, m), dtype, keep).T
-                    a[...] = _rand((m, k), dtype, 1)
-                if b_layout == "rows":
-                    b = _before_unreadable_page((k, n), dtype, keep)
-                    b[...] = _rand((k, n), dtype, 2)
-                else:
-                    w = _before_unreadable_page((n, k), dtype, keep)
-                    w[...] = _rand((n, k), dtype, 2)
-                    b = w.T
+                a = (at_page_end(_rand((m, k), dtype, 1), keep) if a_layout == "rows"
+                     else at_page_end(_rand((k, m), dtype, 1), keep).T)
+                b = (at_page_end(_rand((k, n), dtype, 2), keep) if b_layout == "rows"
+                     else at_page_end(_rand((n, k), dtype, 2), keep).T)
                 for threads in (1, 2):
                     out = np.empty((m, n), dtype)
                     kernels.run(a, b, out, threads=threads)
